@@ -1,0 +1,118 @@
+// A workload is what a team submits: a training job, an inference service, a
+// batch-inference job or a debug session. Each is a set of identical pods; a
+// training job's first `min_pods` pods form its gang.
+#ifndef TIDAL_CORE_MODEL_WORKLOAD_H_
+#define TIDAL_CORE_MODEL_WORKLOAD_H_
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/common/ids.h"
+#include "core/common/time.h"
+#include "core/model/cluster.h"
+
+namespace tidal {
+
+enum class WorkloadKind { kTraining, kInference, kBatchInference, kDebug };
+std::string_view WorkloadKindName(WorkloadKind kind);  // "training", ...
+
+enum class TopologyLevel { kNone, kNvlink, kNode, kRack };
+std::string_view TopologyLevelName(TopologyLevel level);
+
+struct TopologyConstraint {
+  TopologyLevel level = TopologyLevel::kNone;
+  bool required = false;  // false = preferred
+};
+
+struct PlacementConstraints {
+  std::vector<std::string> required_gpu_models;   // empty = any
+  std::vector<std::string> preferred_gpu_models;
+  std::map<std::string, std::string> node_selector;  // label = value, all must match
+  std::vector<Taint> tolerations;                     // value "" tolerates any value
+  TopologyConstraint topology;
+};
+
+enum class ModelSource { kLocalCache, kSharedStorage };
+
+struct InferenceSpec {
+  Duration target_p99 = milliseconds(0);
+  Duration cold_start = milliseconds(0);  // 0 = estimate from the model
+  double replica_capacity_rps = 0;
+  double model_size_gib = 0;
+  ModelSource model_source = ModelSource::kLocalCache;
+};
+
+struct TrainingSpec {
+  Duration checkpoint_interval = milliseconds(0);  // 0 = never checkpoints
+};
+
+struct BatchSpec {
+  Time deadline = kInfiniteFuture;
+};
+
+struct DebugSpec {
+  Duration max_runtime = minutes(60);
+};
+
+enum class PreemptibilityClass {
+  kNever,          // never a victim (inference, critical training)
+  kPreemptible,    // a victim of higher priority or reclaim, with notice
+  kReclaimable,    // always reclaimable (debug, best effort)
+};
+std::string_view PreemptibilityClassName(PreemptibilityClass c);
+
+// The derived priority and how it was derived, so that it can be shown.
+struct Priority {
+  int value = 0;
+  PreemptibilityClass preemptibility = PreemptibilityClass::kPreemptible;
+  std::string template_name;
+  std::vector<std::string> derivation;  // one line per layer, in order
+  bool awaiting_approval = false;
+};
+
+enum class WorkloadState {
+  kAwaitingApproval,
+  kPending,
+  kRunning,
+  kTerminating,  // preempted: inside its grace period
+  kSucceeded,
+  kFailed,
+  kCancelled,
+};
+std::string_view WorkloadStateName(WorkloadState state);
+
+struct Workload {
+  WorkloadId id;
+  std::string name;
+  std::string tenant;
+  ProjectId project;
+  QueueId queue;
+  WorkloadKind kind = WorkloadKind::kTraining;
+  WorkloadState state = WorkloadState::kPending;
+
+  int gpus_per_pod = 1;
+  int pods = 1;       // desired (training replicas, inference current target)
+  int min_pods = 1;   // gang minimum; == pods for a rigid gang
+  int max_pods = 1;   // > pods only for an elastic job
+  bool preemptible = true;
+  Duration expected_duration = milliseconds(0);  // at full size; 0 = unknown
+
+  Time submit_time;
+  PlacementConstraints constraints;
+  TrainingSpec training;
+  InferenceSpec inference;
+  BatchSpec batch;
+  DebugSpec debug;
+
+  Priority priority;
+
+  int min_gpus() const { return min_pods * gpus_per_pod; }
+  bool is_gang() const { return min_pods > 1; }
+  bool is_elastic() const { return max_pods > min_pods; }
+};
+
+}  // namespace tidal
+
+#endif  // TIDAL_CORE_MODEL_WORKLOAD_H_

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian packages that building and testing Tidal need. Safe to
+# re-run: it calls apt-get only when something is missing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config ccache git
+  libgtest-dev libgmock-dev libbenchmark-dev
+  nlohmann-json3-dev libyaml-cpp-dev libcpp-httplib-dev libsqlite3-dev
+  libcli11-dev libfmt-dev libspdlog-dev libssl-dev
+  curl procps
+)
+# Extra packages for the test suite (real Prometheus, promtool, load tools).
+if [[ "${1:-}" == "--test" ]]; then
+  packages+=(prometheus wrk)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if (( ${#missing[@]} )); then
+  echo "installing: ${missing[*]}"
+  sudo_cmd=()
+  [[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Quick start, part 1: install, build, and run Tidal's main job on its
+# embedded defaults.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTIDAL_BUILD_TESTS=OFF -DTIDAL_BUILD_BENCH=OFF >/dev/null
+cmake --build build --target tidal
+exec build/tidal demo "$@"

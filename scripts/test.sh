@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Quick start, part 2: install, build with AddressSanitizer and
+# UndefinedBehaviorSanitizer, and run the whole test suite. .ci/run calls this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh --test
+cmake -S . -B build/sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTIDAL_SANITIZE=ON -DTIDAL_BUILD_BENCH=OFF >/dev/null
+cmake --build build/sanitize
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+ctest --test-dir build/sanitize --output-on-failure -j "$(nproc)" "$@"
