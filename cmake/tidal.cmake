@@ -29,7 +29,10 @@ function(tidal_test_binary name dir)
     return()
   endif()
   add_executable(${name} ${srcs})
-  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
-                       PROPERTIES ENVIRONMENT "TIDAL_SOURCE_DIR=${PROJECT_SOURCE_DIR};TIDAL_BINARY_DIR=${PROJECT_BINARY_DIR}")
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} tidal_test_main GTest::gtest GTest::gmock)
+  # The test binaries need build/tidal (end-to-end and CLI tests run it).
+  if(TARGET tidal)
+    add_dependencies(${name} tidal)
+  endif()
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60)
 endfunction()

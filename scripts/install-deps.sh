@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config ccache git
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libyaml-cpp-dev libcpp-httplib-dev libsqlite3-dev
-  libcli11-dev libfmt-dev libspdlog-dev libssl-dev
+  libcli11-dev libfmt-dev libspdlog-dev libssl-dev zlib1g-dev
   curl procps
 )
 # Extra packages for the test suite (real Prometheus, promtool, load tools).

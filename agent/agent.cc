@@ -1,0 +1,493 @@
+#include "agent/agent.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "agent/fake_gpu_probe.h"
+#include "agent/http_get.h"
+
+extern char** environ;
+
+namespace tidal::agent {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr size_t kMaxOutbox = 10000;
+
+// The agent's environment variables a pod inherits; everything else (tokens,
+// the agent's own settings) stays with the agent.
+std::map<std::string, std::string> InheritedEnv() {
+  static const char* const kKeep[] = {"PATH", "HOME", "LANG", "LC_ALL", "TZ", "USER",
+                                      "TMPDIR", "LD_LIBRARY_PATH", "ASAN_OPTIONS",
+                                      "UBSAN_OPTIONS", "LSAN_OPTIONS"};
+  std::map<std::string, std::string> env;
+  for (const char* key : kKeep) {
+    if (const char* value = std::getenv(key)) env[key] = value;
+  }
+  if (!env.count("PATH")) env["PATH"] = "/usr/local/bin:/usr/bin:/bin";
+  return env;
+}
+
+}  // namespace
+
+int64_t WallClockMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Agent::Agent(AgentConfig config, GpuProbe& probe, ControlPlane& server)
+    : config_(std::move(config)), probe_(probe), server_(server),
+      start_limiter_(std::max(1, config_.max_concurrent_starts)) {
+  if (config_.checkpoint_root.empty()) config_.checkpoint_root = config_.work_dir + "/checkpoints";
+}
+
+Agent::~Agent() {
+  // Pods die with their Pod objects (SIGKILL to the group); the agent's
+  // owner calls Shutdown() first for a graceful stop.
+  pods_.clear();
+  retiring_.clear();
+}
+
+Duration Agent::sync_interval() const {
+  if (config_.sync_interval.count() > 0) return config_.sync_interval;
+  return seconds(std::max(1, lease_.heartbeat_interval_s));
+}
+
+json Agent::RegisterBody() const {
+  json gpus = json::array();
+  for (const GpuDevice& gpu : inventory_.gpus) {
+    gpus.push_back({{"index", gpu.index}, {"uuid", gpu.uuid},
+                    {"healthy", failed_gpus_.count(gpu.index) == 0}});
+  }
+  json inv = InventoryToJson(inventory_);
+  json body = {{"name", config_.name},
+               {"address", config_.address},
+               {"gpu_model", inventory_.gpus.empty() ? "" : inventory_.gpus[0].model},
+               {"gpu_memory_gib", inventory_.gpus.empty() ? 0 : inventory_.gpus[0].memory_mib / 1024},
+               {"driver_version", inventory_.driver_version},
+               {"mig_capable", std::any_of(inventory_.gpus.begin(), inventory_.gpus.end(),
+                                           [](const GpuDevice& g) { return g.mig_enabled; })},
+               {"network", {{"nic_gbps", config_.nic_gbps}, {"rdma", config_.rdma}}},
+               {"gpus", gpus},
+               {"nvlink_domains", inv["nvlink_domains"]},
+               {"labels", config_.labels},
+               {"taints", json::array()}};
+  for (const Taint& t : config_.taints) body["taints"].push_back({{"key", t.key}, {"value", t.value}});
+  if (!config_.pool.empty()) body["pool"] = config_.pool;
+  if (!config_.rack.empty()) body["rack"] = config_.rack;
+  if (!config_.zone.empty()) body["zone"] = config_.zone;
+  return body;
+}
+
+json Agent::HeartbeatBody() const {
+  json gpus = json::array();
+  for (const GpuDevice& gpu : inventory_.gpus) {
+    json g = {{"index", gpu.index}, {"healthy", failed_gpus_.count(gpu.index) == 0}};
+    if (auto it = last_fault_.find(gpu.index); it != last_fault_.end()) {
+      if (it->second.kind == GpuFaultKind::kXid) g["xid"] = it->second.code;
+      if (it->second.kind == GpuFaultKind::kEccUncorrectable) {
+        g["ecc_uncorrectable"] = it->second.code;
+      }
+    }
+    for (const GpuSample& s : samples_) {
+      if (s.gpu_index != gpu.index) continue;
+      g["utilization"] = s.utilization_pct / 100.0;
+      g["memory_used_gib"] = static_cast<double>(s.memory_used_mib) / 1024.0;
+    }
+    gpus.push_back(std::move(g));
+  }
+  return {{"gpus", gpus}};
+}
+
+Status Agent::Start(int64_t now_ms) {
+  TIDAL_ASSIGN_OR_RETURN(inventory_, probe_.Inventory());
+  std::error_code ec;
+  fs::create_directories(config_.work_dir + "/pods", ec);
+  if (ec) return Internal(fmt::format("--work-dir {}: {}", config_.work_dir, ec.message()));
+  fs::create_directories(config_.checkpoint_root, ec);
+  TIDAL_ASSIGN_OR_RETURN(lease_, server_.Register(RegisterBody()));
+  registered_ = true;
+  next_heartbeat_ms_ = now_ms;  // first heartbeat fetches the pods at once
+  next_sample_ms_ = now_ms;
+  last_sample_ms_ = now_ms;
+  WritePodsFile();
+  return Status::Ok();
+}
+
+std::string Agent::PodDir(const PodKey& key) const {
+  // The sequence number keeps a rerun of the same rank from reusing (and
+  // mixing logs with) an earlier run's directory.
+  return fmt::format("{}/pods/{}-r{}-a{}-{}", config_.work_dir, key.workload, key.rank,
+                     key.attempt, next_pod_seq_++);
+}
+
+void Agent::Sample(int64_t now_ms) {
+  const double interval_s = std::max(0.001, (now_ms - last_sample_ms_) / 1000.0);
+  last_sample_ms_ = now_ms;
+  std::map<int, LocalPod*> holder;
+  for (auto& [key, lp] : pods_) {
+    const Pod::Phase phase = lp.pod->phase();
+    if (phase == Pod::Phase::kExited || phase == Pod::Phase::kWaitingForSlot) continue;
+    for (int gpu : lp.pod->spec().gpus) holder[gpu] = &lp;
+  }
+  if (auto* fake = dynamic_cast<FakeGpuProbe*>(&probe_)) {
+    // Without GPUs, a pod's CPU use stands in for its GPU use: a trainer
+    // computing is busy, a debug shell waiting for input is idle.
+    std::map<LocalPod*, double> activity;
+    for (auto& [key, lp] : pods_) {
+      const double cpu = lp.pod->CpuSeconds();
+      const double share = std::max(0.0, cpu - lp.cpu_s_at_sample) / interval_s;
+      lp.cpu_s_at_sample = cpu;
+      activity[&lp] = std::min(1.0, share / config_.fake_busy_cpu_share);
+    }
+    for (const GpuDevice& gpu : inventory_.gpus) {
+      auto it = holder.find(gpu.index);
+      fake->SetLoad(gpu.index, it != holder.end(), it != holder.end() ? activity[it->second] : 0);
+    }
+  }
+  auto samples = probe_.Sample();
+  if (!samples.ok()) {
+    fmt::print(stderr, "agent {}: GPU sample: {}\n", config_.name, samples.status().message());
+    return;
+  }
+  samples_ = std::move(samples).value();
+  for (auto& [key, lp] : pods_) {
+    const auto& gpus = lp.pod->spec().gpus;
+    if (gpus.empty()) continue;
+    double sum = 0;
+    for (int gpu : gpus) {
+      for (const GpuSample& s : samples_) {
+        if (s.gpu_index == gpu) sum += s.utilization_pct / 100.0;
+      }
+    }
+    lp.utilization = sum / static_cast<double>(gpus.size());
+    const Pod::Phase phase = lp.pod->phase();
+    if (phase != Pod::Phase::kRunning && phase != Pod::Phase::kReady) continue;
+    // No phase: a report, not a transition (the server would otherwise
+    // count another start).
+    PodEvent e;
+    e.key = key;
+    e.time_ms = now_ms;
+    e.utilization = lp.utilization;
+    const int64_t checkpoint_ms = lp.pod->LastCheckpointMs();
+    if (checkpoint_ms > lp.reported_checkpoint_ms) {
+      e.checkpoint_time_ms = checkpoint_ms;
+      lp.reported_checkpoint_ms = checkpoint_ms;
+    }
+    outbox_.push_back(std::move(e));
+  }
+}
+
+void Agent::ReportLoad(int64_t now_ms) {
+  for (auto& [key, lp] : pods_) {
+    auto load = lp.pod->ReadLoad();
+    if (!load) continue;
+    PodEvent e;
+    e.key = key;
+    e.time_ms = now_ms;
+    e.load = *load;
+    outbox_.push_back(std::move(e));
+  }
+}
+
+void Agent::Reconcile(const std::vector<PodSpec>& desired, int64_t now_ms) {
+  std::vector<PodEvent> events;
+  std::set<PodKey> listed;
+  // Local ranks: this workload's pods on this node, in rank order.
+  std::map<uint64_t, std::vector<int>> ranks_here;
+  for (const PodSpec& spec : desired) {
+    if (spec.desired_run) ranks_here[spec.key.workload].push_back(spec.key.rank);
+  }
+  for (auto& [w, ranks] : ranks_here) std::sort(ranks.begin(), ranks.end());
+
+  for (const PodSpec& spec : desired) {
+    listed.insert(spec.key);
+    auto it = pods_.find(spec.key);
+    if (it == pods_.end()) {
+      if (!spec.desired_run) {
+        // Asked to stop a pod that does not run here (placed and stopped
+        // between two syncs, or lost with an earlier agent): say it has
+        // exited, so the server frees its GPUs now rather than at the
+        // grace deadline. A retiring run of the same rank is not it.
+        const bool retiring = std::any_of(retiring_.begin(), retiring_.end(), [&](const LocalPod& lp) {
+          return lp.pod->spec().key == spec.key;
+        });
+        if (!retiring && absent_stop_reported_.insert(spec.key).second) {
+          PodEvent e;
+          e.key = spec.key;
+          e.phase = "exited";
+          e.time_ms = now_ms;
+          e.reason = "stopped before start: not running on this node";
+          events.push_back(std::move(e));
+        }
+        continue;
+      }
+      PodOptions options;
+      options.node_name = config_.name;
+      options.pod_dir = PodDir(spec.key);
+      options.checkpoint_dir = config_.checkpoint_root + "/" + spec.checkpoint_dir_key;
+      const auto& ranks = ranks_here[spec.key.workload];
+      options.local_rank = static_cast<int>(
+          std::lower_bound(ranks.begin(), ranks.end(), spec.key.rank) - ranks.begin());
+      options.local_world_size = static_cast<int>(ranks.size());
+      options.base_env = InheritedEnv();
+      options.log_max_bytes = config_.log_max_bytes;
+      options.log_max_files = config_.log_max_files;
+      options.log_rate_bytes_per_s = config_.log_rate_bytes_per_s;
+      options.log_burst_bytes = config_.log_burst_bytes;
+      options.readiness_timeout = config_.readiness_timeout;
+      options.start_limiter = &start_limiter_;
+      // The serving port: the declared one while it is free on this node,
+      // else (another replica here holds it, or none was declared) a free
+      // one. Pods listen on $PORT, so the probes follow the pod.
+      if (spec.readiness || spec.load_endpoint) {
+        const int declared = spec.readiness ? spec.readiness->port : spec.load_endpoint->port;
+        if (declared > 0 && !PortUsedLocally(declared) && PortIsFree(declared)) {
+          options.port = declared;
+        } else if (auto port = PickFreePort(); port.ok()) {
+          options.port = *port;
+        }
+      }
+      it = pods_.emplace(spec.key, LocalPod{std::make_unique<Pod>(spec, std::move(options))}).first;
+    }
+    if (!spec.desired_run) {
+      StopNotice notice = spec.notice.value_or(StopNotice{
+          "stop", now_ms, now_ms + config_.default_grace.count(), SIGTERM});
+      it->second.pod->Stop(notice, now_ms, events);
+    }
+  }
+  for (auto it = absent_stop_reported_.begin(); it != absent_stop_reported_.end();) {
+    it = listed.count(*it) ? std::next(it) : absent_stop_reported_.erase(it);
+  }
+  for (auto it = pods_.begin(); it != pods_.end();) {
+    if (listed.count(it->first)) {
+      ++it;
+      continue;
+    }
+    Pod& pod = *it->second.pod;
+    if (pod.phase() == Pod::Phase::kExited) {
+      it = pods_.erase(it);  // the server has seen its exit
+      continue;
+    }
+    // A pod the server no longer lists must not run. The server has
+    // forgotten it (e.g. its gang was requeued when another node was lost),
+    // so it retires out of the key map: its exit is not reported (it would
+    // be taken for a later run of the same rank), and a new listing of the
+    // same rank is a new pod.
+    std::vector<PodEvent> ignored;
+    pod.Stop(StopNotice{"removed", now_ms, now_ms + config_.default_grace.count(), SIGTERM},
+             now_ms, ignored);
+    retiring_.push_back(std::move(it->second));
+    it = pods_.erase(it);
+  }
+  for (PodEvent& e : events) outbox_.push_back(std::move(e));
+}
+
+bool Agent::PortUsedLocally(int port) const {
+  for (const auto& [key, lp] : pods_) {
+    if (lp.pod->options().port == port && lp.pod->phase() != Pod::Phase::kExited) return true;
+  }
+  return false;
+}
+
+void Agent::Heartbeat(int64_t now_ms) {
+  if (!registered_) {
+    auto lease = server_.Register(RegisterBody());
+    if (!lease.ok()) {
+      fmt::print(stderr, "agent {}: register: {}\n", config_.name, lease.status().message());
+      next_heartbeat_ms_ = now_ms + 1000;
+      return;
+    }
+    lease_ = *lease;
+    registered_ = true;
+  }
+  auto reply = server_.Heartbeat(config_.name, HeartbeatBody());
+  next_heartbeat_ms_ = now_ms + sync_interval().count();
+  heartbeat_now_ = false;
+  if (!reply.ok()) {
+    if (reply.status().code() == StatusCode::kNotFound) registered_ = false;
+    fmt::print(stderr, "agent {}: heartbeat: {}\n", config_.name, reply.status().message());
+    return;
+  }
+  ++heartbeats_sent_;
+  if (reply->contains("lease_s")) lease_.lease_s = (*reply)["lease_s"].get<int>();
+  if (!reply->contains("pods")) return;
+  auto pods = ParsePodList(*reply);
+  if (!pods.ok()) {
+    fmt::print(stderr, "agent {}: desired pods: {}\n", config_.name, pods.status().message());
+    return;
+  }
+  Reconcile(*pods, now_ms);
+}
+
+// Every exit event is queued when the exit happens, so once the outbox is
+// delivered the server knows of each exited pod and stops listing it; if it
+// lists the same pod again later, that is a new run, which needs a fresh Pod.
+void Agent::ForgetExited() {
+  for (auto it = pods_.begin(); it != pods_.end();) {
+    if (it->second.pod->phase() == Pod::Phase::kExited) {
+      it = pods_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void Agent::Flush() {
+  while (outbox_.size() > kMaxOutbox) outbox_.pop_front();
+  if (outbox_.empty()) {
+    ForgetExited();
+    return;
+  }
+  json events = json::array();
+  for (const PodEvent& e : outbox_) events.push_back(e.ToJson());
+  Status sent = server_.ReportEvents(config_.name, {{"events", events}});
+  if (sent.ok()) {
+    events_sent_ += static_cast<int64_t>(outbox_.size());
+    outbox_.clear();
+    ForgetExited();
+  } else if (sent.code() == StatusCode::kInvalidArgument) {
+    // A rejected batch would be rejected forever; say so and move on.
+    fmt::print(stderr, "agent {}: pod status rejected, dropping {} event(s): {}\n", config_.name,
+               outbox_.size(), sent.message());
+    outbox_.clear();
+    ForgetExited();
+  } else {
+    fmt::print(stderr, "agent {}: pod status: {}\n", config_.name, sent.message());
+  }
+}
+
+void Agent::Step(int64_t now_ms) {
+  for (const GpuFault& fault : probe_.PollFaults()) {
+    fmt::print(stderr, "agent {}: GPU {} fault: {} {}\n", config_.name, fault.gpu_index,
+               GpuFaultKindName(fault.kind), fault.code);
+    failed_gpus_.insert(fault.gpu_index);
+    last_fault_[fault.gpu_index] = fault;
+    heartbeat_now_ = true;
+  }
+  if (now_ms >= next_sample_ms_) {
+    Sample(now_ms);
+    next_sample_ms_ = now_ms + config_.sample_interval.count();
+  }
+  if (heartbeat_now_ || now_ms >= next_heartbeat_ms_) Heartbeat(now_ms);
+
+  std::vector<PodEvent> ignored;
+  GpuMask retiring_gpus = 0;
+  for (auto it = retiring_.begin(); it != retiring_.end();) {
+    it->pod->Tick(now_ms, ignored);
+    if (it->pod->phase() == Pod::Phase::kExited) {
+      it = retiring_.erase(it);
+      continue;
+    }
+    for (int gpu : it->pod->spec().gpus) retiring_gpus |= GpuMask{1} << gpu;
+    ++it;
+  }
+  std::vector<PodEvent> events;
+  for (auto& [key, lp] : pods_) {
+    if (lp.pod->phase() == Pod::Phase::kWaitingForSlot) {
+      // A retiring pod still on one of its GPUs goes first.
+      GpuMask mine = 0;
+      for (int gpu : lp.pod->spec().gpus) mine |= GpuMask{1} << gpu;
+      if ((mine & retiring_gpus) == 0) lp.pod->TryLaunch(now_ms, events);
+    }
+    lp.pod->Tick(now_ms, events);
+  }
+  for (PodEvent& e : events) outbox_.push_back(std::move(e));
+  if (now_ms >= next_load_ms_) {
+    ReportLoad(now_ms);
+    next_load_ms_ = now_ms + config_.load_interval.count();
+  }
+  Flush();
+  WritePodsFile();
+}
+
+void Agent::Shutdown(Duration grace) {
+  // Pods stopped because the agent goes away did not finish: reporting
+  // their exits would tell the server a rank completed. They are not
+  // reported; the node's lease (or the agent's return) settles them.
+  std::vector<PodEvent> ignored;
+  const int64_t start = WallClockMs();
+  for (auto& [key, lp] : pods_) {
+    lp.pod->Stop(StopNotice{"agent_shutdown", start, start + grace.count(), SIGTERM}, start,
+                 ignored);
+  }
+  while (true) {
+    const int64_t now = WallClockMs();
+    bool running = false;
+    for (auto& [key, lp] : pods_) {
+      lp.pod->Tick(now, ignored);
+      if (lp.pod->phase() != Pod::Phase::kExited) running = true;
+    }
+    for (LocalPod& lp : retiring_) {
+      lp.pod->Tick(now, ignored);
+      if (lp.pod->phase() != Pod::Phase::kExited) running = true;
+    }
+    if (!running || now > start + grace.count() + 5000) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  Flush();  // what was already queued before the shutdown
+  pods_.clear();
+  retiring_.clear();
+  WritePodsFile();
+}
+
+std::vector<PodView> Agent::Pods() const {
+  std::vector<PodView> views;
+  std::vector<const LocalPod*> all;
+  for (const auto& [key, lp] : pods_) all.push_back(&lp);
+  for (const LocalPod& lp : retiring_) all.push_back(&lp);
+  for (const LocalPod* p : all) {
+    const LocalPod& lp = *p;
+    PodView v;
+    v.key = lp.pod->spec().key;
+    v.name = lp.pod->spec().name;
+    v.kind = lp.pod->spec().kind;
+    v.phase = Pod::PhaseName(lp.pod->phase());
+    v.pid = lp.pod->pid();
+    v.port = lp.pod->options().port;
+    v.gpus = lp.pod->spec().gpus;
+    v.pod_dir = lp.pod->options().pod_dir;
+    v.utilization = lp.utilization;
+    views.push_back(std::move(v));
+  }
+  return views;
+}
+
+void Agent::WritePodsFile() {
+  json pods = json::array();
+  for (const PodView& v : Pods()) {
+    pods.push_back({{"workload", v.key.workload}, {"rank", v.key.rank},
+                    {"attempt", v.key.attempt}, {"name", v.name}, {"kind", v.kind},
+                    {"phase", v.phase}, {"pid", v.pid}, {"port", v.port}, {"gpus", v.gpus},
+                    {"pod_dir", v.pod_dir}});
+  }
+  json failed = json::array();
+  for (int g : failed_gpus_) failed.push_back(g);
+  const std::string text =
+      json{{"node", config_.name}, {"agent_pid", getpid()}, {"failed_gpus", failed},
+           {"pods", pods}}.dump(1) + "\n";
+  if (text == pods_file_text_) return;
+  const std::string path = config_.work_dir + "/pods.json";
+  {
+    std::ofstream out(path + ".tmp", std::ios::trunc);
+    out << text;
+  }
+  std::error_code ec;
+  fs::rename(path + ".tmp", path, ec);
+  if (!ec) pods_file_text_ = text;
+}
+
+}  // namespace tidal::agent

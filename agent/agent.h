@@ -1,0 +1,153 @@
+// The node agent: registers the node with its GPU inventory, heartbeats on
+// the server's lease, runs the pods the server wants on this node and
+// reports what happens to them.
+//
+// Each Step(now) does, in order:
+//   1. polls GPU faults (XID, uncorrectable ECC); a new fault forces an
+//      immediate heartbeat, so the server drains the node without waiting
+//      for the next period;
+//   2. samples GPU utilization and memory, attributes it to the pods holding
+//      each GPU (a pod's utilization is the mean over its GPUs);
+//   3. heartbeats when due; the reply is the node's desired pods, which are
+//      reconciled: new pods are created, pods told to stop get the stop
+//      protocol (pod.h), pods absent from the list retire: stopped with the
+//      default grace, their exits unreported (the server forgot them);
+//   4. launches waiting pods as start slots free up (StartLimiter), ticks
+//      every pod (exit, grace deadline, readiness);
+//   5. reads inference replicas' load endpoints and sends all pod events;
+//      events that fail to send are kept and resent, in order. Once its exit
+//      is delivered, an exited pod is forgotten: the server then stops
+//      listing it, and a later listing of the same rank is a new run.
+// The agent never restarts a pod on its own: restarts are the server's
+// decision, because a gang must restart whole.
+#ifndef TIDAL_AGENT_AGENT_H_
+#define TIDAL_AGENT_AGENT_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent/control_plane.h"
+#include "agent/gpu_probe.h"
+#include "agent/pod.h"
+#include "agent/start_limiter.h"
+#include "core/model/cluster.h"
+
+namespace tidal::agent {
+
+struct AgentConfig {
+  std::string name;
+  std::string address = "127.0.0.1";  // where other nodes reach this one (MASTER_ADDR)
+  std::string work_dir;               // pods/<workload>-<rank>-<attempt>/, pods.json
+  std::string checkpoint_root;        // "" = work_dir/checkpoints
+  std::string pool, rack, zone;       // "" = the server's configured value
+  std::map<std::string, std::string> labels;
+  std::vector<Taint> taints;
+  double nic_gbps = 0;
+  bool rdma = false;
+
+  int max_concurrent_starts = 2;
+  int64_t log_max_bytes = 16 << 20;
+  int log_max_files = 3;
+  double log_rate_bytes_per_s = 1 << 20;
+  double log_burst_bytes = 4 << 20;
+
+  Duration sync_interval = milliseconds(0);  // 0 = the server's heartbeat interval
+  Duration sample_interval = seconds(5);
+  Duration load_interval = seconds(2);
+  Duration default_grace = seconds(10);      // pods the server stopped listing
+  Duration readiness_timeout = seconds(300);
+  // CPU use (share of one core) at which a fake GPU counts as fully busy.
+  double fake_busy_cpu_share = 0.02;
+};
+
+// What `pods.json` in the work dir and tests see of one pod.
+struct PodView {
+  PodKey key;
+  std::string name;
+  std::string kind;
+  std::string phase;  // Pod::PhaseName
+  pid_t pid = -1;
+  int port = 0;
+  std::vector<int> gpus;
+  std::string pod_dir;
+  double utilization = 0;
+};
+
+class Agent {
+ public:
+  Agent(AgentConfig config, GpuProbe& probe, ControlPlane& server);
+  ~Agent();
+
+  // Reads the inventory and registers the node.
+  Status Start(int64_t now_ms);
+  void Step(int64_t now_ms);
+  // Stops every pod: notice + signal, SIGKILL after `grace`; blocks until all
+  // have exited. Their exits are not reported (they did not finish); pods
+  // are not adopted across agent restarts.
+  void Shutdown(Duration grace);
+
+  std::vector<PodView> Pods() const;
+  const std::set<int>& failed_gpus() const { return failed_gpus_; }
+  const GpuInventory& inventory() const { return inventory_; }
+  int64_t events_sent() const { return events_sent_; }
+  int64_t heartbeats_sent() const { return heartbeats_sent_; }
+  Duration sync_interval() const;
+
+ private:
+  struct LocalPod {
+    std::unique_ptr<Pod> pod;
+    double cpu_s_at_sample = 0;
+    double utilization = 0;
+    int64_t reported_checkpoint_ms = 0;
+  };
+
+  nlohmann::json RegisterBody() const;
+  nlohmann::json HeartbeatBody() const;
+  void Heartbeat(int64_t now_ms);
+  void Reconcile(const std::vector<PodSpec>& desired, int64_t now_ms);
+  void Sample(int64_t now_ms);
+  void ReportLoad(int64_t now_ms);
+  void Flush();
+  void ForgetExited();
+  void WritePodsFile();
+  std::string PodDir(const PodKey& key) const;  // unique per call
+  bool PortUsedLocally(int port) const;
+
+  AgentConfig config_;
+  GpuProbe& probe_;
+  ControlPlane& server_;
+  GpuInventory inventory_;
+  Lease lease_;
+  StartLimiter start_limiter_;
+  std::map<PodKey, LocalPod> pods_;
+  std::vector<LocalPod> retiring_;  // unlisted pods on their way out
+  std::set<PodKey> absent_stop_reported_;
+  mutable int64_t next_pod_seq_ = 0;
+  std::set<int> failed_gpus_;
+  std::map<int, GpuFault> last_fault_;
+  std::vector<GpuSample> samples_;
+  std::deque<PodEvent> outbox_;
+  bool registered_ = false;
+  bool heartbeat_now_ = false;
+  int64_t next_heartbeat_ms_ = 0;
+  int64_t next_sample_ms_ = 0;
+  int64_t next_load_ms_ = 0;
+  int64_t last_sample_ms_ = 0;
+  int64_t events_sent_ = 0;
+  int64_t heartbeats_sent_ = 0;
+  std::string pods_file_text_;
+};
+
+int64_t WallClockMs();
+
+}  // namespace tidal::agent
+
+#endif  // TIDAL_AGENT_AGENT_H_

@@ -1,0 +1,44 @@
+// The agent's view of the server: the three agent endpoints of docs/api.md
+// behind an interface, so the agent loop is tested against an in-memory fake
+// and run against HTTP.
+#ifndef TIDAL_AGENT_CONTROL_PLANE_H_
+#define TIDAL_AGENT_CONTROL_PLANE_H_
+
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/common/status.h"
+#include "core/common/time.h"
+
+namespace tidal::agent {
+
+struct Lease {
+  int lease_s = 30;
+  int heartbeat_interval_s = 5;
+};
+
+class ControlPlane {
+ public:
+  virtual ~ControlPlane() = default;
+  // POST /v1/agent/register.
+  virtual StatusOr<Lease> Register(const nlohmann::json& body) = 0;
+  // POST /v1/agent/nodes/{node}/heartbeat; returns the reply ({"pods": ...}).
+  virtual StatusOr<nlohmann::json> Heartbeat(const std::string& node,
+                                             const nlohmann::json& body) = 0;
+  // POST /v1/agent/nodes/{node}/pods/status with {"events": [...]}.
+  virtual Status ReportEvents(const std::string& node, const nlohmann::json& body) = 0;
+};
+
+// `server_url` like "http://127.0.0.1:8080". Replies outside 2xx become a
+// Status carrying the server's error message; 404 maps to kNotFound (the
+// node is unknown: register again), 401/403 to kUnauthenticated /
+// kPermissionDenied.
+StatusOr<std::unique_ptr<ControlPlane>> MakeHttpControlPlane(const std::string& server_url,
+                                                             const std::string& token,
+                                                             Duration timeout = seconds(5));
+
+}  // namespace tidal::agent
+
+#endif  // TIDAL_AGENT_CONTROL_PLANE_H_

@@ -1,0 +1,85 @@
+#include <fmt/core.h>
+#include <httplib.h>
+
+#include "agent/control_plane.h"
+
+namespace tidal::agent {
+namespace {
+
+using nlohmann::json;
+
+class HttpControlPlane final : public ControlPlane {
+ public:
+  HttpControlPlane(const std::string& url, const std::string& token, Duration timeout)
+      : url_(url), client_(url) {
+    const auto usec = std::chrono::duration_cast<std::chrono::microseconds>(timeout).count();
+    client_.set_connection_timeout(0, usec);
+    client_.set_read_timeout(0, usec);
+    client_.set_write_timeout(0, usec);
+    client_.set_keep_alive(true);
+    client_.set_default_headers({{"Authorization", "Bearer " + token}});
+  }
+
+  StatusOr<Lease> Register(const json& body) override {
+    TIDAL_ASSIGN_OR_RETURN(json reply, Post("/v1/agent/register", body));
+    Lease lease;
+    lease.lease_s = reply.value("lease_s", 30);
+    lease.heartbeat_interval_s = reply.value("heartbeat_interval_s", 5);
+    return lease;
+  }
+
+  StatusOr<json> Heartbeat(const std::string& node, const json& body) override {
+    return Post(fmt::format("/v1/agent/nodes/{}/heartbeat", node), body);
+  }
+
+  Status ReportEvents(const std::string& node, const json& body) override {
+    auto reply = Post(fmt::format("/v1/agent/nodes/{}/pods/status", node), body);
+    return reply.ok() ? Status::Ok() : reply.status();
+  }
+
+ private:
+  StatusOr<json> Post(const std::string& path, const json& body) {
+    auto res = client_.Post(path.c_str(), body.dump(), "application/json");
+    if (!res) {
+      return Unavailable(fmt::format("POST {}{}: {}", url_, path, httplib::to_string(res.error())));
+    }
+    json reply = json::parse(res->body, nullptr, /*allow_exceptions=*/false);
+    if (res->status >= 200 && res->status < 300) {
+      if (reply.is_discarded()) return Internal(fmt::format("POST {}: reply is not JSON", path));
+      return reply;
+    }
+    std::string message = res->body;
+    if (reply.is_object() && reply.contains("error") && reply["error"].is_object()) {
+      message = reply["error"].value("message", res->body);
+    }
+    message = fmt::format("POST {}: {} {}", path, res->status, message);
+    switch (res->status) {
+      case 401: return Unauthenticated(message);
+      case 403: return PermissionDenied(message);
+      case 404: return NotFound(message);
+      case 400: return InvalidArgument(message);
+      default: return Unavailable(message);
+    }
+  }
+
+  std::string url_;
+  httplib::Client client_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<ControlPlane>> MakeHttpControlPlane(const std::string& server_url,
+                                                             const std::string& token,
+                                                             Duration timeout) {
+  if (!server_url.starts_with("http://") && !server_url.starts_with("https://")) {
+    return InvalidArgument(fmt::format("--server '{}': expected http://HOST:PORT", server_url));
+  }
+  if (server_url.starts_with("https://")) {
+#ifndef CPPHTTPLIB_OPENSSL_SUPPORT
+    return InvalidArgument(fmt::format("--server '{}': this build has no TLS support", server_url));
+#endif
+  }
+  return std::unique_ptr<ControlPlane>(new HttpControlPlane(server_url, token, timeout));
+}
+
+}  // namespace tidal::agent

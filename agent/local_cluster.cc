@@ -1,0 +1,316 @@
+#include "agent/local_cluster.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include <fmt/core.h>
+#include <httplib.h>
+
+#include "agent/http_get.h"
+
+extern char** environ;
+
+namespace tidal::agent {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string RandomToken() {
+  std::random_device rd;
+  return fmt::format("{:08x}{:08x}{:08x}{:08x}", rd(), rd(), rd(), rd());
+}
+
+std::vector<std::string> ParentEnv() {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    // Children get their token explicitly; never a stale one from here.
+    if (std::string_view(*e).starts_with("TIDAL_TOKEN=")) continue;
+    env.emplace_back(*e);
+  }
+  return env;
+}
+
+// Waits up to `timeout` for the process to exit; true if it did.
+bool WaitExit(PodProcess& p, Duration timeout) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    if (p.Poll()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return p.Poll().has_value();
+}
+
+std::string Tail(const std::string& path, size_t bytes = 2000) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  return text.size() > bytes ? text.substr(text.size() - bytes) : text;
+}
+
+StatusOr<json> Call(const std::string& url, const std::string& token, const std::string& method,
+                    const std::string& path, const json* body) {
+  httplib::Client client(url);
+  client.set_connection_timeout(5, 0);
+  client.set_read_timeout(30, 0);
+  client.set_default_headers({{"Authorization", "Bearer " + token}});
+  auto res = method == "GET" ? client.Get(path.c_str())
+                             : client.Post(path.c_str(), body->dump(), "application/json");
+  if (!res) {
+    return Unavailable(fmt::format("{} {}: {}", method, path, httplib::to_string(res.error())));
+  }
+  if (res->status < 200 || res->status >= 300) {
+    return FailedPrecondition(fmt::format("{} {}: {} {}", method, path, res->status, res->body));
+  }
+  json reply = json::parse(res->body, nullptr, /*allow_exceptions=*/false);
+  if (reply.is_discarded()) return Internal(fmt::format("{} {}: reply is not JSON", method, path));
+  return reply;
+}
+
+}  // namespace
+
+std::vector<LocalNodeOptions> DefaultLocalNodes(int count, int gpus) {
+  std::vector<LocalNodeOptions> nodes;
+  for (int i = 1; i <= count; ++i) {
+    LocalNodeOptions n;
+    n.name = fmt::format("node-{}", i);
+    n.gpus = gpus;
+    n.nvlink = gpus % 2 == 0 && gpus >= 2 ? fmt::format("2x{}", gpus / 2) : "none";
+    if (count >= 3 && i == 1) n.pool = "inference-reserved";
+    if (count >= 3 && i == 2) n.pool = "shared";
+    nodes.push_back(n);
+  }
+  return nodes;
+}
+
+StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(LocalClusterOptions options) {
+  if (options.nodes.empty()) return InvalidArgument("nodes: at least one node");
+  if (access(options.tidal_binary.c_str(), X_OK) != 0) {
+    return InvalidArgument(fmt::format("tidal binary '{}' is not executable", options.tidal_binary));
+  }
+  std::unique_ptr<LocalCluster> cluster(new LocalCluster(std::move(options)));
+  std::error_code ec;
+  fs::create_directories(cluster->options_.work_dir + "/checkpoints", ec);
+  if (ec) return Internal(fmt::format("{}: {}", cluster->options_.work_dir, ec.message()));
+  cluster->admin_token_ = RandomToken();
+  cluster->agent_token_ = RandomToken();
+  if (cluster->options_.server_port > 0) {
+    cluster->port_ = cluster->options_.server_port;
+  } else {
+    TIDAL_ASSIGN_OR_RETURN(cluster->port_, PickFreePort());
+  }
+  cluster->url_ = fmt::format("http://127.0.0.1:{}", cluster->port_);
+  TIDAL_RETURN_IF_ERROR(cluster->WriteConfig());
+  TIDAL_RETURN_IF_ERROR(cluster->StartServer());
+  for (size_t i = 0; i < cluster->options_.nodes.size(); ++i) {
+    TIDAL_RETURN_IF_ERROR(cluster->StartAgent(i));
+  }
+  // Ready once every node has registered.
+  const auto end = std::chrono::steady_clock::now() + cluster->options_.start_timeout;
+  while (true) {
+    auto nodes = cluster->Get("/v1/nodes");
+    size_t registered = 0;
+    if (nodes.ok()) {
+      for (const json& n : (*nodes)["nodes"]) registered += n.value("registered", false) ? 1 : 0;
+    }
+    if (registered >= cluster->options_.nodes.size()) break;
+    if (std::chrono::steady_clock::now() > end) {
+      return Unavailable(fmt::format("only {} of {} agents registered in time; see {}/*/agent.log",
+                                     registered, cluster->options_.nodes.size(),
+                                     cluster->options_.work_dir));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return cluster;
+}
+
+Status LocalCluster::WriteConfig() {
+  const std::string& dir = options_.work_dir;
+  int serving_gpus = 0, training_gpus = 0;
+  std::string nodes;
+  for (const LocalNodeOptions& n : options_.nodes) {
+    (n.pool == "training" ? training_gpus : serving_gpus) += n.gpus;
+    const int memory_gib = [&] {
+      const size_t dash = n.gpu_model.rfind('-');
+      return dash == std::string::npos ? 80 : std::atoi(n.gpu_model.c_str() + dash + 1);
+    }();
+    nodes += fmt::format(
+        "  - {{name: {}, pool: {}, gpus: {}, gpu_model: {}, gpu_memory_gib: {}, nvlink: {}}}\n",
+        n.name, n.pool, n.gpus, n.gpu_model, memory_gib, n.nvlink);
+  }
+  std::ofstream cluster(dir + "/cluster.yaml", std::ios::trunc);
+  cluster << "# Written by tidal up / LocalCluster.\n"
+          << "pools: [inference-reserved, shared, training]\n"
+          << "nodes:\n" << nodes
+          << "queues:\n"
+          // Serving may lend all of its idle guarantee: the pools keep
+          // training off inference-reserved nodes, and the loan planner
+          // takes shared nodes back when inference needs them.
+          << fmt::format("  - {{name: serving, guaranteed_gpus: {}, "
+                         "pools: [inference-reserved, shared]}}\n", serving_gpus)
+          << fmt::format("  - {{name: research, guaranteed_gpus: {}, pools: [training, shared]}}\n",
+                         training_gpus)
+          << "projects:\n"
+          << "  - {name: chat-serving, tenant: chat, tier: standard, queue: serving}\n"
+          << "  - {name: llm, tenant: research, tier: standard, queue: research}\n"
+          << "  - {name: sandbox, tenant: research, tier: experiment, queue: research}\n";
+  std::ofstream policy(dir + "/policy.yaml", std::ios::trunc);
+  policy << "# Written by tidal up / LocalCluster: the default policy with short\n"
+            "# timings so that a laptop-sized demo moves in seconds.\n"
+            "templates:\n"
+            "  - name: default\n"
+            "    tiers:\n"
+            "      critical: {base: 1000, preemptibility: never, requires_approval: true}\n"
+            "      standard: {base: 500, preemptibility: preemptible}\n"
+            "      experiment: {base: 100, preemptibility: reclaimable}\n"
+            "    fallback_tier: standard\n"
+            "    attributes:\n"
+            "      kind_bonus: {training: 0, inference: 500, batch_inference: -50, debug: 100}\n"
+            "      non_interruptible_bonus: 100\n"
+            "      checkpointed_bonus: 50\n"
+            "      near_deadline_bonus: 200\n"
+            "      near_deadline_window_s: 3600\n"
+            "    budget: {within_guarantee: 0, borrowing: -200, over_budget: -400}\n"
+            "    require_checkpoint_to_borrow: true\n"
+         << fmt::format("preemption: {{default_grace_s: {}, min_runtime_s: 0, min_priority_gap: 1}}\n",
+                        options_.default_grace_s)
+         << fmt::format("colocation: {{mode: reactive, headroom: 0.2, scale_down_delay_s: {}, "
+                        "forecast_horizon_s: 60}}\n", options_.scale_down_delay_s)
+         << "backfill: true\n";
+  std::ofstream server(dir + "/server.yaml", std::ios::trunc);
+  server << "# Written by tidal up / LocalCluster.\n"
+         << "cluster_file: cluster.yaml\n"
+         << "policy_file: policy.yaml\n"
+         << fmt::format("listen: 127.0.0.1:{}\n", port_)
+         << fmt::format("store: sqlite:{}/tidal.db\n", dir)
+         << "schedule_interval_ms: 500\n"
+         << fmt::format("node_lease_s: {}\n", options_.node_lease_s)
+         << fmt::format("heartbeat_interval_s: {}\n", options_.heartbeat_interval_s)
+         << fmt::format("debug_idle_limit_s: {}\n", options_.debug_idle_limit_s)
+         << "tokens:\n"
+         << fmt::format("  - {{name: admin, role: admin, token: \"{}\"}}\n", admin_token_)
+         << fmt::format("  - {{name: agents, role: agent, token: \"{}\"}}\n", agent_token_);
+  server.close();
+  if (!cluster || !policy || !server) return Internal(fmt::format("writing configs in {}", dir));
+  return Status::Ok();
+}
+
+Status LocalCluster::StartServer() {
+  ProcessSpec spec;
+  spec.argv = {options_.tidal_binary, "server", "--config", options_.work_dir + "/server.yaml"};
+  spec.env = ParentEnv();
+  spec.work_dir = options_.work_dir;
+  spec.stdout_path = spec.stderr_path = options_.work_dir + "/server.log";
+  spec.log_rate_bytes_per_s = 0;
+  spec.log_max_bytes = 64 << 20;
+  TIDAL_ASSIGN_OR_RETURN(server_, PodProcess::Start(spec));
+  const auto end = std::chrono::steady_clock::now() + options_.start_timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    if (auto exit = server_->Poll()) {
+      return Unavailable(fmt::format("tidal server {}:\n{}", exit->Describe(),
+                                     Tail(options_.work_dir + "/server.log")));
+    }
+    auto ready = HttpGet("127.0.0.1", port_, "/readyz", milliseconds(500));
+    if (ready.ok() && ready->status == 200) return Status::Ok();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return Unavailable(fmt::format("tidal server not ready at {} in time:\n{}", url_,
+                                 Tail(options_.work_dir + "/server.log")));
+}
+
+std::string LocalCluster::node_dir(size_t i) const {
+  return options_.work_dir + "/" + options_.nodes[i].name;
+}
+
+Status LocalCluster::StartAgent(size_t i) {
+  const LocalNodeOptions& node = options_.nodes[i];
+  const std::string dir = node_dir(i);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  ProcessSpec spec;
+  spec.argv = {options_.tidal_binary,
+               "agent",
+               "--server", url_,
+               "--name", node.name,
+               "--gpus", fmt::format("fake:{}x{},nvlink={},uuid={}", node.gpus, node.gpu_model,
+                                     node.nvlink, node.name),
+               "--work-dir", dir,
+               "--checkpoint-root", options_.work_dir + "/checkpoints",
+               "--sync-interval-ms", std::to_string(options_.agent_sync_ms),
+               "--sample-interval-ms", std::to_string(options_.agent_sample_ms),
+               "--tick-ms", std::to_string(options_.agent_tick_ms),
+               "--default-grace-s", fmt::format("{}", options_.default_grace_s),
+               "--shutdown-grace-s", "5"};
+  spec.env = ParentEnv();
+  spec.env.push_back("TIDAL_TOKEN=" + agent_token_);  // not in argv, where ps shows it
+  spec.work_dir = dir;
+  spec.stdout_path = spec.stderr_path = dir + "/agent.log";
+  spec.log_rate_bytes_per_s = 0;
+  if (agents_.size() <= i) agents_.resize(i + 1);
+  TIDAL_ASSIGN_OR_RETURN(agents_[i], PodProcess::Start(spec));
+  return Status::Ok();
+}
+
+void LocalCluster::KillAgent(size_t i, int sig) {
+  if (i >= agents_.size() || !agents_[i]) return;
+  kill(agents_[i]->pid(), sig);
+  WaitExit(*agents_[i], seconds(10));
+}
+
+Status LocalCluster::InjectXid(size_t i, int gpu, int xid) {
+  std::ofstream out(node_dir(i) + "/gpu-faults", std::ios::app);
+  out << fmt::format("xid {} {}\n", gpu, xid);
+  out.close();
+  return out ? Status::Ok() : Internal("writing the fault control file");
+}
+
+StatusOr<json> LocalCluster::Get(const std::string& path) const {
+  return Call(url_, admin_token_, "GET", path, nullptr);
+}
+
+StatusOr<json> LocalCluster::Post(const std::string& path, const json& body) const {
+  return Call(url_, admin_token_, "POST", path, &body);
+}
+
+json LocalCluster::LocalPods() const {
+  json all = json::array();
+  for (size_t i = 0; i < options_.nodes.size(); ++i) {
+    // A dead agent's pods.json is stale (and its pods died with it).
+    if (agent_pid(i) <= 0 || !ProcessGroupAlive(agent_pid(i))) continue;
+    std::ifstream in(node_dir(i) + "/pods.json");
+    json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || !j.contains("pods")) continue;
+    for (json pod : j["pods"]) {
+      pod["node"] = options_.nodes[i].name;
+      all.push_back(pod);
+    }
+  }
+  return all;
+}
+
+void LocalCluster::Stop() {
+  for (auto& agent : agents_) {
+    if (agent && !agent->Poll()) agent->SignalGroup(SIGTERM);
+  }
+  for (auto& agent : agents_) {
+    if (agent && !WaitExit(*agent, seconds(15))) agent->SignalGroup(SIGKILL);
+    agent.reset();
+  }
+  if (server_) {
+    if (!server_->Poll()) server_->SignalGroup(SIGTERM);
+    if (!WaitExit(*server_, seconds(10))) server_->SignalGroup(SIGKILL);
+    server_.reset();
+  }
+}
+
+LocalCluster::~LocalCluster() { Stop(); }
+
+}  // namespace tidal::agent

@@ -1,0 +1,268 @@
+#include "agent/pod.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "agent/http_get.h"
+#include "agent/pod_env.h"
+
+namespace tidal::agent {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+int64_t MtimeMs(const fs::path& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return 0;
+  return int64_t{st.st_mtim.tv_sec} * 1000 + st.st_mtim.tv_nsec / 1000000;
+}
+
+// Atomic: a workload polling the file sees nothing or all of it.
+Status WriteFileAtomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    if (!out) return Internal(fmt::format("write {}: failed", tmp));
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) return Internal(fmt::format("rename {}: {}", path, ec.message()));
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<LoadReport> ParseLoadReport(const std::string& body) {
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return InvalidArgument("load: expected a JSON object");
+  LoadReport r;
+  auto number = [&](const char* key, double& out) -> Status {
+    if (!j.contains(key)) return Status::Ok();
+    if (!j[key].is_number()) return InvalidArgument(fmt::format("load.{}: expected a number", key));
+    out = j[key].get<double>();
+    if (out < 0) return InvalidArgument(fmt::format("load.{}: negative", key));
+    return Status::Ok();
+  };
+  TIDAL_RETURN_IF_ERROR(number("rps", r.rps));
+  TIDAL_RETURN_IF_ERROR(number("p95_ms", r.p95_ms));
+  TIDAL_RETURN_IF_ERROR(number("p99_ms", r.p99_ms));
+  return r;
+}
+
+json PodEvent::ToJson() const {
+  // Only the fields docs/api.md lists: the server refuses unknown ones. The
+  // stop protocol's outcome (notice time, SIGKILL at the deadline, whether
+  // it checkpointed in time) travels in `reason`, and checkpoint_time_ms.
+  json j = {{"workload", key.workload}, {"rank", key.rank}, {"time_ms", time_ms}};
+  if (!phase.empty()) j["phase"] = phase;
+  if (phase == "exited") {
+    j["exit_code"] = exit_code;
+    j["signal"] = signal;
+    j["reason"] = reason;
+  }
+  if (checkpoint_time_ms > 0) j["checkpoint_time_ms"] = checkpoint_time_ms;
+  if (cold_start_ms >= 0) j["cold_start_ms"] = cold_start_ms;
+  if (load) j["load"] = {{"rps", load->rps}, {"p95_ms", load->p95_ms}, {"p99_ms", load->p99_ms}};
+  if (utilization) j["utilization"] = std::clamp(*utilization, 0.0, 1.0);
+  return j;
+}
+
+std::string_view Pod::PhaseName(Phase phase) {
+  switch (phase) {
+    case Phase::kWaitingForSlot: return "waiting_for_slot";
+    case Phase::kStarting: return "starting";
+    case Phase::kRunning: return "running";
+    case Phase::kReady: return "ready";
+    case Phase::kStopping: return "stopping";
+    case Phase::kExited: return "exited";
+  }
+  return "unknown";
+}
+
+Pod::Pod(PodSpec spec, PodOptions options)
+    : spec_(std::move(spec)), options_(std::move(options)),
+      notice_file_(options_.pod_dir + "/preempt-notice.json") {}
+
+PodEvent Pod::Event(std::string phase, int64_t now_ms) const {
+  PodEvent e;
+  e.key = spec_.key;
+  e.phase = std::move(phase);
+  e.time_ms = now_ms;
+  return e;
+}
+
+void Pod::ReleaseSlot() {
+  if (holds_slot_ && options_.start_limiter != nullptr) options_.start_limiter->Release();
+  holds_slot_ = false;
+}
+
+bool Pod::TryLaunch(int64_t now_ms, std::vector<PodEvent>& events) {
+  if (phase_ != Phase::kWaitingForSlot) return true;
+  if (options_.start_limiter != nullptr && !options_.start_limiter->TryAcquire()) return false;
+  holds_slot_ = true;
+  launch_ms_ = now_ms;
+  std::error_code ec;
+  fs::create_directories(options_.pod_dir, ec);
+  fs::create_directories(options_.checkpoint_dir, ec);
+  fs::remove(notice_file_, ec);  // a notice from an earlier run must not leak in
+
+  PodEnvContext ctx;
+  ctx.local_rank = options_.local_rank;
+  ctx.local_world_size = options_.local_world_size;
+  ctx.node_name = options_.node_name;
+  ctx.checkpoint_dir = options_.checkpoint_dir;
+  ctx.notice_file = notice_file_;
+  ctx.pod_dir = options_.pod_dir;
+  ctx.port = options_.port;
+  ctx.base = options_.base_env;
+
+  ProcessSpec ps;
+  ps.argv = spec_.command;
+  ps.env = BuildPodEnv(spec_, ctx);
+  ps.work_dir = options_.pod_dir;
+  ps.stdout_path = options_.pod_dir + "/stdout.log";
+  ps.stderr_path = options_.pod_dir + "/stderr.log";
+  ps.log_max_bytes = options_.log_max_bytes;
+  ps.log_max_files = options_.log_max_files;
+  ps.log_rate_bytes_per_s = options_.log_rate_bytes_per_s;
+  ps.log_burst_bytes = options_.log_burst_bytes;
+  auto process = PodProcess::Start(ps);
+  if (!process.ok()) {
+    ReleaseSlot();
+    phase_ = Phase::kExited;
+    PodEvent e = Event("exited", now_ms);
+    e.exit_code = 127;
+    e.reason = fmt::format("failed to start: {}", process.status().message());
+    events.push_back(std::move(e));
+    return true;
+  }
+  process_ = std::move(process).value();
+  phase_ = spec_.readiness ? Phase::kStarting : Phase::kRunning;
+  if (!spec_.readiness) ReleaseSlot();
+  events.push_back(Event("running", now_ms));
+  return true;
+}
+
+void Pod::Stop(const StopNotice& notice, int64_t now_ms, std::vector<PodEvent>& events) {
+  if (notice_ || phase_ == Phase::kExited) return;
+  notice_ = notice;
+  notice_received_ms_ = now_ms;
+  if (phase_ == Phase::kWaitingForSlot) {
+    phase_ = Phase::kExited;
+    PodEvent e = Event("exited", now_ms);
+    e.reason = fmt::format("stopped before start: {}", notice.cause);
+    e.notice_time_ms = now_ms;
+    e.checkpointed_in_time = true;  // nothing ran, nothing was lost
+    events.push_back(std::move(e));
+    return;
+  }
+  const int64_t grace_ms = std::max<int64_t>(0, notice.grace_deadline_ms - notice.notice_time_ms);
+  kill_deadline_ms_ = now_ms + grace_ms;
+  checkpoint_at_notice_ms_ = LastCheckpointMs();
+  const json body = {{"cause", notice.cause},
+                     {"notice_time_ms", notice.notice_time_ms},
+                     {"grace_deadline_ms", notice.grace_deadline_ms},
+                     {"received_ms", now_ms},
+                     {"local_deadline_ms", kill_deadline_ms_},
+                     {"signal", notice.signal}};
+  Status written = WriteFileAtomically(notice_file_, body.dump() + "\n");
+  if (!written.ok()) fmt::print(stderr, "pod {}: {}\n", spec_.name, written.message());
+  ReleaseSlot();
+  phase_ = Phase::kStopping;
+  process_->SignalGroup(grace_ms == 0 ? SIGKILL : notice.signal);
+  if (grace_ms == 0) killed_at_deadline_ = true;
+}
+
+void Pod::Kill() {
+  if (process_ && phase_ != Phase::kExited) process_->SignalGroup(SIGKILL);
+}
+
+void Pod::FinishExit(const ExitStatus& status, int64_t now_ms, std::vector<PodEvent>& events) {
+  ReleaseSlot();
+  phase_ = Phase::kExited;
+  PodEvent e = Event("exited", now_ms);
+  e.exit_code = status.term_signal == 0 ? status.exit_code : 128 + status.term_signal;
+  e.signal = status.term_signal;
+  e.checkpoint_time_ms = LastCheckpointMs();
+  if (notice_) {
+    e.notice_time_ms = notice_received_ms_;
+    e.killed_at_deadline = killed_at_deadline_;
+    e.checkpointed_in_time = !killed_at_deadline_ && now_ms <= kill_deadline_ms_ &&
+                             e.checkpoint_time_ms > checkpoint_at_notice_ms_ &&
+                             e.checkpoint_time_ms >= notice_received_ms_ - 1000;
+    e.reason = fmt::format("stopped ({}): {}{}; notice at {} ms, {}", notice_->cause,
+                           status.Describe(), killed_at_deadline_ ? " at the grace deadline" : "",
+                           notice_received_ms_,
+                           e.checkpointed_in_time ? "checkpointed in time" : "no checkpoint after the notice");
+  } else {
+    e.reason = status.success() ? "completed" : fmt::format("failed: {}", status.Describe());
+  }
+  events.push_back(std::move(e));
+}
+
+void Pod::Tick(int64_t now_ms, std::vector<PodEvent>& events) {
+  if (!process_ || phase_ == Phase::kExited) return;
+  if (auto status = process_->Poll()) {
+    // The leader is gone; whatever it left in its group goes with it.
+    process_->SignalGroup(SIGKILL);
+    FinishExit(*status, now_ms, events);
+    return;
+  }
+  if (phase_ == Phase::kStopping && !killed_at_deadline_ && now_ms >= kill_deadline_ms_) {
+    process_->SignalGroup(SIGKILL);
+    killed_at_deadline_ = true;
+    return;
+  }
+  if (phase_ == Phase::kStarting) {
+    const HttpEndpoint& probe = *spec_.readiness;
+    const int port = options_.port > 0 ? options_.port : probe.port;
+    auto reply = HttpGet("127.0.0.1", port, probe.path, options_.probe_timeout);
+    if (reply.ok() && reply->status >= 200 && reply->status < 400) {
+      ReleaseSlot();
+      phase_ = Phase::kReady;
+      PodEvent e = Event("ready", now_ms);
+      e.cold_start_ms = now_ms - launch_ms_;
+      events.push_back(std::move(e));
+    } else if (holds_slot_ &&
+               now_ms - launch_ms_ >= options_.readiness_timeout.count()) {
+      // Keep probing, but stop blocking other pods' starts.
+      ReleaseSlot();
+    }
+  }
+}
+
+std::optional<LoadReport> Pod::ReadLoad() {
+  if (!spec_.load_endpoint || phase_ != Phase::kReady) return std::nullopt;
+  const int port = options_.port > 0 ? options_.port : spec_.load_endpoint->port;
+  auto reply = HttpGet("127.0.0.1", port, spec_.load_endpoint->path, options_.probe_timeout);
+  if (!reply.ok() || reply->status != 200) return std::nullopt;
+  auto load = ParseLoadReport(reply->body);
+  if (!load.ok()) return std::nullopt;
+  return *load;
+}
+
+int64_t Pod::LastCheckpointMs() const {
+  std::error_code ec;
+  int64_t newest = 0;
+  for (auto it = fs::recursive_directory_iterator(options_.checkpoint_dir, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it.depth() > 1) {
+      it.disable_recursion_pending();
+      continue;
+    }
+    newest = std::max(newest, MtimeMs(it->path()));
+  }
+  return newest;
+}
+
+}  // namespace tidal::agent

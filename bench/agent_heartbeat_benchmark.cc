@@ -1,0 +1,189 @@
+// A load tool: N simulated node agents (default 10,000) register with one
+// real `tidal server` and heartbeat every --interval-s (default 10 s) with
+// 8 GPUs' health and utilization each, spread evenly over the interval, for
+// --seconds. Reports the heartbeat rate achieved, reply latency percentiles,
+// errors, and the server's CPU and memory.
+//
+//   build/bench/agent_heartbeat_benchmark [--agents 10000] [--interval-s 10]
+//       [--seconds 60] [--threads 32]
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <iostream>
+#include <mutex>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/agent_bench_util.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace tidal::bench;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+json Registration(int i) {
+  json gpus = json::array();
+  for (int g = 0; g < 8; ++g) {
+    gpus.push_back({{"index", g}, {"uuid", fmt::format("GPU-sim-{}-{}", i, g)}, {"healthy", true}});
+  }
+  return {{"name", fmt::format("sim-{:05d}", i)}, {"gpu_model", "H100-80GB"},
+          {"gpu_memory_gib", 80}, {"driver_version", "sim"}, {"gpus", gpus},
+          {"nvlink_domains", {{0, 1, 2, 3}, {4, 5, 6, 7}}}};
+}
+
+std::string HeartbeatBody(int i) {
+  json gpus = json::array();
+  for (int g = 0; g < 8; ++g) {
+    gpus.push_back({{"index", g}, {"healthy", true}, {"utilization", ((i + g) % 10) / 10.0},
+                    {"memory_used_gib", 40.0}});
+  }
+  return json{{"gpus", gpus}}.dump();
+}
+
+double Percentile(std::vector<double>& v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int agents = 10000, threads = 32;
+  double interval_s = 10, seconds = 60;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string arg = argv[i];
+    if (arg == "--agents") agents = std::atoi(argv[i + 1]);
+    else if (arg == "--interval-s") interval_s = std::atof(argv[i + 1]);
+    else if (arg == "--seconds") seconds = std::atof(argv[i + 1]);
+    else if (arg == "--threads") threads = std::atoi(argv[i + 1]);
+  }
+  const fs::path build = fs::read_symlink("/proc/self/exe").parent_path().parent_path();
+  const std::string tidal = (build / "tidal").string();
+  if (access(tidal.c_str(), X_OK) != 0) {
+    std::cerr << "agent_heartbeat_benchmark: build the tidal target first\n";
+    return 2;
+  }
+  const fs::path dir = fs::temp_directory_path() / fmt::format("tidal_heartbeat_bench_{}", getpid());
+  fs::create_directories(dir);
+  const int port = FreePort();
+  // A long lease: the tool measures heartbeat cost, not lost-node handling.
+  WriteServerConfig(dir.string(), port, "admin-token", "agent-token", 3600, interval_s);
+  // The fleet is declared in the cluster file, as a real cluster's would be.
+  // Scheduling passes every 2 s at most, as on a busy production server (a
+  // pass per registration would measure the engine, not the agent path).
+  std::ofstream(dir / "server.yaml", std::ios::app)
+      << "cluster_file: cluster.yaml\nschedule_interval_ms: 2000\nmin_pass_gap_ms: 2000\n";
+  std::ofstream(dir / "cluster.yaml")
+      << "pools: [training]\n"
+      << fmt::format("nodes:\n  - {{name: \"sim-{{i:5}}\", start: 0, count: {}, gpus: 8, "
+                     "gpu_model: H100-80GB, gpu_memory_gib: 80, nvlink: 2x4}}\n", agents)
+      << fmt::format("queues:\n  - {{name: research, guaranteed_gpus: {}}}\n", agents * 8)
+      << "projects:\n  - {name: llm, tenant: research, tier: standard, queue: research}\n";
+  const pid_t server = Spawn({tidal, "server", "--config", (dir / "server.yaml").string()},
+                             (dir / "server.log").string());
+  if (!WaitReady(port, 30)) {
+    std::cerr << "server did not start; see " << (dir / "server.log") << "\n";
+    Stop(server);
+    return 1;
+  }
+
+  // Register every agent (as a fleet does at start), in parallel.
+  std::atomic<int> next{0}, reg_errors{0};
+  std::mutex err_mu;
+  std::string first_error;
+  auto note_error = [&](const httplib::Result& res) {
+    std::lock_guard lock(err_mu);
+    if (first_error.empty()) {
+      first_error = res ? fmt::format("{} {}", res->status, res->body)
+                        : httplib::to_string(res.error());
+    }
+  };
+  const auto reg_start = Clock::now();
+  {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&] {
+        httplib::Client c("127.0.0.1", port);
+        c.set_keep_alive(true);
+        c.set_read_timeout(60, 0);
+        c.set_default_headers({{"Authorization", "Bearer agent-token"}});
+        for (int i = next++; i < agents; i = next++) {
+          auto res = c.Post("/v1/agent/register", Registration(i).dump(), "application/json");
+          if (!res || res->status != 200) {
+            ++reg_errors;
+            note_error(res);
+          }
+          const int done = i + 1;
+          if (done % 1000 == 0) {
+            fmt::print(stderr, "  registered {} in {:.1f} s\n", done,
+                       std::chrono::duration<double>(Clock::now() - reg_start).count());
+          }
+        }
+      });
+    }
+    for (auto& t : pool) t.join();
+  }
+  const double reg_s = std::chrono::duration<double>(Clock::now() - reg_start).count();
+
+  // Heartbeats: agent i is due at phase (i / agents) * interval, then every
+  // interval; each thread serves a slice of the agents in due order.
+  std::mutex mu;
+  std::vector<double> latencies_ms;
+  std::atomic<long> sent{0}, errors{0}, late{0};
+  const double cpu0 = CpuSeconds(server);
+  const auto start = Clock::now();
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      httplib::Client c("127.0.0.1", port);
+      c.set_keep_alive(true);
+      c.set_read_timeout(60, 0);
+      c.set_default_headers({{"Authorization", "Bearer agent-token"}});
+      std::vector<double> mine;
+      for (long round = 0;; ++round) {
+        for (int i = t; i < agents; i += threads) {
+          const double due_s = round * interval_s + interval_s * i / agents;
+          if (due_s >= seconds) goto done;
+          const auto due = start + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(due_s));
+          if (Clock::now() > due + std::chrono::seconds(1)) ++late;
+          std::this_thread::sleep_until(due);
+          const auto t0 = Clock::now();
+          auto res = c.Post(fmt::format("/v1/agent/nodes/sim-{:05d}/heartbeat", i).c_str(),
+                            HeartbeatBody(i), "application/json");
+          mine.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+          ++sent;
+          if (!res || res->status != 200) {
+            ++errors;
+            note_error(res);
+          }
+        }
+      }
+    done:
+      std::lock_guard lock(mu);
+      latencies_ms.insert(latencies_ms.end(), mine.begin(), mine.end());
+    });
+  }
+  for (auto& t : pool) t.join();
+  const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+  const double cpu1 = CpuSeconds(server);
+  const long rss = StatusKib(server, "VmRSS");
+  Stop(server);
+  fmt::print("heartbeat load: {} agents, one heartbeat each per {} s, {:.0f} s\n", agents,
+             interval_s, wall);
+  fmt::print("  registration: {} agents in {:.1f} s ({:.0f}/s), {} errors\n", agents, reg_s,
+             agents / reg_s, reg_errors.load());
+  fmt::print("  heartbeats: {} sent = {:.0f}/s (target {:.0f}/s), {} errors, {} sent > 1 s late\n",
+             sent.load(), sent.load() / wall, agents / interval_s, errors.load(), late.load());
+  fmt::print("  latency ms: p50 {:.1f}  p99 {:.1f}  max {:.1f}\n", Percentile(latencies_ms, 0.5),
+             Percentile(latencies_ms, 0.99), Percentile(latencies_ms, 1.0));
+  fmt::print("  server: {:.1f}% of one core, RSS {:.0f} MiB\n", 100 * (cpu1 - cpu0) / wall,
+             rss / 1024.0);
+  if (!first_error.empty()) fmt::print("  first error: {}\n", first_error.substr(0, 300));
+  fmt::print("  CPU model: {}\n", CpuModel());
+  fs::remove_all(dir);
+  return 0;
+}

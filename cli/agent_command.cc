@@ -1,0 +1,190 @@
+// `tidal agent`: the node agent (agent/agent.h), or with --probe a one-shot
+// GPU inventory.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include "agent/agent.h"
+#include "agent/control_plane.h"
+#include "agent/gpu_probe.h"
+#include "cli/command_registry.h"
+
+namespace tidal::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+void OnSignal(int) { g_stop = true; }
+
+struct AgentFlags {
+  agent::AgentConfig config;
+  std::string server = "http://127.0.0.1:8080";
+  std::string token;
+  std::string gpus = "nvml";
+  bool probe = false;
+  std::vector<std::string> labels;
+  std::vector<std::string> taints;
+  int tick_ms = 100;
+  int sync_interval_ms = 0;
+  int sample_interval_ms = 5000;
+  double log_max_mib = 16;
+  double log_rate_kib = 1024;
+  double default_grace_s = 10;
+  double shutdown_grace_s = 10;
+};
+
+bool SplitKeyValue(const std::string& text, std::string& key, std::string& value) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) return false;
+  key = text.substr(0, eq);
+  value = text.substr(eq + 1);
+  return true;
+}
+
+int RunAgent(AgentFlags& f) {
+  auto probe = agent::MakeGpuProbe(f.gpus, f.config.work_dir);
+  if (!probe.ok()) {
+    std::cerr << probe.status().message() << "\n";
+    return 1;
+  }
+  if (f.probe) {
+    auto inventory = (*probe)->Inventory();
+    if (!inventory.ok()) {
+      std::cerr << inventory.status().message() << "\n";
+      return 1;
+    }
+    std::cout << agent::FormatInventory(*inventory);
+    for (const agent::GpuFault& fault : (*probe)->PollFaults()) {
+      std::cout << fmt::format("  fault: gpu {} {} {}\n", fault.gpu_index,
+                               agent::GpuFaultKindName(fault.kind), fault.code);
+    }
+    return 0;
+  }
+  if (f.token.empty()) {
+    if (const char* t = std::getenv("TIDAL_TOKEN")) f.token = t;
+  }
+  if (f.token.empty()) {
+    std::cerr << "--token: required (or TIDAL_TOKEN)\n";
+    return 2;
+  }
+  for (const std::string& l : f.labels) {
+    std::string k, v;
+    if (!SplitKeyValue(l, k, v)) {
+      std::cerr << fmt::format("--label '{}': expected KEY=VALUE\n", l);
+      return 2;
+    }
+    f.config.labels[k] = v;
+  }
+  for (const std::string& t : f.taints) {
+    std::string k, v;
+    if (!SplitKeyValue(t, k, v)) {
+      std::cerr << fmt::format("--taint '{}': expected KEY=VALUE\n", t);
+      return 2;
+    }
+    f.config.taints.push_back({k, v});
+  }
+  f.config.sync_interval = milliseconds(f.sync_interval_ms);
+  f.config.sample_interval = milliseconds(f.sample_interval_ms);
+  f.config.log_max_bytes = static_cast<int64_t>(f.log_max_mib * (1 << 20));
+  f.config.log_rate_bytes_per_s = f.log_rate_kib * 1024;
+  f.config.log_burst_bytes = std::max(f.config.log_rate_bytes_per_s * 4, 64.0 * 1024);
+  f.config.default_grace = SecondsF(f.default_grace_s);
+  auto server = agent::MakeHttpControlPlane(f.server, f.token);
+  if (!server.ok()) {
+    std::cerr << server.status().message() << "\n";
+    return 2;
+  }
+
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  agent::Agent node(f.config, **probe, **server);
+  // The server may still be starting (tidal up starts both at once).
+  Status started;
+  while (!g_stop) {
+    started = node.Start(agent::WallClockMs());
+    if (started.ok()) break;
+    if (started.code() != StatusCode::kUnavailable) {
+      std::cerr << fmt::format("agent {}: {}\n", f.config.name, started.message());
+      return 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  if (g_stop) return 0;
+  fmt::print(stderr, "agent {}: registered with {} ({} GPUs), work dir {}\n", f.config.name,
+             f.server, node.inventory().gpus.size(), f.config.work_dir);
+  while (!g_stop) {
+    node.Step(agent::WallClockMs());
+    std::this_thread::sleep_for(std::chrono::milliseconds(f.tick_ms));
+  }
+  fmt::print(stderr, "agent {}: stopping pods\n", f.config.name);
+  node.Shutdown(SecondsF(f.shutdown_grace_s));
+  return 0;
+}
+
+RegisterCommand reg([](CLI::App& root) {
+  auto flags = std::make_shared<AgentFlags>();
+  CLI::App* cmd = root.add_subcommand("agent", "Run the node agent (or --probe the GPUs)");
+  cmd->add_option("--server", flags->server, "Control plane URL")->capture_default_str();
+  cmd->add_option("--token", flags->token, "Agent bearer token (default: $TIDAL_TOKEN)");
+  cmd->add_option("--name", flags->config.name, "Node name (default: host name)");
+  cmd->add_option("--gpus", flags->gpus, "nvml, or fake:SPEC (e.g. fake:4xH100-80GB,nvlink=2x2)")
+      ->capture_default_str();
+  cmd->add_option("--work-dir", flags->config.work_dir, "Pod logs, notice files, pods.json");
+  cmd->add_option("--checkpoint-root", flags->config.checkpoint_root,
+                  "Shared checkpoint storage (default: WORK_DIR/checkpoints)");
+  cmd->add_flag("--probe", flags->probe, "Print the GPU inventory and exit");
+  cmd->add_option("--address", flags->config.address, "Address peers use (MASTER_ADDR)")
+      ->capture_default_str();
+  cmd->add_option("--pool", flags->config.pool, "Pool (default: the server's config)");
+  cmd->add_option("--rack", flags->config.rack, "Rack");
+  cmd->add_option("--zone", flags->config.zone, "Zone");
+  cmd->add_option("--label", flags->labels, "Node label KEY=VALUE (repeatable)");
+  cmd->add_option("--taint", flags->taints, "Node taint KEY=VALUE (repeatable)");
+  cmd->add_option("--max-concurrent-starts", flags->config.max_concurrent_starts,
+                  "Pods in a start phase (model load) at once")
+      ->capture_default_str()->check(CLI::Range(1, 1024));
+  cmd->add_option("--log-max-mib", flags->log_max_mib, "Log file size before rotation")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--log-max-files", flags->config.log_max_files, "Rotated log files kept")
+      ->capture_default_str()->check(CLI::Range(0, 100));
+  cmd->add_option("--log-rate-kib", flags->log_rate_kib, "Per-pod log write cap, KiB/s (0 = none)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--tick-ms", flags->tick_ms, "Agent loop period")
+      ->capture_default_str()->check(CLI::Range(10, 10000));
+  cmd->add_option("--sync-interval-ms", flags->sync_interval_ms,
+                  "Heartbeat period (0 = the server's)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--sample-interval-ms", flags->sample_interval_ms, "GPU sampling period")
+      ->capture_default_str()->check(CLI::Range(100, 600000));
+  cmd->add_option("--default-grace-s", flags->default_grace_s,
+                  "Grace for pods the server stopped listing")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--shutdown-grace-s", flags->shutdown_grace_s, "Grace for pods at agent exit")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->callback([flags] {
+    if (flags->config.name.empty()) {
+      char host[256] = {};
+      gethostname(host, sizeof(host) - 1);
+      flags->config.name = host;
+    }
+    if (flags->config.work_dir.empty()) {
+      flags->config.work_dir = fmt::format("/tmp/tidal-agent-{}", flags->config.name);
+    }
+    ExitCode() = RunAgent(*flags);
+  });
+});
+
+}  // namespace
+}  // namespace tidal::cli

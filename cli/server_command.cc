@@ -1,0 +1,95 @@
+// `tidal server`: the control plane (docs/operations.md).
+#include <signal.h>
+
+#include <cstdio>
+#include <iostream>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/command_registry.h"
+#include "server/control_plane.h"
+#include "server/http_api.h"
+#include "server/server_config.h"
+#include "server/store.h"
+#include "server/system_clock.h"
+
+namespace tidal::cli {
+namespace {
+
+struct ServerFlags {
+  std::string config;
+  std::string store;
+  std::string listen;
+};
+
+int RunServer(const ServerFlags& flags) {
+  auto config = server::LoadServerConfig(flags.config);
+  if (!config.ok()) {
+    std::cerr << "tidal server: " << config.status().message() << "\n";
+    return 2;
+  }
+  if (!flags.store.empty()) config->store = flags.store;
+  if (!flags.listen.empty()) config->listen = flags.listen;
+  auto listen = server::ParseListen(config->listen);
+  if (!listen.ok()) {
+    std::cerr << "tidal server: " << listen.status().message() << "\n";
+    return 2;
+  }
+  if (config->auth.empty()) {
+    std::cerr << "tidal server: warning: no tokens configured; every /v1 request will get 401\n";
+  }
+  // Signals go to one thread that stops the server; block them everywhere
+  // else before any thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto store = server::OpenStore(config->store);
+  if (!store.ok()) {
+    std::cerr << "tidal server: " << store.status().message() << "\n";
+    return 2;
+  }
+  server::SystemClock clock;
+  const server::ServerConfig cfg = *config;
+  server::ControlPlane cp(std::move(config).value(), std::move(store).value(), clock);
+  if (Status s = cp.Recover(); !s.ok()) {
+    std::cerr << "tidal server: recovery failed: " << s.message() << "\n";
+    return 1;
+  }
+  server::HttpApi api(cp, cp.config().auth, cp.config());
+  auto port = api.Bind(listen->first, listen->second);
+  if (!port.ok()) {
+    std::cerr << "tidal server: " << port.status().message() << "\n";
+    return 1;
+  }
+  cp.StartLoop();
+  std::printf("tidal server listening on http://%s:%d (store %s)\n", listen->first.c_str(), *port,
+              cfg.store.c_str());
+  std::fflush(stdout);
+  std::thread stopper([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    api.Stop();
+  });
+  api.Serve();
+  cp.StopLoop();
+  // Wake the stopper if Serve() ended on its own.
+  pthread_kill(stopper.native_handle(), SIGTERM);
+  stopper.join();
+  return 0;
+}
+
+RegisterCommand reg([](CLI::App& root) {
+  auto flags = std::make_shared<ServerFlags>();
+  CLI::App* cmd = root.add_subcommand("server", "Run the control plane (HTTP API under /v1)");
+  cmd->add_option("--config", flags->config, "Server config file (YAML); default: embedded example cluster");
+  cmd->add_option("--store", flags->store, "Store URL, sqlite:PATH (default sqlite:tidal.db)");
+  cmd->add_option("--listen", flags->listen, "HOST:PORT to listen on (port 0 = any free port)");
+  cmd->callback([flags] { ExitCode() = RunServer(*flags); });
+});
+
+}  // namespace
+}  // namespace tidal::cli

@@ -1,0 +1,235 @@
+// `tidal sim`: run the trace-driven simulator; `tidal sim compare` puts runs
+// side by side; `tidal sim demo` runs the co-location example in all three
+// modes; `tidal sim import-load` turns a load trace into a LOAD CSV.
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli/command_registry.h"
+#include "sim/report.h"
+#include "sim/sim_output.h"
+#include "sim/sim_setup.h"
+
+namespace tidal::cli {
+namespace {
+
+struct SimArgs {
+  sim::SimFiles files;
+  std::string out;
+  std::string colocation;
+  uint64_t seed = 1;
+  double end_s = 0;
+  double pass_interval_s = 10;
+  double load_noise = 0;
+  bool deterministic = false;
+};
+
+StatusOr<ColocationMode> ParseMode(const std::string& text) {
+  if (text == "static") return ColocationMode::kStatic;
+  if (text == "reactive") return ColocationMode::kReactive;
+  if (text == "predictive") return ColocationMode::kPredictive;
+  return InvalidArgument(
+      fmt::format("--colocation: expected static, reactive or predictive (got \"{}\")", text));
+}
+
+StatusOr<sim::SimOptions> MakeOptions(const SimArgs& a) {
+  sim::SimOptions o;
+  o.seed = a.seed;
+  o.end_s = a.end_s;
+  if (!(a.pass_interval_s > 0)) return InvalidArgument("--pass-interval: expected seconds > 0");
+  o.pass_interval = SecondsF(a.pass_interval_s);
+  o.load_noise = a.load_noise;
+  o.wall_times = !a.deterministic;
+  if (!a.colocation.empty()) {
+    TIDAL_ASSIGN_OR_RETURN(ColocationMode mode, ParseMode(a.colocation));
+    o.colocation = mode;
+  }
+  o.policy_name = a.files.policy.empty()
+                      ? "default"
+                      : std::filesystem::path(a.files.policy).filename().string();
+  return o;
+}
+
+int Fail(const Status& s) {
+  std::cerr << "tidal sim: " << s.ToString() << "\n";
+  ExitCode() = s.code() == StatusCode::kInvalidArgument ? 2 : 1;
+  return ExitCode();
+}
+
+void RunSim(const SimArgs& a) {
+  if (a.out.empty()) {
+    Fail(InvalidArgument("--out DIR is required"));
+    return;
+  }
+  auto options = MakeOptions(a);
+  if (!options.ok()) {
+    Fail(options.status());
+    return;
+  }
+  auto input = sim::LoadSimInput(a.files);
+  if (!input.ok()) {
+    Fail(input.status());
+    return;
+  }
+  auto result = sim::RunToDirectory(*input, *options, a.out);
+  if (!result.ok()) {
+    Fail(result.status());
+    return;
+  }
+  const sim::Summary& s = result->summary;
+  std::cout << fmt::format(
+      "{} mode: {:.1f} h simulated in {:.2f} s; SLO attainment {:.4f}, scale-up success {:.4f}, "
+      "training mean wait {:.0f} s, GPU allocation {:.3f}\nwrote {}/summary.json, events.jsonl, "
+      "report.html\n",
+      s.colocation, s.sim_duration_s / 3600, s.sim_wall_s, s.inference.slo_attainment,
+      s.inference.scale_up_success_rate, s.training.queue_wait_mean_s, s.cluster.gpu_allocation_ratio,
+      a.out);
+}
+
+void RunCompare(const std::vector<std::string>& dirs, const std::string& out_html) {
+  std::vector<sim::ComparedRun> runs;
+  for (const std::string& d : dirs) {
+    auto summary = sim::ReadSummary(d);
+    if (!summary.ok()) {
+      Fail(summary.status());
+      return;
+    }
+    runs.push_back({std::filesystem::path(d).filename().string().empty()
+                        ? d
+                        : std::filesystem::path(d).filename().string(),
+                    *summary});
+  }
+  std::cout << sim::RenderComparisonText(runs);
+  if (!out_html.empty()) {
+    Status s = sim::WriteFile(out_html, sim::RenderComparisonHtml(runs));
+    if (!s.ok()) {
+      Fail(s);
+      return;
+    }
+    std::cout << "wrote " << out_html << "\n";
+  }
+}
+
+// The co-location example's inputs (examples/colocation/README.md).
+sim::SimFiles DemoFiles(const std::string& dir) {
+  sim::SimFiles f;
+  f.cluster = dir + "/cluster.yaml";
+  f.policy = dir + "/policy.yaml";
+  f.workload = dir + "/workloads.yaml";
+  f.load = dir + "/load.csv";
+  f.load_period_s = 86400;
+  f.traces = {"philly:" + dir +
+              "/philly_sample.csv,project=research,time_scale=1,checkpoint_interval_s=1800"};
+  return f;
+}
+
+void RunDemo(const std::string& example, const std::string& out, uint64_t seed, double days) {
+  std::vector<std::string> dirs;
+  for (const char* mode : {"static", "reactive", "predictive"}) {
+    SimArgs a;
+    a.files = DemoFiles(example);
+    a.out = out + "/" + mode;
+    a.colocation = mode;
+    a.seed = seed;
+    a.end_s = days * 86400;
+    std::cout << "== " << mode << "\n";
+    RunSim(a);
+    if (ExitCode() != 0) return;
+    dirs.push_back(a.out);
+  }
+  std::cout << "\n";
+  RunCompare(dirs, out + "/compare.html");
+}
+
+void ImportLoad(const std::vector<std::string>& specs, const std::string& out) {
+  sim::LoadProfile load;
+  for (const std::string& text : specs) {
+    auto spec = sim::ParseTraceSpec(text);
+    if (!spec.ok()) {
+      Fail(spec.status());
+      return;
+    }
+    Status s = sim::AddLoadTrace(*spec, load);
+    if (!s.ok()) {
+      Fail(s);
+      return;
+    }
+  }
+  const std::string csv = load.ToCsv();
+  if (out.empty()) {
+    std::cout << csv;
+    return;
+  }
+  Status s = sim::WriteFile(out, csv);
+  if (!s.ok()) Fail(s);
+}
+
+void AddCommonRunOptions(CLI::App* cmd, SimArgs& a) {
+  cmd->add_option("--seed", a.seed, "Seed of the simulator's random source");
+  cmd->add_option("--end-s", a.end_s, "Stop the simulation at this time (s); default: when all work is done");
+  cmd->add_flag("--deterministic", a.deterministic,
+                "Write wall-clock figures as 0 so that two runs give byte-identical files");
+}
+
+RegisterCommand reg([](CLI::App& root) {
+  auto args = std::make_shared<SimArgs>();
+  CLI::App* sim = root.add_subcommand("sim", "Run the trace-driven simulator (see docs/simulator.md)");
+  sim->add_option("--cluster", args->files.cluster, "Cluster file (docs/formats.md)");
+  sim->add_option("--policy", args->files.policy, "Policy file; default: the built-in policy");
+  sim->add_option("--workload", args->files.workload, "Workload file");
+  sim->add_option("--load", args->files.load, "LOAD CSV: time_s,service,rps");
+  sim->add_option("--load-period", args->files.load_period_s,
+                  "Repeat the load curve with this period (s), e.g. 86400");
+  sim->add_option("--trace", args->files.traces,
+                  "Workload trace FORMAT:PATH[,key=value...] (philly, openb); repeatable");
+  sim->add_option("--load-trace", args->files.load_traces,
+                  "Load trace SERVICE=FORMAT:PATH[,key=value...] (azure_llm, genai_qps); repeatable");
+  sim->add_option("--out", args->out, "Output directory");
+  sim->add_option("--colocation", args->colocation, "static, reactive or predictive (overrides the policy)");
+  sim->add_option("--pass-interval", args->pass_interval_s, "Seconds between scheduling passes");
+  sim->add_option("--load-noise", args->load_noise, "Per-minute load noise factor (seeded)");
+  AddCommonRunOptions(sim, *args);
+  sim->require_subcommand(0, 1);
+
+  auto dirs = std::make_shared<std::vector<std::string>>();
+  auto compare_out = std::make_shared<std::string>();
+  CLI::App* compare = sim->add_subcommand("compare", "Compare sim output directories side by side");
+  compare->add_option("dirs", *dirs, "Output directories of `tidal sim`")->required();
+  compare->add_option("--out", *compare_out, "Also write a comparison report (HTML)");
+  compare->callback([dirs, compare_out] { RunCompare(*dirs, *compare_out); });
+
+  struct DemoArgs {
+    std::string example = "examples/colocation";
+    std::string out = "out/colocation-demo";
+    uint64_t seed = 1;
+    double days = 3;
+  };
+  auto demo = std::make_shared<DemoArgs>();
+  CLI::App* demo_cmd =
+      sim->add_subcommand("demo", "Run examples/colocation in static, reactive and predictive mode and compare");
+  demo_cmd->add_option("--example", demo->example, "The example directory");
+  demo_cmd->add_option("--out", demo->out, "Where the three runs and compare.html go");
+  demo_cmd->add_option("--seed", demo->seed, "Seed");
+  demo_cmd->add_option("--days", demo->days, "Simulated days");
+  demo_cmd->callback([demo] { RunDemo(demo->example, demo->out, demo->seed, demo->days); });
+
+  auto load_specs = std::make_shared<std::vector<std::string>>();
+  auto load_out = std::make_shared<std::string>();
+  CLI::App* import = sim->add_subcommand(
+      "import-load", "Write a LOAD CSV from load traces (SERVICE=FORMAT:PATH[,key=value...])");
+  import->add_option("traces", *load_specs, "Load traces")->required();
+  import->add_option("--out", *load_out, "Output CSV; default: stdout");
+  import->callback([load_specs, load_out] { ImportLoad(*load_specs, *load_out); });
+
+  sim->callback([sim, args] {
+    if (sim->get_subcommands().empty()) RunSim(*args);
+  });
+});
+
+}  // namespace
+}  // namespace tidal::cli

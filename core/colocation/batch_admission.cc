@@ -1,0 +1,131 @@
+#include "core/colocation/batch_admission.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+
+#include "core/common/check.h"
+
+namespace tidal {
+namespace {
+
+std::string Minutes(Duration d) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f min", ToSeconds(d) / 60.0);
+  return buf;
+}
+
+std::unordered_map<WorkloadId, const Allocation*> AllocationIndex(const Snapshot& snapshot) {
+  std::unordered_map<WorkloadId, const Allocation*> index;
+  for (const Allocation& a : snapshot.allocations) index.emplace(a.workload, &a);
+  return index;
+}
+
+std::vector<const Workload*> ById(const Snapshot& snapshot) {
+  std::vector<const Workload*> out;
+  out.reserve(snapshot.workloads.size());
+  for (const Workload& w : snapshot.workloads) out.push_back(&w);
+  std::sort(out.begin(), out.end(),
+            [](const Workload* a, const Workload* b) { return a->id < b->id; });
+  return out;
+}
+
+}  // namespace
+
+Duration BatchRemaining(const Workload& job, const Allocation* allocation, Time now) {
+  if (allocation == nullptr) return job.expected_duration;
+  const Duration elapsed = std::max(Duration(0), now - allocation->start_time);
+  return std::max(Duration(0), job.expected_duration - elapsed);
+}
+
+Duration BatchSlack(const Workload& job, const Allocation* allocation, Time now) {
+  if (job.batch.deadline == kInfiniteFuture) return Duration::max();
+  return job.batch.deadline - now - BatchRemaining(job, allocation, now);
+}
+
+std::vector<WorkloadId> BatchEdfOrder(const Snapshot& snapshot) {
+  const auto allocations = AllocationIndex(snapshot);
+  struct Entry {
+    Time deadline;
+    Duration slack;
+    WorkloadId id;
+  };
+  std::vector<Entry> entries;
+  for (const Workload& w : snapshot.workloads) {
+    if (w.kind != WorkloadKind::kBatchInference) continue;
+    if (w.state != WorkloadState::kPending && w.state != WorkloadState::kRunning) continue;
+    auto it = allocations.find(w.id);
+    const Allocation* a = it == allocations.end() ? nullptr : it->second;
+    entries.push_back({w.batch.deadline, BatchSlack(w, a, snapshot.now), w.id});
+  }
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return std::tie(a.deadline, a.slack, a.id) < std::tie(b.deadline, b.slack, b.id);
+  });
+  std::vector<WorkloadId> order;
+  order.reserve(entries.size());
+  for (const Entry& e : entries) order.push_back(e.id);
+  return order;
+}
+
+std::optional<RejectDecision> CheckBatchDeadline(const Workload& job, Time now,
+                                                 Time earliest_start) {
+  if (job.kind != WorkloadKind::kBatchInference) return std::nullopt;
+  if (job.batch.deadline == kInfiniteFuture || job.expected_duration.count() <= 0) {
+    return std::nullopt;
+  }
+  const Time start = std::max(now, earliest_start);
+  if (start + job.expected_duration <= job.batch.deadline) return std::nullopt;
+  const Duration late = start + job.expected_duration - job.batch.deadline;
+  RejectDecision reject;
+  reject.workload = job.id;
+  reject.reason = ReasonCode::kDeadline;
+  reject.detail = "deadline: needs " + Minutes(job.expected_duration) + " from the earliest start " +
+                  (start == now ? std::string("(now)")
+                                : "in " + Minutes(start - now)) +
+                  ", but the deadline is in " + Minutes(job.batch.deadline - now) +
+                  "; it would finish " + Minutes(late) + " late (slack " +
+                  Minutes(job.batch.deadline - now - job.expected_duration) + ")";
+  return reject;
+}
+
+std::vector<RejectDecision> RejectInfeasibleBatch(const Snapshot& snapshot) {
+  std::vector<RejectDecision> out;
+  for (const Workload* w : ById(snapshot)) {
+    if (w->kind != WorkloadKind::kBatchInference || w->state != WorkloadState::kPending) continue;
+    if (auto reject = CheckBatchDeadline(*w, snapshot.now, snapshot.now)) {
+      out.push_back(std::move(*reject));
+    }
+  }
+  return out;
+}
+
+std::vector<PreemptDecision> DebugMaxRuntimeStops(const Snapshot& snapshot, Duration grace) {
+  TIDAL_CHECK(grace.count() >= 0) << "negative grace";
+  const auto allocations = AllocationIndex(snapshot);
+  std::vector<PreemptDecision> out;
+  for (const Workload* w : ById(snapshot)) {
+    if (w->kind != WorkloadKind::kDebug || w->state != WorkloadState::kRunning) continue;
+    auto it = allocations.find(w->id);
+    if (it == allocations.end() || it->second->terminating) continue;
+    const Allocation& a = *it->second;
+    const Time stop_at = a.start_time + w->debug.max_runtime;
+    if (snapshot.now < stop_at - grace) continue;
+    PreemptDecision stop;
+    stop.victim = w->id;
+    stop.cause = PreemptCause::kMaxRuntime;
+    stop.notice_time = snapshot.now;
+    // Notice `grace` ahead makes the session end exactly at max runtime; one
+    // noticed late (e.g. after a restart) still gets its full grace.
+    stop.grace_deadline = snapshot.now < stop_at ? stop_at : snapshot.now + grace;
+    stop.lost_gpu_seconds =
+        a.gpu_count() * std::max(0.0, ToSeconds(snapshot.now - a.last_checkpoint));
+    stop.detail = "debug session stops at its max runtime of " + Minutes(w->debug.max_runtime) +
+                  " (running for " + Minutes(snapshot.now - a.start_time) + ")";
+    out.push_back(std::move(stop));
+  }
+  return out;
+}
+
+}  // namespace tidal

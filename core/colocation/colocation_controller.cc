@@ -1,0 +1,254 @@
+#include "core/colocation/colocation_controller.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <set>
+#include <unordered_map>
+
+#include "core/common/check.h"
+
+namespace tidal {
+namespace {
+
+bool Active(const Workload& w) {
+  return w.state == WorkloadState::kPending || w.state == WorkloadState::kRunning;
+}
+
+std::string Fmt(const char* format, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), format, value);
+  return buf;
+}
+
+}  // namespace
+
+ColocationController::ColocationController(const PolicyConfig& policy,
+                                           ForecasterOptions forecaster,
+                                           ColdStartModel cold_start)
+    : config_(policy.colocation),
+      grace_(policy.preemption.default_grace),
+      cold_start_model_(cold_start),
+      forecaster_(forecaster),
+      autoscaler_(AutoscalerOptions{policy.colocation.headroom,
+                                    policy.colocation.scale_down_delay}) {
+  TIDAL_CHECK(config_.headroom >= 0) << "colocation.headroom " << config_.headroom;
+}
+
+void ColocationController::ObserveLoad(WorkloadId service, Time t, double rps) {
+  forecaster_.Observe(service, t, rps);
+}
+
+QueueLatency ColocationController::ModelServiceLatency(const InferenceSpec& spec, double rps,
+                                                       int ready_replicas) {
+  if (spec.replica_capacity_rps <= 0) {
+    // Nothing to model with: only "served or not" is known.
+    QueueLatency unknown;
+    unknown.stable = ready_replicas > 0 || rps <= 0;
+    if (!unknown.stable) {
+      unknown.mean_wait_ms = unknown.mean_response_ms = unknown.p95_ms = unknown.p99_ms =
+          std::numeric_limits<double>::infinity();
+    }
+    return unknown;
+  }
+  return ModelLatency(rps, spec.replica_capacity_rps, ready_replicas);
+}
+
+Decisions ColocationController::Prepare(Snapshot& snapshot) {
+  const Time now = snapshot.now;
+  const Duration tick =
+      last_prepare_ && now > *last_prepare_ ? now - *last_prepare_ : Duration(0);
+  last_prepare_ = now;
+  const bool predictive = config_.mode == ColocationMode::kPredictive;
+  const size_t node_count = snapshot.cluster.nodes.size();
+
+  std::vector<Workload*> by_id;
+  by_id.reserve(snapshot.workloads.size());
+  for (Workload& w : snapshot.workloads) by_id.push_back(&w);
+  std::sort(by_id.begin(), by_id.end(),
+            [](const Workload* a, const Workload* b) { return a->id < b->id; });
+  std::unordered_map<WorkloadId, const Allocation*> allocation_of;
+  for (const Allocation& a : snapshot.allocations) allocation_of.emplace(a.workload, &a);
+
+  // 1. Autoscale, and what each service needs over the look-ahead.
+  ColocationStatus status;
+  status.at = now;
+  status.mode = config_.mode;
+  status.lookahead = config_.forecast_horizon;
+  std::vector<InferenceDemand> demand;
+  std::set<WorkloadId> services;
+  for (Workload* w : by_id) {
+    if (w->kind != WorkloadKind::kInference || !Active(*w)) continue;
+    services.insert(w->id);
+    const Duration cold = EstimateColdStart(w->inference, cold_start_model_);
+    const Duration lookahead = std::max(config_.forecast_horizon, cold + grace_ + tick);
+    status.lookahead = std::max(status.lookahead, lookahead);
+    const double current = forecaster_.LastObserved(w->id);
+    // Replicas are asked for one cold start (plus a tick of lateness) ahead,
+    // so they are serving when the forecast load arrives.
+    const double scale_forecast =
+        predictive ? forecaster_.PeakForecast(w->id, now, now + cold + tick) : 0.0;
+    const int desired = autoscaler_.Update(*w, current, scale_forecast, now);
+    w->pods = desired;
+
+    const double peak = predictive ? forecaster_.PeakForecast(w->id, now, now + lookahead) : current;
+    const int lo = std::max(0, w->min_pods);
+    const int hi = std::max(lo, w->max_pods);
+    const int forecast_replicas =
+        std::clamp(RequiredReplicas(w->inference, peak, config_.headroom), lo, hi);
+
+    InferenceDemand d;
+    d.service = w->id;
+    d.gpus_per_pod = std::max(1, w->gpus_per_pod);
+    d.replicas = predictive ? std::max(desired, forecast_replicas) : desired;
+    d.constraints = w->constraints;
+    demand.push_back(std::move(d));
+
+    ServiceStatus s;
+    s.service = w->id;
+    s.name = w->name;
+    s.current_rps = current;
+    s.forecast_peak_rps = peak;
+    s.desired_replicas = desired;
+    s.forecast_replicas = forecast_replicas;
+    s.cold_start = cold;
+    s.target_p99 = w->inference.target_p99;
+    auto it = allocation_of.find(w->id);
+    if (it != allocation_of.end() && !it->second->terminating) {
+      s.running_replicas = static_cast<int>(it->second->pods.size());
+    }
+    const QueueLatency latency = ModelServiceLatency(w->inference, current, s.running_replicas);
+    s.modelled_p95_ms = latency.p95_ms;
+    s.modelled_p99_ms = latency.p99_ms;
+    status.services.push_back(std::move(s));
+  }
+  // Services that finished leave no hysteresis state behind.
+  for (auto it = known_services_.begin(); it != known_services_.end(); ++it) {
+    if (services.count(*it) == 0) autoscaler_.Forget(*it);
+  }
+  known_services_ = std::move(services);
+
+  // 2. Loans. Borrowed work still running on a shared node proves a loan,
+  // even if this controller did not make it (a restarted server).
+  std::vector<bool> previously_lent(node_count, false);
+  for (size_t i = 0; i < node_count && i < lent_.size(); ++i) previously_lent[i] = lent_[i];
+  const auto is_shared = [&](NodeId n) {
+    return n.value() < node_count &&
+           snapshot.cluster.pool(snapshot.cluster.node(n).pool).kind == PoolKind::kShared;
+  };
+  std::unordered_map<WorkloadId, const Workload*> workload_of;
+  for (const Workload* w : by_id) workload_of.emplace(w->id, w);
+  const auto is_inference = [&](WorkloadId id) {
+    auto it = workload_of.find(id);
+    return it != workload_of.end() && it->second->kind == WorkloadKind::kInference;
+  };
+  // Notices whose grace has passed are forgotten.
+  std::erase_if(noticed_, [&](const auto& entry) { return entry.second <= now; });
+  for (const Allocation& a : snapshot.allocations) {
+    if (a.terminating || is_inference(a.workload)) continue;
+    for (const PodPlacement& p : a.pods) {
+      // A pod shrunk off a returned node is leaving, not proof of a loan.
+      if (is_shared(p.node) && noticed_.count({a.workload, p.node}) == 0) {
+        previously_lent[p.node.value()] = true;
+      }
+    }
+  }
+
+  LoanPlan plan = PlanLoans(config_.mode, snapshot, previously_lent, demand);
+  snapshot.lent_nodes = plan.lent_nodes;
+  lent_ = plan.lent_nodes;
+
+  // 3. Notice for borrowed work on shared nodes that are not lent.
+  Decisions out;
+  const Time deadline = now + grace_;
+  std::set<WorkloadId> stopping;
+  std::vector<const Allocation*> allocations;
+  for (const Allocation& a : snapshot.allocations) allocations.push_back(&a);
+  std::sort(allocations.begin(), allocations.end(),
+            [](const Allocation* a, const Allocation* b) { return a->workload < b->workload; });
+  for (const Allocation* a : allocations) {
+    if (a->terminating || is_inference(a->workload)) continue;
+    std::vector<PodPlacement> leaving;
+    WorkloadId beneficiary;
+    std::string node_names;
+    for (const PodPlacement& p : a->pods) {
+      if (!is_shared(p.node) || plan.lent_nodes[p.node.value()]) continue;
+      const Node& node = snapshot.cluster.node(p.node);
+      if (node.health == Health::kFailed || node.cordoned) continue;
+      if (noticed_.count({a->workload, p.node}) > 0) continue;
+      leaving.push_back(p);
+      auto claim = plan.claimed_by.find(p.node);
+      if (!beneficiary.valid() && claim != plan.claimed_by.end()) beneficiary = claim->second;
+      if (node_names.find(node.name) == std::string::npos) {
+        node_names += (node_names.empty() ? "" : ", ") + node.name;
+      }
+    }
+    if (leaving.empty()) continue;
+    auto wit = workload_of.find(a->workload);
+    const Workload* w = wit == workload_of.end() ? nullptr : wit->second;
+    const std::string why = "shared node " + node_names + " returned to inference (" +
+                            std::string(ColocationModeName(config_.mode)) + " mode)";
+    const int total = static_cast<int>(a->pods.size());
+    const int kept = total - static_cast<int>(leaving.size());
+    if (w != nullptr && w->is_elastic() && kept >= w->min_pods) {
+      ResizeDecision shrink;
+      shrink.workload = a->workload;
+      shrink.from_pods = total;
+      shrink.to_pods = kept;
+      shrink.removed = leaving;
+      shrink.beneficiary = beneficiary;
+      shrink.grace_deadline = deadline;
+      shrink.detail = why + ": elastic job shrinks from " + std::to_string(total) + " to " +
+                      std::to_string(kept) + " pods";
+      out.resizes.push_back(std::move(shrink));
+    } else {
+      PreemptDecision stop;
+      stop.victim = a->workload;
+      stop.preemptor = beneficiary;
+      stop.cause = PreemptCause::kInferenceReturn;
+      stop.notice_time = now;
+      stop.grace_deadline = deadline;
+      stop.lost_gpu_seconds =
+          a->gpu_count() * std::max(0.0, ToSeconds(now - a->last_checkpoint));
+      stop.detail = why + ": loses " + Fmt("%.0f", stop.lost_gpu_seconds) +
+                    " GPU-seconds since its last checkpoint";
+      out.preempts.push_back(std::move(stop));
+      stopping.insert(a->workload);
+    }
+    for (const PodPlacement& p : leaving) noticed_[{a->workload, p.node}] = deadline;
+  }
+
+  // 4. Debug sessions at their max runtime.
+  for (PreemptDecision& stop : DebugMaxRuntimeStops(snapshot, grace_)) {
+    if (stopping.count(stop.victim) == 0) out.preempts.push_back(std::move(stop));
+  }
+  // 5. Batch jobs that cannot meet their deadline.
+  out.rejects = RejectInfeasibleBatch(snapshot);
+
+  // The engine runs on this snapshot before the caller applies `out`: it
+  // must see the victims as leaving (their GPUs claimable once they exit),
+  // not as live work to notice a second time.
+  if (!out.preempts.empty()) {
+    std::unordered_map<WorkloadId, Time> leaving_by;
+    for (const PreemptDecision& stop : out.preempts) leaving_by[stop.victim] = stop.grace_deadline;
+    for (Allocation& a : snapshot.allocations) {
+      auto it = leaving_by.find(a.workload);
+      if (it == leaving_by.end()) continue;
+      a.terminating = true;
+      a.grace_deadline = it->second;
+    }
+    for (Workload& w : snapshot.workloads) {
+      if (leaving_by.count(w.id) > 0) w.state = WorkloadState::kTerminating;
+    }
+  }
+
+  status.shared_nodes = plan.shared_nodes;
+  status.lent_nodes = plan.lent_count;
+  status.unplaced_replicas = plan.unplaced_replicas;
+  status.returned = plan.returned;
+  status.newly_lent = plan.newly_lent;
+  status_ = std::move(status);
+  return out;
+}
+
+}  // namespace tidal

@@ -1,0 +1,117 @@
+// The co-location facade the simulator and the server call once per
+// scheduling pass:
+//   controller.ObserveLoad(service, t, rps);          // as load is measured
+//   Decisions pre = controller.Prepare(snapshot);     // before the engine
+//   Decisions eng = scheduler.Schedule(snapshot);     // on the prepared snapshot
+//   apply pre, then eng (each: preempts, resizes, places).
+//
+// Prepare, in workload-id order:
+//  1. Autoscale: for every pending or running inference workload, sets
+//     `pods` to the autoscaler's target. The load it sizes for is the latest
+//     observed rps; in predictive mode also the forecast peak over
+//     [now, now + cold start + tick], so replicas are ready when load arrives.
+//  2. Loans: sets `snapshot.lent_nodes` (sized to the cluster) from
+//     PlanLoans. The demand is the current targets (static/reactive) or, in
+//     predictive mode, the larger of the target and the forecast need over
+//     the look-ahead max(forecast_horizon, cold start + grace + tick); the
+//     tick is the time since the previous Prepare.
+//  3. Returns: borrowed training/batch/debug work on nodes being returned gets
+//     notice: an elastic job that can lose its pods there and keep min_pods is
+//     shrunk (Resize, removed = its pods on those nodes), anything else is
+//     preempted (cause kInferenceReturn, grace = preemption.default_grace,
+//     lost work = GPUs x time since last checkpoint). Work that is still on
+//     a non-lent shared node and was not given notice yet gets it too.
+//  4. Debug sessions get notice (kMaxRuntime) one grace period before their
+//     max runtime, so they end exactly at it.
+//  5. Pending batch jobs that cannot meet their deadline are rejected.
+// Prepare marks its preempted victims terminating (with their grace deadline)
+// in the snapshot, as applying the decisions would, so the engine's pass sees
+// them leaving instead of noticing them again. Resized jobs are left as they
+// are in the snapshot (the caller removes the pods when they exit).
+// Lent state persists inside the controller between passes; a shared node
+// that holds borrowed non-terminating work counts as lent (so a restarted
+// server recovers its loans from the allocations).
+#ifndef TIDAL_CORE_COLOCATION_COLOCATION_CONTROLLER_H_
+#define TIDAL_CORE_COLOCATION_COLOCATION_CONTROLLER_H_
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/colocation/autoscaler.h"
+#include "core/colocation/batch_admission.h"
+#include "core/colocation/latency_model.h"
+#include "core/colocation/load_forecaster.h"
+#include "core/colocation/loan_planner.h"
+#include "core/engine/decision.h"
+#include "core/engine/snapshot.h"
+#include "core/model/policy.h"
+
+namespace tidal {
+
+struct ServiceStatus {
+  WorkloadId service;
+  std::string name;
+  double current_rps = 0;
+  double forecast_peak_rps = 0;   // over the look-ahead
+  int desired_replicas = 0;       // the autoscaler's target (= pods)
+  int running_replicas = 0;       // pods in its allocation
+  int forecast_replicas = 0;      // replicas the look-ahead needs
+  Duration cold_start{0};
+  Duration target_p99{0};
+  // Modelled at current_rps over running replicas (+inf if unserved).
+  double modelled_p95_ms = 0;
+  double modelled_p99_ms = 0;
+};
+
+struct ColocationStatus {
+  Time at;
+  ColocationMode mode = ColocationMode::kPredictive;
+  Duration lookahead{0};
+  int shared_nodes = 0;
+  int lent_nodes = 0;
+  int unplaced_replicas = 0;
+  std::vector<NodeId> returned;    // in the last Prepare
+  std::vector<NodeId> newly_lent;  // in the last Prepare
+  std::vector<ServiceStatus> services;  // in id order
+};
+
+class ColocationController {
+ public:
+  explicit ColocationController(const PolicyConfig& policy,
+                                ForecasterOptions forecaster = {},
+                                ColdStartModel cold_start = {});
+
+  void ObserveLoad(WorkloadId service, Time t, double rps);
+  Decisions Prepare(Snapshot& snapshot);
+
+  // As of the last Prepare.
+  const ColocationStatus& status() const { return status_; }
+  // Modelled latency of `rps` over `ready_replicas` of `service`'s spec.
+  static QueueLatency ModelServiceLatency(const InferenceSpec& spec, double rps,
+                                          int ready_replicas);
+
+  ColocationMode mode() const { return config_.mode; }
+  const LoadForecaster& forecaster() const { return forecaster_; }
+
+ private:
+  ColocationConfig config_;
+  Duration grace_;
+  ColdStartModel cold_start_model_;
+  LoadForecaster forecaster_;
+  Autoscaler autoscaler_;
+  std::vector<bool> lent_;
+  std::optional<Time> last_prepare_;
+  // Borrowed work given notice, by (workload, node), until its grace deadline:
+  // not noticed twice.
+  std::map<std::pair<WorkloadId, NodeId>, Time> noticed_;
+  std::set<WorkloadId> known_services_;
+  ColocationStatus status_;
+};
+
+}  // namespace tidal
+
+#endif  // TIDAL_CORE_COLOCATION_COLOCATION_CONTROLLER_H_

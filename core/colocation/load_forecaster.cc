@@ -1,0 +1,190 @@
+#include "core/colocation/load_forecaster.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/common/check.h"
+
+namespace tidal {
+namespace {
+
+constexpr int64_t kDayMs = 24LL * 3600 * 1000;
+
+int64_t FloorDiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+}  // namespace
+
+LoadForecaster::LoadForecaster(ForecasterOptions options) : options_(options) {
+  TIDAL_CHECK(options_.bucket.count() > 0 && kDayMs % options_.bucket.count() == 0)
+      << "forecast bucket must divide a day";
+  TIDAL_CHECK(options_.alpha > 0 && options_.alpha <= 1) << "alpha " << options_.alpha;
+  TIDAL_CHECK(options_.beta >= 0 && options_.beta <= 1) << "beta " << options_.beta;
+}
+
+int LoadForecaster::buckets_per_day() const {
+  return static_cast<int>(kDayMs / options_.bucket.count());
+}
+
+int64_t LoadForecaster::CellOf(Time t) const {
+  return FloorDiv(ToMillis(t), options_.bucket.count());
+}
+
+void LoadForecaster::CloseCell(Series& s) const {
+  if (s.cell_count == 0) return;
+  const double mean = s.cell_sum / s.cell_count;
+  const double peak = s.cell_max;
+  const int64_t n = buckets_per_day();
+  const auto b = static_cast<size_t>(((s.cell % n) + n) % n);
+  double& p = s.profile[b];
+  const int64_t day = FloorDiv(s.cell, n);
+  if (s.fold_day[b] != day) s.before_fold[b] = p;
+  s.fold_day[b] = day;
+  p = p < 0 ? mean : options_.alpha * mean + (1 - options_.alpha) * p;
+  double& q = s.peak_profile[b];
+  q = q < 0 ? peak : options_.alpha * peak + (1 - options_.alpha) * q;
+  s.cell_sum = 0;
+  s.cell_max = 0;
+  s.cell_count = 0;
+}
+
+void LoadForecaster::Observe(WorkloadId service, Time t, double rps) {
+  rps = std::max(0.0, rps);
+  auto [it, inserted] = series_.try_emplace(service);
+  Series& s = it->second;
+  if (inserted) {
+    s.first_seen = t;
+    s.profile.assign(static_cast<size_t>(buckets_per_day()), -1.0);
+    s.before_fold.assign(s.profile.size(), -1.0);
+    s.peak_profile.assign(s.profile.size(), -1.0);
+    s.fold_day.assign(s.profile.size(), std::numeric_limits<int64_t>::min());
+  } else if (t < s.last_seen) {
+    return;
+  }
+  const int64_t cell = CellOf(t);
+  if (cell != s.cell) {
+    CloseCell(s);
+    s.cell = cell;
+  }
+  s.cell_sum += rps;
+  s.cell_max = std::max(s.cell_max, rps);
+  ++s.cell_count;
+
+  // The level ratio only means something against a trusted profile.
+  if (Trusted(s)) {
+    // Against the bucket itself, not the interpolation: next to a step the
+    // interpolated profile is off by half the step, which is not a level.
+    const double expected = BucketValue(s, cell, FloorDiv(cell, buckets_per_day()));
+    if (expected > 1e-9) {
+      const double ratio = rps / expected;
+      s.level = std::clamp(options_.beta * ratio + (1 - options_.beta) * s.level,
+                           options_.min_level, options_.max_level);
+    }
+  }
+
+  s.last_seen = t;
+  s.last_rps = rps;
+  s.recent.emplace_back(t, rps);
+  while (!s.recent.empty() && s.recent.front().first < t - options_.fallback_window) {
+    s.recent.pop_front();
+  }
+}
+
+bool LoadForecaster::Trusted(const Series& s) const {
+  if (s.last_seen - s.first_seen < Duration(kDayMs)) return false;
+  return std::any_of(s.profile.begin(), s.profile.end(), [](double p) { return p >= 0; });
+}
+
+// A bucket never seen borrows its nearest seen neighbour.
+double LoadForecaster::BucketValue(const Series& s, int64_t cell, int64_t as_of_day) const {
+  return Nearest(cell, [&](size_t i) {
+    return s.fold_day[i] >= as_of_day ? s.before_fold[i] : s.profile[i];
+  });
+}
+
+double LoadForecaster::BucketPeak(const Series& s, int64_t cell) const {
+  return Nearest(cell, [&](size_t i) { return s.peak_profile[i]; });
+}
+
+template <typename Value>
+double LoadForecaster::Nearest(int64_t cell, Value value) const {
+  const int n = buckets_per_day();
+  const int b = static_cast<int>(((cell % n) + n) % n);
+  for (int d = 0; d <= n / 2; ++d) {
+    const double after = value(static_cast<size_t>((b + d) % n));
+    const double before = value(static_cast<size_t>((b - d + n) % n));
+    // Of two equally near neighbours, the larger: under-forecasting costs SLO.
+    if (after >= 0 || before >= 0) return std::max(after, before);
+  }
+  return 0.0;
+}
+
+// Linear interpolation between the centres of the two buckets around `at`.
+double LoadForecaster::ProfileAt(const Series& s, Time at, int64_t as_of_day) const {
+  const int64_t bucket_ms = options_.bucket.count();
+  const int64_t shifted = ToMillis(at) - bucket_ms / 2;
+  const int64_t left_cell = FloorDiv(shifted, bucket_ms);
+  const double frac =
+      static_cast<double>(shifted - left_cell * bucket_ms) / static_cast<double>(bucket_ms);
+  return (1 - frac) * BucketValue(s, left_cell, as_of_day) +
+         frac * BucketValue(s, left_cell + 1, as_of_day);
+}
+
+double LoadForecaster::ForecastSeries(const Series& s, Time at) const {
+  if (!Trusted(s)) return RecentMaxOf(s) * (1 + options_.fallback_margin);
+  return s.level * ProfileAt(s, at);
+}
+
+double LoadForecaster::RecentMaxOf(const Series& s) const {
+  double peak = 0;
+  for (const auto& [t, rps] : s.recent) peak = std::max(peak, rps);
+  return peak;
+}
+
+double LoadForecaster::Forecast(WorkloadId service, Time at) const {
+  auto it = series_.find(service);
+  if (it == series_.end()) return 0;
+  return ForecastSeries(it->second, at);
+}
+
+double LoadForecaster::PeakForecast(WorkloadId service, Time from, Time to) const {
+  auto it = series_.find(service);
+  if (it == series_.end()) return 0;
+  const Series& s = it->second;
+  if (to < from) std::swap(from, to);
+  double peak = std::max(ForecastSeries(s, from), ForecastSeries(s, to));
+  if (!Trusted(s)) return peak;
+  // Every bucket the interval touches counts whole, at the highest rate seen
+  // in it: a step inside a bucket is seen from the bucket's start, at its
+  // full height, never averaged down or smeared later.
+  const int n = buckets_per_day();
+  const int64_t first = CellOf(from);
+  const int64_t last = std::min(CellOf(to), first + n - 1);
+  double top = 0;
+  for (int64_t cell = first; cell <= last; ++cell) {
+    top = std::max(top, BucketPeak(s, cell));
+  }
+  peak = std::max(peak, s.level * top);
+  return peak;
+}
+
+bool LoadForecaster::HasDailyProfile(WorkloadId service) const {
+  auto it = series_.find(service);
+  return it != series_.end() && Trusted(it->second);
+}
+
+double LoadForecaster::LastObserved(WorkloadId service) const {
+  auto it = series_.find(service);
+  return it == series_.end() ? 0 : it->second.last_rps;
+}
+
+double LoadForecaster::RecentMax(WorkloadId service) const {
+  auto it = series_.find(service);
+  return it == series_.end() ? 0 : RecentMaxOf(it->second);
+}
+
+}  // namespace tidal

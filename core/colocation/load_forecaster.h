@@ -1,0 +1,109 @@
+// Per-service forecast of inference load (req/s).
+//
+// The day is cut into buckets of `bucket` length (default 5 min). Each
+// observation goes into its (day, bucket) cell; when a cell closes, its mean
+// and its maximum are folded into that bucket's two daily profiles by
+// exponential smoothing across days: p[b] <- x on the first day, else
+// alpha*x + (1-alpha)*p[b].
+// A level ratio r tracks how today runs against the mean profile as it stood
+// at the start of the day: r <- beta * rps/p[bucket(t)] + (1-beta) * r per
+// observation, clamped to [min_level, max_level].
+// Forecast(at) = r * mean profile(at), linearly interpolated between bucket
+// centres (circularly over midnight): the expected rate, for reports.
+// PeakForecast over [from, to] = r * the largest bucket maximum the interval
+// touches (or Forecast at either end if higher): what capacity must cover. A
+// step inside a bucket is seen from the bucket's start and at full height,
+// never averaged down or smeared later.
+// Until a service's history spans one full day the profile is not trusted and
+// both return the max observed over the last `fallback_window` times
+// (1 + fallback_margin); a service never observed forecasts 0.
+// Everything is a function of the observations, so it is deterministic.
+#ifndef TIDAL_CORE_COLOCATION_LOAD_FORECASTER_H_
+#define TIDAL_CORE_COLOCATION_LOAD_FORECASTER_H_
+
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "core/common/ids.h"
+#include "core/common/time.h"
+
+namespace tidal {
+
+struct ForecasterOptions {
+  Duration bucket = minutes(5);
+  double alpha = 0.5;   // weight of the newest day in the profile
+  double beta = 0.05;   // weight of the newest observation in the level ratio
+  double min_level = 0.5;
+  double max_level = 2.0;
+  Duration fallback_window = hours(1);
+  double fallback_margin = 0.2;
+};
+
+class LoadForecaster {
+ public:
+  explicit LoadForecaster(ForecasterOptions options = {});
+
+  // Observations must come in time order per service; older ones than the
+  // service's latest are ignored.
+  void Observe(WorkloadId service, Time t, double rps);
+
+  double Forecast(WorkloadId service, Time at) const;
+  double PeakForecast(WorkloadId service, Time from, Time to) const;
+
+  // True once the service's history covers a whole day (profile in use).
+  bool HasDailyProfile(WorkloadId service) const;
+  // The latest observed rate (0 if none).
+  double LastObserved(WorkloadId service) const;
+  // Max observed over [now - fallback_window, now].
+  double RecentMax(WorkloadId service) const;
+
+  const ForecasterOptions& options() const { return options_; }
+
+ private:
+  struct Series {
+    Time first_seen;
+    Time last_seen;
+    double last_rps = 0;
+    // The open (day, bucket) cell.
+    int64_t cell = -1;
+    double cell_sum = 0;
+    double cell_max = 0;
+    int cell_count = 0;
+    std::vector<double> profile;       // bucket means; < 0 = never seen
+    std::vector<double> peak_profile;  // bucket maxima; < 0 = never seen
+    // The bucket's value before its latest fold, and that fold's day: the
+    // level compares today's load with the profile as it stood this morning,
+    // so today's load is not counted twice (in the profile and the level).
+    std::vector<double> before_fold;
+    std::vector<int64_t> fold_day;
+    double level = 1.0;
+    std::deque<std::pair<Time, double>> recent;  // within fallback_window
+  };
+
+  int buckets_per_day() const;
+  int64_t CellOf(Time t) const;
+  void CloseCell(Series& s) const;
+  // The profile at `at`; buckets folded on day `as_of_day` or later count
+  // with their value before that fold.
+  double ProfileAt(const Series& s, Time at,
+                   int64_t as_of_day = std::numeric_limits<int64_t>::max()) const;
+  double BucketValue(const Series& s, int64_t cell,
+                     int64_t as_of_day = std::numeric_limits<int64_t>::max()) const;
+  double BucketPeak(const Series& s, int64_t cell) const;
+  template <typename Value>
+  double Nearest(int64_t cell, Value value) const;
+  double ForecastSeries(const Series& s, Time at) const;
+  bool Trusted(const Series& s) const;
+  double RecentMaxOf(const Series& s) const;
+
+  ForecasterOptions options_;
+  std::map<WorkloadId, Series> series_;
+};
+
+}  // namespace tidal
+
+#endif  // TIDAL_CORE_COLOCATION_LOAD_FORECASTER_H_

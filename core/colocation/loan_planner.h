@@ -1,0 +1,78 @@
+// Which shared-pool nodes are lent to training/batch/debug work.
+//
+// A loan is a whole node (which covers all its NVLink domains), never part of
+// one, so a gang placed on lent nodes is never split by a return.
+//   static:     nothing is lent.
+//   reactive:   `demand` is each service's current target; every shared node
+//               that inference does not use (or is not needed to place a
+//               pending replica) is lent; a node comes back only when a
+//               replica cannot be placed elsewhere.
+//   predictive: same packing, but `demand` is the forecast need over the
+//               look-ahead (>= cold start + victims' grace), so nodes come
+//               back before the load arrives.
+// The packing: unlent nodes hosting running inference replicas stay unlent
+// (a lent node the engine put a replica on stays lent until a replica needs
+// its room, so engine placement alone never evicts training). Replicas
+// still to place (demand minus running, per service, largest pods first, then
+// service id) are put first-fit on (1) inference-reserved nodes, (2) shared
+// nodes not lent now, those already hosting inference first, then (3) lent
+// nodes, cheapest to return first. A node's room for inference is its healthy
+// GPUs minus inference pods (and minus other work on reserved/training nodes;
+// borrowed work on a shared node is evicted when the node returns). Return cost
+// of a lent node = lost GPU-seconds of the borrowed work it would stop: 0 for
+// an elastic job that can shrink off the node (above its min_pods), else the
+// victim's GPUs x time since its last checkpoint; a victim already stopped by
+// an earlier pick costs nothing again. The cost is shared over the lent nodes
+// the return empties (stopping a gang frees all its nodes), counting only as
+// many as the GPUs still to place can fill. Lowest cost wins, then fewest
+// borrowed GPUs on the node (an empty node before one whose elastic work must
+// shrink), then the lower node id. Every other healthy shared node is lent.
+// Failed or cordoned nodes are not lent.
+#ifndef TIDAL_CORE_COLOCATION_LOAN_PLANNER_H_
+#define TIDAL_CORE_COLOCATION_LOAN_PLANNER_H_
+
+#include <map>
+#include <vector>
+
+#include "core/common/ids.h"
+#include "core/engine/snapshot.h"
+#include "core/model/policy.h"
+#include "core/model/workload.h"
+
+namespace tidal {
+
+// Room an inference service needs: `replicas` pods of `gpus_per_pod`, in
+// total (running ones included).
+struct InferenceDemand {
+  WorkloadId service;
+  int gpus_per_pod = 1;
+  int replicas = 0;
+  PlacementConstraints constraints;
+};
+
+struct LoanPlan {
+  std::vector<bool> lent_nodes;    // indexed by NodeId, sized to the cluster
+  std::vector<NodeId> returned;    // lent before, not now; ascending
+  std::vector<NodeId> newly_lent;  // ascending
+  // For each returned node, the service whose replica claimed it (invalid if
+  // none, e.g. when switching to static).
+  std::map<NodeId, WorkloadId> claimed_by;
+  int shared_nodes = 0;
+  int lent_count = 0;
+  int unplaced_replicas = 0;  // demand that fits nowhere
+};
+
+// True if `node` passes the workload's GPU-model, selector and taint rules.
+bool InferenceMayUseNode(const PlacementConstraints& constraints, const Node& node);
+
+// Lost GPU-seconds of returning lent `node` now (see above).
+double ReturnCost(const Snapshot& snapshot, NodeId node);
+
+// `previously_lent` is indexed by NodeId (shorter = the rest not lent).
+LoanPlan PlanLoans(ColocationMode mode, const Snapshot& snapshot,
+                   const std::vector<bool>& previously_lent,
+                   const std::vector<InferenceDemand>& demand);
+
+}  // namespace tidal
+
+#endif  // TIDAL_CORE_COLOCATION_LOAN_PLANNER_H_

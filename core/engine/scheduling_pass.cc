@@ -1,0 +1,857 @@
+#include "core/engine/scheduling_pass.h"
+
+#include <algorithm>
+#include <bit>
+
+#include "core/explain/text.h"
+
+namespace tidal::engine {
+
+using explain::Str;
+using explain::TimeText;
+using placement::ClassVerdict;
+using placement::Eligibility;
+using placement::PlacementRequest;
+
+namespace {
+
+bool IsCapacityReason(ReasonCode r) {
+  switch (r) {
+    case ReasonCode::kGang:
+    case ReasonCode::kTopology:
+    case ReasonCode::kFragmentation:
+    case ReasonCode::kAwaitingVictims:
+    case ReasonCode::kReservation:
+    case ReasonCode::kPriority:
+    case ReasonCode::kCapacity:
+      return true;
+    default:
+      return false;
+  }
+}
+
+int GpuCount(const std::vector<PodPlacement>& pods) {
+  int n = 0;
+  for (const PodPlacement& p : pods) n += std::popcount(p.gpus);
+  return n;
+}
+
+std::string_view LevelWord(TopologyLevel level) {
+  switch (level) {
+    case TopologyLevel::kNvlink: return "NVLink domain";
+    case TopologyLevel::kNode: return "node";
+    case TopologyLevel::kRack: return "rack";
+    case TopologyLevel::kNone: return "cluster";
+  }
+  return "domain";
+}
+
+std::string DescribeConstraints(const PlacementConstraints& c) {
+  std::string out;
+  for (const std::string& m : c.required_gpu_models) out += (out.empty() ? "gpu model " : ",") + m;
+  for (const auto& [k, v] : c.node_selector) out += (out.empty() ? "" : "; ") + std::string("selector ") + k + "=" + v;
+  if (out.empty()) out = "its tolerations (node taints)";
+  return out;
+}
+
+}  // namespace
+
+SchedulingPass::SchedulingPass(const PolicyConfig& policy, const Snapshot& snapshot)
+    : policy_(policy),
+      snapshot_(snapshot),
+      now_(snapshot.now),
+      state_(snapshot),
+      eligibility_(snapshot, state_),
+      quota_(snapshot) {
+  const std::vector<Workload>& ws = snapshot.workloads;
+  index_of_.reserve(ws.size());
+  for (uint32_t i = 0; i < ws.size(); ++i) index_of_.emplace(ws[i].id, i);
+  alloc_of_.assign(ws.size(), -1);
+  alloc_state_.resize(snapshot.allocations.size(), AllocState::kLive);
+  alloc_end_override_.assign(snapshot.allocations.size(), kInfiniteFuture);
+  for (uint32_t i = 0; i < snapshot.allocations.size(); ++i) {
+    const Allocation& a = snapshot.allocations[i];
+    if (a.terminating) alloc_state_[i] = AllocState::kTerminating;
+    auto it = index_of_.find(a.workload);
+    workload_of_.push_back(it == index_of_.end() ? -1 : static_cast<int>(it->second));
+    alloc_gpus_.push_back(a.gpu_count());
+    if (it != index_of_.end()) alloc_of_[it->second] = static_cast<int>(i);
+  }
+  reserved_queue_.assign(snapshot.queues.size(), 0);
+}
+
+Decisions SchedulingPass::Run() {
+  ForcedStops();
+  ShrinkServices();
+  start_state_ = std::make_unique<ClusterState>(state_);
+  MainPhase();
+  BorrowPhase();
+  GrowPhase();
+  return std::move(out_);
+}
+
+// ---------------------------------------------------------------------------
+// Phases
+
+void SchedulingPass::ForcedStops() {
+  const Cluster& cluster = snapshot_.cluster;
+  for (uint32_t i = 0; i < snapshot_.allocations.size(); ++i) {
+    if (alloc_state_[i] != AllocState::kLive) continue;
+    const Allocation& a = snapshot_.allocations[i];
+    auto it = index_of_.find(a.workload);
+    if (it == index_of_.end()) continue;
+    const Workload& w = snapshot_.workloads[it->second];
+    if (w.kind != WorkloadKind::kInference) {
+      for (const PodPlacement& p : a.pods) {
+        if (p.node.value() >= cluster.nodes.size()) continue;
+        const Node& node = cluster.node(p.node);
+        if (node.pool.value() < cluster.pools.size() &&
+            cluster.pool(node.pool).kind == PoolKind::kShared && !snapshot_.is_lent(p.node)) {
+          Preempt(i, PreemptCause::kInferenceReturn, WorkloadId(),
+                  Str("inference return: shared node ", node.name, " is no longer lent"));
+          break;
+        }
+      }
+      if (alloc_state_[i] != AllocState::kLive) continue;
+    }
+    if (w.kind == WorkloadKind::kDebug && w.debug.max_runtime > Duration::zero() &&
+        now_ - a.start_time >= w.debug.max_runtime) {
+      Preempt(i, PreemptCause::kMaxRuntime, WorkloadId(),
+              Str("debug: ran ", ToSeconds(now_ - a.start_time), " s, max_runtime is ",
+                  ToSeconds(w.debug.max_runtime), " s"));
+    }
+  }
+}
+
+void SchedulingPass::ShrinkServices() {
+  for (uint32_t wi = 0; wi < snapshot_.workloads.size(); ++wi) {
+    const Workload& w = snapshot_.workloads[wi];
+    const int ai = alloc_of_[wi];
+    if (w.kind != WorkloadKind::kInference || ai < 0 || alloc_state_[ai] != AllocState::kLive) continue;
+    const Allocation& a = snapshot_.allocations[ai];
+    const int want = std::max({w.pods, w.min_pods, 1});
+    const int have = static_cast<int>(a.pods.size());
+    if (have <= want) continue;
+    ResizeDecision r;
+    r.workload = w.id;
+    r.from_pods = have;
+    r.to_pods = want;
+    r.removed.assign(a.pods.begin() + want, a.pods.end());
+    r.grace_deadline = now_ + policy_.preemption.default_grace;
+    r.detail = Str("autoscaler: ", have, " -> ", want, " replicas");
+    placed_releases_.push_back({r.grace_deadline, {w.queue, r.removed}});
+    timeline_built_ = false;
+    out_.resizes.push_back(std::move(r));
+  }
+}
+
+void SchedulingPass::MainPhase() {
+  const std::vector<Workload>& ws = snapshot_.workloads;
+  std::vector<uint32_t> order;
+  for (uint32_t wi = 0; wi < ws.size(); ++wi) {
+    const Workload& w = ws[wi];
+    const int ai = alloc_of_[wi];
+    if (ai < 0) {
+      if (w.state == WorkloadState::kPending || w.state == WorkloadState::kAwaitingApproval) {
+        order.push_back(wi);
+      }
+    } else if (w.kind == WorkloadKind::kInference && alloc_state_[ai] == AllocState::kLive &&
+               static_cast<int>(snapshot_.allocations[ai].pods.size()) < w.pods) {
+      order.push_back(wi);
+    }
+  }
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    const Workload& x = ws[a];
+    const Workload& y = ws[b];
+    if (x.priority.value != y.priority.value) return x.priority.value > y.priority.value;
+    if (x.submit_time != y.submit_time) return x.submit_time < y.submit_time;
+    return x.id < y.id;
+  });
+  for (uint32_t wi : order) {
+    if (alloc_of_[wi] >= 0) {
+      ProcessServiceGrow(wi);
+    } else {
+      ProcessStart(wi, Phase::kMain);
+    }
+  }
+}
+
+void SchedulingPass::BorrowPhase() {
+  if (deferred_.empty()) return;
+  // Per queue FIFO of deferred work, in main-phase order.
+  std::map<uint32_t, std::vector<uint32_t>> by_queue;
+  for (uint32_t wi : deferred_) by_queue[snapshot_.workloads[wi].queue.value()].push_back(wi);
+  std::map<uint32_t, size_t> next;
+  // Repeatedly serve the queue with the smallest weighted borrowed share.
+  while (true) {
+    int best = -1;
+    double best_share = 0;
+    for (const auto& [q, items] : by_queue) {
+      if (next[q] >= items.size()) continue;
+      const double share = quota_.BorrowShare(QueueId(q));
+      if (best < 0 || share < best_share) {
+        best = static_cast<int>(q);
+        best_share = share;
+      }
+    }
+    if (best < 0) break;
+    const uint32_t wi = by_queue[best][next[best]++];
+    ProcessStart(wi, Phase::kBorrow);
+  }
+}
+
+void SchedulingPass::GrowPhase() {
+  if (capacity_waits_) return;
+  const std::vector<Workload>& ws = snapshot_.workloads;
+  std::vector<uint32_t> elastic;
+  for (uint32_t wi = 0; wi < ws.size(); ++wi) {
+    const int ai = alloc_of_[wi];
+    if (ai < 0 || alloc_state_[ai] != AllocState::kLive) continue;
+    const Workload& w = ws[wi];
+    if (w.kind != WorkloadKind::kTraining || !w.is_elastic()) continue;
+    if (removed_pods_.count(static_cast<uint32_t>(ai)) != 0) continue;  // shrinking now
+    if (static_cast<int>(snapshot_.allocations[ai].pods.size()) < w.max_pods) elastic.push_back(wi);
+  }
+  std::sort(elastic.begin(), elastic.end(), [&](uint32_t a, uint32_t b) {
+    if (ws[a].priority.value != ws[b].priority.value) return ws[a].priority.value > ws[b].priority.value;
+    return ws[a].id < ws[b].id;
+  });
+  for (uint32_t wi : elastic) {
+    const Workload& w = ws[wi];
+    const Allocation& a = snapshot_.allocations[alloc_of_[wi]];
+    const Eligibility& e = eligibility_.For(w);
+    const int from = static_cast<int>(a.pods.size());
+    ResizeDecision r;
+    r.workload = w.id;
+    r.from_pods = from;
+    const PlacementRequest one{1, w.gpus_per_pod, {}};
+    for (int pods = from; pods < w.max_pods; ++pods) {
+      if (quota_.Check(w.queue, w.gpus_per_pod, FreeUsableGpus()).admission == quota::Admission::kDenied) break;
+      auto plan = placer_.Place(state_, e, one, BlockedFor(UsableReservations(w)));
+      if (!plan) break;
+      for (const PodPlacement& p : *plan) state_.Take(p.node, p.gpus);
+      quota_.Add(w.queue, w.gpus_per_pod);
+      r.added.insert(r.added.end(), plan->begin(), plan->end());
+    }
+    if (r.added.empty()) continue;
+    r.to_pods = from + static_cast<int>(r.added.size());
+    r.detail = Str("elastic: grows ", from, " -> ", r.to_pods, " pods into idle capacity (max ", w.max_pods, ")");
+    out_.resizes.push_back(std::move(r));
+  }
+}
+
+// ---------------------------------------------------------------------------
+// One workload
+
+std::optional<RejectDecision> SchedulingPass::NeverFits(const Workload& w, const Eligibility& e,
+                                                        int min_gpus) {
+  RejectDecision r;
+  r.workload = w.id;
+  const std::string queue_name = quota_.tracked(w.queue) ? quota_.name(w.queue) : std::string("(none)");
+  const TopologyConstraint& topo = w.constraints.topology;
+  if (e.static_gpus == 0) {
+    if (e.furthest == ClassVerdict::kPool) {
+      r.reason = ReasonCode::kPool;
+      r.detail = Str("pool: no pool that queue ", queue_name, " may use takes ", WorkloadKindName(w.kind), " work");
+    } else {
+      r.reason = ReasonCode::kConstraints;
+      r.detail = Str("constraints: no node in the usable pools matches ", DescribeConstraints(w.constraints));
+    }
+    return r;
+  }
+  if (w.gpus_per_pod > e.static_max_node_gpus) {
+    r.reason = ReasonCode::kCapacity;
+    r.detail = Str("capacity: a pod needs ", w.gpus_per_pod, " GPUs; the largest eligible node has ",
+                   e.static_max_node_gpus);
+    return r;
+  }
+  if (min_gpus > e.static_gpus) {
+    r.reason = ReasonCode::kCapacity;
+    r.detail = Str("capacity: needs ", min_gpus, " GPUs; eligible nodes have ", e.static_gpus, " in total");
+    return r;
+  }
+  if (topo.required) {
+    int most = -1;
+    switch (topo.level) {
+      case TopologyLevel::kNvlink: most = e.static_max_domain_gpus; break;
+      case TopologyLevel::kNode: most = e.static_max_node_gpus; break;
+      case TopologyLevel::kRack: most = e.static_max_rack_gpus; break;
+      case TopologyLevel::kNone: break;
+    }
+    if (most >= 0 && min_gpus > most) {
+      r.reason = ReasonCode::kTopology;
+      r.detail = Str("topology: needs ", min_gpus, " GPUs in one ", LevelWord(topo.level),
+                     "; the largest eligible one has ", most);
+      return r;
+    }
+  }
+  const int most = quota_.MaxEverGpus(w.queue);
+  if (most >= 0 && min_gpus > most) {
+    r.reason = ReasonCode::kQuota;
+    r.detail = Str("quota: needs ", min_gpus, " GPUs; queue ", queue_name,
+                   " can hold at most ", most, " (guarantee plus borrowing limit)");
+    return r;
+  }
+  if (w.kind == WorkloadKind::kBatchInference && w.batch.deadline != kInfiniteFuture &&
+      w.expected_duration > Duration::zero() && now_ + w.expected_duration > w.batch.deadline) {
+    r.reason = ReasonCode::kDeadline;
+    r.detail = Str("deadline: needs ", ToSeconds(w.expected_duration), " s but the deadline ",
+                   TimeText(w.batch.deadline), " is ", ToSeconds(w.batch.deadline - now_), " s away");
+    return r;
+  }
+  return std::nullopt;
+}
+
+bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
+  const Workload& w = snapshot_.workloads[wi];
+  if (w.priority.awaiting_approval || w.state == WorkloadState::kAwaitingApproval) {
+    Wait(wi, ReasonCode::kAwaitingApproval,
+         Str("awaiting approval: the top tier", w.priority.template_name.empty() ? "" : " of template ",
+             w.priority.template_name, " needs an admin"),
+         std::nullopt);
+    return true;
+  }
+  if (w.gpus_per_pod <= 0 || w.gpus_per_pod > kMaxGpusPerNode) {
+    out_.rejects.push_back({w.id, ReasonCode::kCapacity,
+                            Str("capacity: gpus_per_pod is ", w.gpus_per_pod, ", must be 1..", kMaxGpusPerNode)});
+    return true;
+  }
+  if (w.kind == WorkloadKind::kInference && w.pods <= 0) {
+    Wait(wi, ReasonCode::kCapacity, "capacity: the service is scaled to zero replicas", std::nullopt);
+    return true;
+  }
+  const int g = w.gpus_per_pod;
+  const int min_pods = std::max(1, w.min_pods);
+  const int desired = std::max(min_pods, w.pods);
+  const Eligibility& e = eligibility_.For(w);
+  if (auto reject = NeverFits(w, e, min_pods * g)) {
+    out_.rejects.push_back(std::move(*reject));
+    return true;
+  }
+  if (!e.any_ok) {
+    if (e.furthest == ClassVerdict::kLoan) {
+      Wait(wi, ReasonCode::kLoan, "loan: the matching shared-pool nodes are not lent to training now",
+           std::nullopt);
+    } else {
+      Wait(wi, ReasonCode::kNodeHealth,
+           Str("node health: all ", e.nodes_failing_health, " matching nodes are failed or cordoned"),
+           std::nullopt);
+    }
+    return true;
+  }
+
+  const uint32_t usable = UsableReservations(w);
+  const int sizes[2] = {desired, min_pods};
+  const int n_sizes = desired == min_pods ? 1 : 2;
+  quota::QuotaVerdict denied;
+  bool any_admitted = false;
+  bool want_borrow = false;
+  bool within = false;
+  PlacementRequest tried;
+  for (int s = 0; s < n_sizes; ++s) {
+    const PlacementRequest r{sizes[s], g, w.constraints.topology};
+    const quota::QuotaVerdict v = quota_.Check(w.queue, r.total_gpus(), FreeUsableGpus());
+    if (v.admission == quota::Admission::kDenied) {
+      denied = v;
+      continue;
+    }
+    if (v.admission == quota::Admission::kBorrow && phase == Phase::kMain) {
+      want_borrow = true;
+      continue;
+    }
+    any_admitted = true;
+    within = v.admission == quota::Admission::kWithinGuarantee;
+    tried = r;
+    const ShapeKey key{e.key_id, g, r.pods, static_cast<int>(r.topology.level), r.topology.required,
+                       static_cast<int>(usable)};
+    if (auto plan = TryPlace(w, e, r, usable, key)) {
+      const bool borrowed = v.admission == quota::Admission::kBorrow || IsBorrowedPlacement(e, *plan);
+      Commit(wi, std::move(*plan), borrowed);
+      return true;
+    }
+  }
+  if (!any_admitted) {
+    if (want_borrow) {
+      deferred_.push_back(wi);
+      return false;
+    }
+    Wait(wi, ReasonCode::kQuota, denied.detail, EstimateQuota(w.queue, min_pods * g));
+    return true;
+  }
+
+  const ShapeKey key{e.key_id, g, tried.pods, static_cast<int>(tried.topology.level),
+                     tried.topology.required, static_cast<int>(usable)};
+  const uint32_t all = (1u << reservations_.size()) - 1;
+  if ((usable & all) != all) {
+    const ShapeKey open_key{e.key_id, g, tried.pods, static_cast<int>(tried.topology.level),
+                            tried.topology.required, static_cast<int>(all)};
+    if (TryPlace(w, e, tried, all, open_key)) {
+      const Reservation* holder = nullptr;
+      for (size_t i = 0; i < reservations_.size() && holder == nullptr; ++i) {
+        if ((usable & (1u << i)) == 0) holder = &reservations_[i];
+      }
+      Wait(wi, ReasonCode::kReservation,
+           Str("reservation: capacity is held for ", holder->holder_name, " from ", TimeText(holder->start),
+               "; this job ",
+               w.expected_duration > Duration::zero()
+                   ? Str("would end at ", TimeText(now_ + w.expected_duration))
+                   : std::string("has no expected duration")),
+           holder->start);
+      return true;
+    }
+  }
+  if (TryPreempt(wi, e, tried, within)) return true;
+  // Explained before reserving: its own reservation must not count against it.
+  FitFailure f = ExplainFit(w, e, tried, key, usable);
+  std::optional<Time> start;
+  if (TryReserve(wi, e, tried)) start = reservations_.back().start;
+  if (f.fit_at_start && highest_placed_priority_ > w.priority.value) {
+    f.reason = ReasonCode::kPriority;
+    f.detail = Str("priority: the ", tried.total_gpus(), " GPUs it needs were free at the start of this "
+                   "pass but went to higher-priority work (priority ", highest_placed_priority_, " > ",
+                   w.priority.value, ")");
+  }
+  if (!start) start = EstimateFit(e, tried.total_gpus());
+  Wait(wi, f.reason, f.detail, start);
+  return true;
+}
+
+void SchedulingPass::ProcessServiceGrow(uint32_t wi) {
+  const Workload& w = snapshot_.workloads[wi];
+  const Allocation& a = snapshot_.allocations[alloc_of_[wi]];
+  const Eligibility& e = eligibility_.For(w);
+  if (!e.any_ok || w.gpus_per_pod <= 0 || w.gpus_per_pod > kMaxGpusPerNode) return;
+  const int from = static_cast<int>(a.pods.size());
+  const uint32_t usable = UsableReservations(w);
+  const PlacementRequest one{1, w.gpus_per_pod, {}};
+  const ShapeKey key{e.key_id, w.gpus_per_pod, 1, 0, false, static_cast<int>(usable)};
+  ResizeDecision r;
+  r.workload = w.id;
+  r.from_pods = from;
+  for (int pods = from; pods < w.pods; ++pods) {
+    if (quota_.Check(w.queue, w.gpus_per_pod, FreeUsableGpus()).admission == quota::Admission::kDenied) break;
+    auto plan = TryPlace(w, e, one, usable, key);
+    if (!plan) break;
+    for (const PodPlacement& p : *plan) state_.Take(p.node, p.gpus);
+    quota_.Add(w.queue, w.gpus_per_pod);
+    r.added.insert(r.added.end(), plan->begin(), plan->end());
+  }
+  if (r.added.empty()) return;
+  r.to_pods = from + static_cast<int>(r.added.size());
+  r.detail = Str("autoscaler: ", from, " -> ", r.to_pods, " replicas (wants ", w.pods, ")");
+  out_.resizes.push_back(std::move(r));
+}
+
+std::optional<std::vector<PodPlacement>> SchedulingPass::TryPlace(const Workload& w,
+                                                                  const Eligibility& e,
+                                                                  const PlacementRequest& r,
+                                                                  uint32_t usable_mask,
+                                                                  const ShapeKey& key) {
+  (void)w;
+  if (fit_failures_.count(key) != 0) return std::nullopt;
+  auto plan = placer_.Place(state_, e, r, BlockedFor(usable_mask));
+  if (!plan) fit_failures_.emplace(key, FitFailure{});
+  return plan;
+}
+
+void SchedulingPass::Commit(uint32_t wi, std::vector<PodPlacement> pods, bool borrowed) {
+  const Workload& w = snapshot_.workloads[wi];
+  for (const PodPlacement& p : pods) state_.Take(p.node, p.gpus);
+  quota_.Add(w.queue, GpuCount(pods));
+  if (w.expected_duration > Duration::zero()) {
+    placed_releases_.push_back({now_ + w.expected_duration, {w.queue, pods}});
+    if (timeline_built_) timeline_.Add(now_ + w.expected_duration, w.queue, pods);
+  }
+  highest_placed_priority_ = std::max(highest_placed_priority_, w.priority.value);
+  out_.places.push_back({w.id, std::move(pods), borrowed});
+}
+
+bool SchedulingPass::IsBorrowedPlacement(const Eligibility& e,
+                                         const std::vector<PodPlacement>& pods) const {
+  return std::any_of(pods.begin(), pods.end(),
+                     [&](const PodPlacement& p) { return e.borrowed_pool[state_.class_of(p.node)] != 0; });
+}
+
+// ---------------------------------------------------------------------------
+// Preemption and reclaim
+
+bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const PlacementRequest& r,
+                                bool within_guarantee) {
+  const Workload& w = snapshot_.workloads[wi];
+  const auto fail_key = std::make_tuple(e.key_id, r.gpus_per_pod, r.pods,
+                                        w.queue.value() * 2 + (within_guarantee ? 1u : 0u));
+  auto failed = preempt_failures_.find(fail_key);
+  if (failed != preempt_failures_.end() && failed->second >= w.priority.value) return false;
+  if (preemption_searches_ >= kMaxPreemptionSearches) return false;
+  ++preemption_searches_;
+
+  const Cluster& cluster = snapshot_.cluster;
+  const PreemptionConfig& cfg = policy_.preemption;
+  bool owns_semi = false;  // w's queue owns an eligible semi-dedicated class
+  for (int c = 0; c < state_.class_count(); ++c) {
+    owns_semi = owns_semi || (e.ok(c) && e.borrowed_pool[c] == 0 &&
+                              cluster.pool(state_.node_class(c).pool).kind == PoolKind::kSemiDedicated);
+  }
+  std::vector<preemption::Candidate> candidates;
+  for (uint32_t i = 0; i < snapshot_.allocations.size(); ++i) {
+    const AllocState st = alloc_state_[i];
+    if (st == AllocState::kClaimed || st == AllocState::kVictim) continue;
+    // Already shrinking in this pass: it is giving GPUs back, leave it be.
+    if (removed_pods_.count(i) != 0) continue;
+    const Allocation& a = snapshot_.allocations[i];
+    const Workload* v = nullptr;
+    if (st == AllocState::kLive) {
+      if (workload_of_[i] < 0) continue;
+      v = &snapshot_.workloads[workload_of_[i]];
+      if (v->id == w.id || v->kind == WorkloadKind::kInference) continue;
+      const PreemptibilityClass pc = v->priority.preemptibility;
+      if (pc == PreemptibilityClass::kNever) continue;
+      if (pc == PreemptibilityClass::kPreemptible && !v->preemptible) continue;
+      // Cheap rejection before looking at its pods.
+      const bool may_priority = w.priority.value - v->priority.value >= cfg.min_priority_gap &&
+                                now_ - a.start_time >= cfg.min_runtime;
+      const bool may_reclaim = within_guarantee && v->queue != w.queue;
+      if (!may_priority && !may_reclaim && !owns_semi) continue;
+    }
+    bool helps = false;
+    bool owners_pool = false;  // on a semi-dedicated pool that w's queue owns
+    for (const PodPlacement& p : a.pods) {
+      if (p.node.value() >= cluster.nodes.size()) continue;
+      const int c = state_.class_of(p.node);
+      if (!e.ok(c)) continue;
+      helps = true;
+      const Pool& pool = cluster.pool(state_.node_class(c).pool);
+      if (pool.kind == PoolKind::kSemiDedicated && e.borrowed_pool[c] == 0) owners_pool = true;
+    }
+    if (!helps) continue;
+    const int gpus = alloc_gpus_[i];
+    if (st == AllocState::kTerminating) {
+      preemption::Candidate c;
+      c.allocation = i;
+      c.workload = a.workload;
+      c.terminating = true;
+      c.pods = a.pods.data();
+      c.pod_count = static_cast<uint32_t>(a.pods.size());
+      c.gpus = gpus;
+      c.start = a.start_time;
+      candidates.push_back(c);
+      continue;
+    }
+    PreemptCause cause;
+    bool guard;
+    const bool same_queue = v->queue == w.queue;
+    if (owners_pool && !same_queue) {
+      cause = PreemptCause::kReclaim;
+      guard = false;
+    } else if (within_guarantee && !same_queue && quota_.tracked(v->queue) &&
+               !placement::QueueWithin(snapshot_.queues, w.queue, v->queue) &&
+               quota_.CanReclaimFrom(v->queue, gpus)) {
+      cause = PreemptCause::kReclaim;
+      guard = true;
+    } else if (w.priority.value - v->priority.value >= cfg.min_priority_gap &&
+               now_ - a.start_time >= cfg.min_runtime &&
+               (same_queue || !quota_.tracked(v->queue) || quota_.CanReclaimFrom(v->queue, gpus))) {
+      cause = PreemptCause::kPriority;
+      guard = !same_queue;
+    } else {
+      continue;
+    }
+    const Time checkpoint = std::max(a.last_checkpoint, a.start_time);
+    auto add = [&](bool shrink, const PodPlacement* pods, uint32_t count) {
+      preemption::Candidate c;
+      c.allocation = i;
+      c.workload = v->id;
+      c.queue = v->queue;
+      c.shrink = shrink;
+      c.pods = pods;
+      c.pod_count = count;
+      c.gpus = 0;
+      for (uint32_t k = 0; k < count; ++k) c.gpus += std::popcount(pods[k].gpus);
+      c.lost_gpu_seconds = preemption::LostGpuSeconds(c.gpus, now_, checkpoint);
+      c.priority = v->priority.value;
+      c.start = a.start_time;
+      c.cause = cause;
+      c.guard_queue = guard;
+      candidates.push_back(c);
+    };
+    if (v->kind == WorkloadKind::kTraining && v->is_elastic()) {
+      const int shrinkable = static_cast<int>(a.pods.size()) - std::max(1, v->min_pods);
+      for (int k = 0; k < shrinkable; ++k) add(true, &a.pods[a.pods.size() - 1 - k], 1);
+    }
+    add(false, a.pods.data(), static_cast<uint32_t>(a.pods.size()));
+  }
+  const std::vector<uint8_t>* blocked = BlockedFor(UsableReservations(w));
+  std::optional<preemption::Selection> selection;
+  const bool one_node = r.total_gpus() <= e.static_max_node_gpus &&
+                        !(r.topology.required && r.topology.level == TopologyLevel::kNvlink);
+  if (one_node) {
+    selection = preemption::SelectVictimsOnOneNode(state_, e, r, blocked, candidates, quota_);
+  }
+  if (!selection) {
+    // Several nodes (or no single node suffices): the global cost order.
+    preemption::SortCandidates(candidates);
+    selection = preemption::SelectVictims(state_, e, r, blocked, candidates, quota_, placer_);
+  }
+  if (!selection) {
+    preempt_failures_[fail_key] = std::max(failed == preempt_failures_.end() ? w.priority.value
+                                                                              : failed->second,
+                                           w.priority.value);
+    return false;
+  }
+
+  // Apply: claim terminating GPUs, shrink elastic jobs, evict whole gangs.
+  Time ready = now_;
+  int n_new = 0;
+  int n_terminating = 0;
+  int freed = 0;
+  std::map<uint32_t, std::vector<const preemption::Candidate*>> shrinks;
+  for (int idx : selection->chosen) {
+    const preemption::Candidate& c = candidates[idx];
+    freed += c.gpus;
+    if (c.terminating) {
+      alloc_state_[c.allocation] = AllocState::kClaimed;
+      ready = std::max(ready, EndOf(c.allocation) == kInfiniteFuture ? now_ : EndOf(c.allocation));
+      ++n_terminating;
+    } else if (c.shrink) {
+      shrinks[c.allocation].push_back(&c);
+    } else {
+      const Workload& v = snapshot_.workloads[index_of_.at(c.workload)];
+      const std::string why =
+          c.cause == PreemptCause::kReclaim
+              ? Str("reclaim: queue ", quota_.tracked(w.queue) ? quota_.name(w.queue) : "", " takes back ",
+                    r.total_gpus(), " GPUs for ", w.name, "; ", c.lost_gpu_seconds,
+                    " GPU-s since the victim's last checkpoint")
+              : Str("priority: ", w.name, " (priority ", w.priority.value, ") needs ", r.total_gpus(),
+                    " GPUs; victim priority ", v.priority.value, ", ", c.lost_gpu_seconds,
+                    " GPU-s since its last checkpoint");
+      Preempt(c.allocation, c.cause, w.id, why);
+      ready = std::max(ready, now_ + cfg.default_grace);
+      ++n_new;
+    }
+  }
+  for (auto& [alloc, pods] : shrinks) {
+    const Allocation& a = snapshot_.allocations[alloc];
+    std::vector<uint8_t>& removed = removed_pods_[alloc];
+    removed.resize(a.pods.size(), 0);
+    int before = 0;
+    for (uint8_t x : removed) before += x ? 0 : 1;
+    ResizeDecision rd;
+    rd.workload = a.workload;
+    rd.from_pods = before;
+    rd.beneficiary = w.id;
+    rd.grace_deadline = now_ + cfg.default_grace;
+    int gpus = 0;
+    for (const preemption::Candidate* c : pods) {
+      removed[c->pods - a.pods.data()] = 1;
+      rd.removed.push_back(*c->pods);
+      gpus += c->gpus;
+    }
+    rd.to_pods = before - static_cast<int>(pods.size());
+    rd.detail = Str("shrink: ", before, " -> ", rd.to_pods, " pods to make room for ", w.name, " (",
+                    PreemptCauseName(pods.front()->cause), ")");
+    quota_.RemoveLive(pods.front()->queue, gpus);
+    placed_releases_.push_back({rd.grace_deadline, {pods.front()->queue, rd.removed}});
+    if (timeline_built_) timeline_.Add(rd.grace_deadline, pods.front()->queue, rd.removed);
+    ready = std::max(ready, rd.grace_deadline);
+    ++n_new;
+    out_.resizes.push_back(std::move(rd));
+  }
+  // The preemptor's GPUs are spoken for: later work of its queue in this
+  // pass must not reclaim again for the same guarantee.
+  quota_.Add(w.queue, r.total_gpus());
+  Wait(wi, ReasonCode::kAwaitingVictims,
+       Str("awaiting victims: ", n_new, " newly preempted and ", n_terminating, " terminating release ", freed,
+           " GPUs by ", TimeText(ready)),
+       ready);
+  return true;
+}
+
+void SchedulingPass::Preempt(uint32_t alloc, PreemptCause cause, WorkloadId preemptor, std::string detail) {
+  const Allocation& a = snapshot_.allocations[alloc];
+  const int gpus = a.gpu_count();
+  PreemptDecision d;
+  d.victim = a.workload;
+  d.preemptor = preemptor;
+  d.cause = cause;
+  d.notice_time = now_;
+  d.grace_deadline = now_ + policy_.preemption.default_grace;
+  d.lost_gpu_seconds = preemption::LostGpuSeconds(gpus, now_, std::max(a.last_checkpoint, a.start_time));
+  d.detail = std::move(detail);
+  alloc_end_override_[alloc] = std::min(EndOf(alloc), d.grace_deadline);
+  alloc_state_[alloc] = AllocState::kVictim;
+  QueueId queue;
+  if (auto it = index_of_.find(a.workload); it != index_of_.end()) {
+    queue = snapshot_.workloads[it->second].queue;
+    quota_.RemoveLive(queue, gpus);
+  }
+  if (timeline_built_) timeline_.Add(EndOf(alloc), queue, a.pods, static_cast<int32_t>(alloc));
+  out_.preempts.push_back(std::move(d));
+}
+
+// ---------------------------------------------------------------------------
+// Reservations and backfill
+
+bool SchedulingPass::TryReserve(uint32_t wi, const Eligibility& e, const PlacementRequest& r) {
+  const Workload& w = snapshot_.workloads[wi];
+  if (reservations_.size() >= kMaxReservations || r.total_gpus() <= 1) return false;
+  const bool tracked = quota_.tracked(w.queue);
+  if (tracked && reserved_queue_[w.queue.value()]) return false;
+  ClusterState hypo = state_;
+  const std::vector<uint8_t>* blocked = BlockedFor(0);
+  const std::vector<ReleaseEvent>& events = Timeline();
+  int probes = 0;
+  for (size_t i = 0; i < events.size();) {
+    const Time t = events[i].at;
+    for (; i < events.size() && events[i].at == t; ++i) {
+      if (!Stale(events[i]) && events[i].node.value() < static_cast<uint32_t>(hypo.node_count())) {
+        hypo.Release(events[i].node, events[i].gpus);
+      }
+    }
+    if (EligibleFree(hypo, e) < r.total_gpus()) continue;
+    if (++probes > kMaxReservationProbes) break;
+    auto plan = placer_.Place(hypo, e, r, blocked);
+    if (!plan) continue;
+    Reservation res{w.id, w.name, std::max(t, now_), {}};
+    for (const PodPlacement& p : *plan) res.nodes.push_back(p.node.value());
+    std::sort(res.nodes.begin(), res.nodes.end());
+    res.nodes.erase(std::unique(res.nodes.begin(), res.nodes.end()), res.nodes.end());
+    reservations_.push_back(std::move(res));
+    blocked_.clear();
+    if (tracked) reserved_queue_[w.queue.value()] = 1;
+    return true;
+  }
+  return false;
+}
+
+uint32_t SchedulingPass::UsableReservations(const Workload& w) const {
+  uint32_t mask = 0;
+  for (size_t i = 0; i < reservations_.size(); ++i) {
+    const Reservation& r = reservations_[i];
+    const bool ends_before = policy_.backfill && w.expected_duration > Duration::zero() &&
+                             now_ + w.expected_duration <= r.start;
+    if (r.holder == w.id || ends_before) mask |= 1u << i;
+  }
+  return mask;
+}
+
+const std::vector<uint8_t>* SchedulingPass::BlockedFor(uint32_t usable_mask) {
+  const uint32_t all = (1u << reservations_.size()) - 1;
+  if ((usable_mask & all) == all) return nullptr;
+  auto [it, inserted] = blocked_.try_emplace(usable_mask);
+  if (inserted) {
+    it->second.assign(state_.node_count(), 0);
+    for (size_t i = 0; i < reservations_.size(); ++i) {
+      if (usable_mask & (1u << i)) continue;
+      for (uint32_t n : reservations_[i].nodes) it->second[n] = 1;
+    }
+  }
+  return &it->second;
+}
+
+// ---------------------------------------------------------------------------
+// Explanations and estimates
+
+SchedulingPass::FitFailure SchedulingPass::ExplainFit(const Workload& w, const Eligibility& e,
+                                                      const PlacementRequest& r, const ShapeKey& key,
+                                                      uint32_t usable_mask) {
+  FitFailure& f = fit_failures_[key];
+  if (!f.detail.empty()) return f;
+  const int total = r.total_gpus();
+  const placement::FitDiagnosis d = placer_.Diagnose(state_, e, r, BlockedFor(usable_mask));
+  const std::string health =
+      e.nodes_failing_health > 0 ? Str("; ", e.nodes_failing_health, " matching nodes are failed or cordoned")
+                                 : std::string();
+  f.fit_at_start = placer_.Place(*start_state_, e, r, nullptr).has_value();
+  if (r.topology.required && r.topology.level != TopologyLevel::kNone && d.placeable_gpus >= total) {
+    f.reason = ReasonCode::kTopology;
+    f.detail = Str("topology: needs ", total, " GPUs in one ", LevelWord(r.topology.level), "; ",
+                   d.free_gpus, " GPUs are free but the best ", LevelWord(r.topology.level), " has ",
+                   d.best_domain_gpus);
+  } else if (d.free_gpus >= total) {
+    f.reason = ReasonCode::kFragmentation;
+    f.detail = Str("fragmentation: needs ", r.pods, " x ", r.gpus_per_pod, " GPUs; ", d.free_gpus,
+                   " GPUs are free on eligible nodes but only ", d.placeable_gpus, " in whole pods", health);
+  } else if (r.pods > 1 || w.is_gang()) {
+    f.reason = ReasonCode::kGang;
+    f.detail = Str("gang: ", std::min(d.placeable_gpus, total), " of ", total, " GPUs fit", health);
+  } else {
+    f.reason = ReasonCode::kCapacity;
+    f.detail = Str("capacity: needs ", total, " GPUs, ", d.free_gpus, " free on eligible nodes", health);
+  }
+  return f;
+}
+
+void SchedulingPass::Wait(uint32_t wi, ReasonCode reason, std::string detail, std::optional<Time> start) {
+  if (IsCapacityReason(reason)) capacity_waits_ = true;
+  out_.waits.push_back({snapshot_.workloads[wi].id, reason, std::move(detail), start});
+}
+
+int SchedulingPass::FreeUsableGpus() const {
+  int free = 0;
+  for (int c = 0; c < state_.class_count(); ++c) {
+    if (state_.node_class(c).usable) free += state_.class_free_gpus(c);
+  }
+  return free;
+}
+
+int SchedulingPass::EligibleFree(const ClusterState& state, const Eligibility& e) const {
+  int free = 0;
+  for (int c = 0; c < state.class_count(); ++c) {
+    if (e.ok(c)) free += state.class_free_gpus(c);
+  }
+  return free;
+}
+
+Time SchedulingPass::EndOf(uint32_t alloc) const {
+  if (alloc_end_override_[alloc] != kInfiniteFuture) return alloc_end_override_[alloc];
+  const Allocation& a = snapshot_.allocations[alloc];
+  if (a.terminating) return a.grace_deadline;
+  if (workload_of_[alloc] < 0) return kInfiniteFuture;
+  const Workload& w = snapshot_.workloads[workload_of_[alloc]];
+  if (w.expected_duration <= Duration::zero()) return kInfiniteFuture;
+  return std::max(now_, a.start_time + w.expected_duration);
+}
+
+const std::vector<ReleaseEvent>& SchedulingPass::Timeline() {
+  if (!timeline_built_) {
+    timeline_ = ReleaseTimeline();
+    for (uint32_t i = 0; i < snapshot_.allocations.size(); ++i) {
+      const Allocation& a = snapshot_.allocations[i];
+      auto it = index_of_.find(a.workload);
+      const QueueId q = it == index_of_.end() ? QueueId() : snapshot_.workloads[it->second].queue;
+      timeline_.Add(EndOf(i), q, a.pods, static_cast<int32_t>(i));
+    }
+    for (const auto& [at, held] : placed_releases_) timeline_.Add(at, held.first, held.second);
+    timeline_built_ = true;
+  }
+  return timeline_.events();
+}
+
+std::optional<Time> SchedulingPass::EstimateFit(const Eligibility& e, int gpus) {
+  auto [it, inserted] = fit_estimates_.try_emplace({e.key_id, gpus});
+  if (!inserted) return it->second;
+  int free = EligibleFree(state_, e);
+  for (const ReleaseEvent& ev : Timeline()) {
+    if (Stale(ev) || ev.node.value() >= static_cast<uint32_t>(state_.node_count())) continue;
+    if (!e.ok(state_.class_of(ev.node))) continue;
+    free += std::popcount(ev.gpus);
+    if (free >= gpus) {
+      it->second = std::max(ev.at, now_);
+      break;
+    }
+  }
+  return it->second;
+}
+
+std::optional<Time> SchedulingPass::EstimateQuota(QueueId q, int gpus) {
+  if (!quota_.tracked(q) || gpus > quota_.guarantee(q)) return std::nullopt;
+  int usage = quota_.usage(q);
+  for (const ReleaseEvent& ev : Timeline()) {
+    if (Stale(ev) || !placement::QueueWithin(snapshot_.queues, ev.queue, q)) continue;
+    usage -= std::popcount(ev.gpus);
+    if (usage + gpus <= quota_.guarantee(q)) return std::max(ev.at, now_);
+  }
+  return std::nullopt;
+}
+
+}  // namespace tidal::engine

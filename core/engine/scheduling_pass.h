@@ -1,0 +1,158 @@
+// One scheduling pass over a snapshot. The phases, in order:
+//   1. forced stops: non-inference work on shared nodes no longer lent
+//      (inference return) and debug sessions past max_runtime;
+//   2. inference services above their desired replica count shrink;
+//   3. main phase, in order (priority desc, submit time, id) over pending
+//      workloads and services below their desired count: admit what fits
+//      within its queue's guarantee; otherwise preempt or reclaim (least-cost
+//      victims, preemption/victim_selector.h), or reserve capacity for the
+//      first blocked multi-GPU workload of each queue (at most
+//      kMaxReservations) at the earliest time the release timeline frees
+//      room for it. Later workloads use a reservation's nodes only when they
+//      end (now + expected_duration) before it starts (backfill);
+//   4. borrow phase: work that needs borrowed quota, taking turns by the
+//      smallest weighted borrowed share (borrowed GPUs / queue weight);
+//   5. grow phase: when nothing waits for capacity, elastic training grows
+//      toward max_pods.
+// Every workload left waiting gets one WaitDecision with its dominant
+// reason; ones that can never fit get a RejectDecision.
+#ifndef TIDAL_CORE_ENGINE_SCHEDULING_PASS_H_
+#define TIDAL_CORE_ENGINE_SCHEDULING_PASS_H_
+
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "core/engine/cluster_state.h"
+#include "core/engine/decision.h"
+#include "core/engine/release_timeline.h"
+#include "core/engine/snapshot.h"
+#include "core/model/policy.h"
+#include "core/placement/eligibility.h"
+#include "core/placement/gang_placer.h"
+#include "core/preemption/victim_selector.h"
+#include "core/quota/quota_tracker.h"
+
+namespace tidal::engine {
+
+inline constexpr int kMaxReservations = 4;
+// A reservation search gives up after this many placement attempts.
+inline constexpr int kMaxReservationProbes = 64;
+// Victim searches per pass, highest-priority preemptors first; the rest try
+// again next pass. Each search scans every allocation, so this bounds a pass
+// in which thousands of higher-priority jobs queue up at once.
+inline constexpr int kMaxPreemptionSearches = 32;
+
+class SchedulingPass {
+ public:
+  SchedulingPass(const PolicyConfig& policy, const Snapshot& snapshot);
+  Decisions Run();
+
+ private:
+  enum class AllocState : uint8_t { kLive, kTerminating, kClaimed, kVictim };
+  enum class Phase { kMain, kBorrow };
+
+  struct Reservation {
+    WorkloadId holder;
+    std::string holder_name;
+    Time start;
+    std::vector<uint32_t> nodes;
+  };
+
+  // Why a shape did not fit, cached for the pass: capacity only shrinks.
+  struct FitFailure {
+    ReasonCode reason = ReasonCode::kCapacity;
+    std::string detail;
+    bool fit_at_start = false;  // it would have fit before this pass placed anything
+  };
+  using ShapeKey = std::tuple<int, int, int, int, bool, int>;
+
+  void ForcedStops();
+  void ShrinkServices();
+  void MainPhase();
+  void BorrowPhase();
+  void GrowPhase();
+
+  // Returns false when the workload was deferred to the borrow phase.
+  bool ProcessStart(uint32_t wi, Phase phase);
+  void ProcessServiceGrow(uint32_t wi);
+  std::optional<RejectDecision> NeverFits(const Workload& w, const placement::Eligibility& e,
+                                          int min_gpus);
+
+  std::optional<std::vector<PodPlacement>> TryPlace(const Workload& w,
+                                                    const placement::Eligibility& e,
+                                                    const placement::PlacementRequest& r,
+                                                    uint32_t usable_mask, const ShapeKey& key);
+  void Commit(uint32_t wi, std::vector<PodPlacement> pods, bool borrowed);
+  bool TryPreempt(uint32_t wi, const placement::Eligibility& e,
+                  const placement::PlacementRequest& r, bool within_guarantee);
+  bool TryReserve(uint32_t wi, const placement::Eligibility& e,
+                  const placement::PlacementRequest& r);
+  FitFailure ExplainFit(const Workload& w, const placement::Eligibility& e,
+                        const placement::PlacementRequest& r, const ShapeKey& key,
+                        uint32_t usable_mask);
+
+  void Wait(uint32_t wi, ReasonCode reason, std::string detail, std::optional<Time> start);
+  void Preempt(uint32_t alloc, PreemptCause cause, WorkloadId preemptor, std::string detail);
+
+  // Reservations whose nodes workload w may still use (bit r = reservation r).
+  uint32_t UsableReservations(const Workload& w) const;
+  const std::vector<uint8_t>* BlockedFor(uint32_t usable_mask);
+  int FreeUsableGpus() const;
+  int EligibleFree(const ClusterState& state, const placement::Eligibility& e) const;
+  std::vector<ReleaseEvent> const& Timeline();
+  std::optional<Time> EstimateFit(const placement::Eligibility& e, int gpus);
+  std::optional<Time> EstimateQuota(QueueId q, int gpus);
+  bool IsBorrowedPlacement(const placement::Eligibility& e, const std::vector<PodPlacement>& pods) const;
+  Time EndOf(uint32_t alloc) const;
+  // An allocation's event from before it was preempted.
+  bool Stale(const ReleaseEvent& e) const {
+    return e.alloc >= 0 && EndOf(static_cast<uint32_t>(e.alloc)) != e.at;
+  }
+
+  const PolicyConfig& policy_;
+  const Snapshot& snapshot_;
+  const Time now_;
+  Decisions out_;
+
+  ClusterState state_;
+  std::unique_ptr<ClusterState> start_state_;  // capacity before this pass placed anything
+  placement::EligibilityIndex eligibility_;
+  quota::QuotaTracker quota_;
+  placement::GangPlacer placer_;
+
+  std::unordered_map<WorkloadId, uint32_t> index_of_;
+  std::vector<int> alloc_of_;        // per workload: its allocation or -1
+  std::vector<int> workload_of_;     // per allocation: its workload or -1
+  std::vector<int> alloc_gpus_;      // per allocation
+  std::vector<AllocState> alloc_state_;
+  std::vector<Time> alloc_end_override_;  // victims end at their grace deadline
+  // Pods already chosen for a shrink in this pass, per allocation.
+  std::map<uint32_t, std::vector<uint8_t>> removed_pods_;
+
+  std::vector<Reservation> reservations_;
+  std::vector<uint8_t> reserved_queue_;  // per queue: holds a reservation
+  std::map<uint32_t, std::vector<uint8_t>> blocked_;  // by usable-reservation mask
+
+  std::map<ShapeKey, FitFailure> fit_failures_;
+  std::map<std::tuple<int, int, int, uint32_t>, int> preempt_failures_;  // -> highest failed priority
+  std::map<std::pair<int, int>, std::optional<Time>> fit_estimates_;
+
+  ReleaseTimeline timeline_;
+  bool timeline_built_ = false;
+  std::vector<std::pair<Time, std::pair<QueueId, std::vector<PodPlacement>>>> placed_releases_;
+
+  std::vector<uint32_t> deferred_;  // borrowers, in main-phase order
+  bool capacity_waits_ = false;
+  int preemption_searches_ = 0;
+  int highest_placed_priority_ = std::numeric_limits<int>::min();
+};
+
+}  // namespace tidal::engine
+
+#endif  // TIDAL_CORE_ENGINE_SCHEDULING_PASS_H_

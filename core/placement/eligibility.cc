@@ -1,0 +1,162 @@
+#include "core/placement/eligibility.h"
+
+#include <algorithm>
+#include <bit>
+
+namespace tidal::placement {
+namespace {
+
+bool Tolerates(const std::vector<Taint>& tolerations, const Taint& taint) {
+  return std::any_of(tolerations.begin(), tolerations.end(), [&](const Taint& t) {
+    return t.key == taint.key && (t.value.empty() || t.value == taint.value);
+  });
+}
+
+bool MatchesConstraints(const Node& node, const PlacementConstraints& c) {
+  if (!c.required_gpu_models.empty() &&
+      std::find(c.required_gpu_models.begin(), c.required_gpu_models.end(), node.gpu_model) ==
+          c.required_gpu_models.end()) {
+    return false;
+  }
+  for (const auto& [key, value] : c.node_selector) {
+    auto it = node.labels.find(key);
+    if (it == node.labels.end() || it->second != value) return false;
+  }
+  for (const Taint& taint : node.taints) {
+    if (!Tolerates(c.tolerations, taint)) return false;
+  }
+  return true;
+}
+
+void AppendKey(std::string& key, const Workload& w) {
+  key.clear();
+  key += w.kind == WorkloadKind::kInference ? 'i' : 't';
+  key += std::to_string(w.queue.value());
+  const PlacementConstraints& c = w.constraints;
+  key += "|r";
+  for (const std::string& m : c.required_gpu_models) key += m + ',';
+  key += "|p";
+  for (const std::string& m : c.preferred_gpu_models) key += m + ',';
+  key += "|s";
+  for (const auto& [k, v] : c.node_selector) key += k + '=' + v + ',';
+  key += "|t";
+  for (const Taint& t : c.tolerations) key += t.key + '=' + t.value + ',';
+}
+
+}  // namespace
+
+EligibilityIndex::EligibilityIndex(const Snapshot& snapshot, const engine::ClusterState& state)
+    : snapshot_(snapshot), state_(state) {}
+
+bool QueueWithin(const std::vector<Queue>& queues, QueueId q, QueueId ancestor) {
+  for (int depth = 0; q.valid() && q.value() < queues.size() && depth < 64; ++depth) {
+    if (q == ancestor) return true;
+    q = queues[q.value()].parent;
+  }
+  return false;
+}
+
+const Eligibility& EligibilityIndex::For(const Workload& w) {
+  AppendKey(key_, w);
+  auto [it, inserted] = ids_.emplace(key_, static_cast<int>(entries_.size()));
+  if (inserted) entries_.push_back(std::make_unique<Eligibility>(Compute(w, it->second)));
+  return *entries_[it->second];
+}
+
+Eligibility EligibilityIndex::Compute(const Workload& w, int key_id) const {
+  const Cluster& cluster = snapshot_.cluster;
+  const bool inference = w.kind == WorkloadKind::kInference;
+  const Queue* queue =
+      w.queue.valid() && w.queue.value() < snapshot_.queues.size() ? &snapshot_.queues[w.queue.value()]
+                                                                   : nullptr;
+  const PlacementConstraints& pc = w.constraints;
+
+  Eligibility e;
+  e.key_id = key_id;
+  const int n_classes = state_.class_count();
+  e.verdict.assign(n_classes, ClassVerdict::kPool);
+  e.rank.assign(n_classes, 0);
+  e.borrowed_pool.assign(n_classes, 0);
+  std::vector<uint8_t> static_ok(n_classes, 0);
+  bool owns_a_pool = false;
+  for (const Pool& pool : cluster.pools) {
+    if ((pool.kind == PoolKind::kDedicated || pool.kind == PoolKind::kSemiDedicated) &&
+        QueueWithin(snapshot_.queues, w.queue, pool.owner)) {
+      owns_a_pool = true;
+    }
+  }
+
+  for (int c = 0; c < n_classes; ++c) {
+    const engine::NodeClass& nc = state_.node_class(c);
+    const Node& node = cluster.node(nc.representative);
+    if (!nc.pool.valid() || nc.pool.value() >= cluster.pools.size()) continue;
+    const Pool& pool = cluster.pool(nc.pool);
+    bool pool_ok = false;
+    bool borrowed = false;
+    bool own_pool = false;
+    switch (pool.kind) {
+      case PoolKind::kInferenceReserved: pool_ok = inference; break;
+      case PoolKind::kTraining: pool_ok = !inference; break;
+      case PoolKind::kShared: pool_ok = true; borrowed = !inference; break;
+      case PoolKind::kDedicated:
+        pool_ok = own_pool = QueueWithin(snapshot_.queues, w.queue, pool.owner);
+        break;
+      case PoolKind::kSemiDedicated:
+        pool_ok = true;
+        own_pool = QueueWithin(snapshot_.queues, w.queue, pool.owner);
+        borrowed = !own_pool;
+        break;
+    }
+    if (pool_ok && queue != nullptr && !queue->pools.empty()) {
+      pool_ok = std::find(queue->pools.begin(), queue->pools.end(), pool.id) != queue->pools.end();
+    }
+    if (!pool_ok) continue;
+    e.verdict[c] = ClassVerdict::kConstraints;
+    if (!MatchesConstraints(node, pc)) continue;
+    static_ok[c] = 1;
+    e.verdict[c] = ClassVerdict::kLoan;
+    if (pool.kind == PoolKind::kShared && !inference && !nc.lent) continue;
+    e.verdict[c] = ClassVerdict::kHealth;
+    if (!nc.usable) {
+      e.nodes_failing_health += nc.node_count;
+      continue;
+    }
+    e.verdict[c] = ClassVerdict::kOk;
+    e.borrowed_pool[c] = borrowed ? 1 : 0;
+    const bool preferred =
+        pc.preferred_gpu_models.empty() ||
+        std::find(pc.preferred_gpu_models.begin(), pc.preferred_gpu_models.end(),
+                  node.gpu_model) != pc.preferred_gpu_models.end();
+    e.rank[c] = static_cast<uint8_t>((nc.degraded ? 8 : 0) + (borrowed ? 4 : 0) +
+                                     (owns_a_pool && !own_pool ? 2 : 0) + (preferred ? 0 : 1));
+    e.any_ok = true;
+  }
+  for (int c = 0; c < n_classes; ++c) {
+    e.furthest = std::max(e.furthest, e.verdict[c]);
+    if (e.ok(c) && std::find(e.ranks.begin(), e.ranks.end(), e.rank[c]) == e.ranks.end()) {
+      e.ranks.push_back(e.rank[c]);
+    }
+  }
+  std::sort(e.ranks.begin(), e.ranks.end());
+
+  std::vector<int> rack_gpus(cluster.racks.size(), 0);
+  std::vector<int> zone_gpus(cluster.zones.size(), 0);
+  for (size_t i = 0; i < cluster.nodes.size(); ++i) {
+    const Node& node = cluster.nodes[i];
+    const NodeId id(static_cast<uint32_t>(i));
+    if (!static_ok[state_.class_of(id)]) continue;
+    e.static_gpus += node.gpu_count;
+    e.static_max_node_gpus = std::max(e.static_max_node_gpus, node.gpu_count);
+    const std::vector<GpuMask>& domains = state_.domains(id);
+    for (GpuMask d : domains) e.static_max_domain_gpus = std::max(e.static_max_domain_gpus, std::popcount(d));
+    if (node.rack.value() < rack_gpus.size()) {
+      e.static_max_rack_gpus = std::max(e.static_max_rack_gpus, rack_gpus[node.rack.value()] += node.gpu_count);
+    }
+    if (node.zone.value() < zone_gpus.size()) {
+      e.static_max_zone_gpus = std::max(e.static_max_zone_gpus, zone_gpus[node.zone.value()] += node.gpu_count);
+    }
+  }
+  return e;
+}
+
+}  // namespace tidal::placement

@@ -1,0 +1,86 @@
+// Which node classes a workload may use, and in what order of preference.
+//
+// Each class passes four checks in order; a class that fails stops at the
+// first one, and the furthest check any class reached names the reason when
+// no class passes:
+//   1. pool: inference-reserved takes inference only; training pools take
+//      anything but inference; dedicated pools take only their owner queue
+//      (or its descendants); shared and semi-dedicated pools take anyone. A
+//      queue's `pools` list, when set, further restricts.
+//   2. constraints: required GPU model, node selector (every label must
+//      match) and taints (every node taint needs a toleration with its key and
+//      an empty or equal value).
+//   3. loan: a shared-pool node takes non-inference work only while lent.
+//   4. health: failed or cordoned nodes take nothing.
+// Passing classes get a rank; placement tries the lowest ranks first:
+//   rank = 8 * degraded + 4 * borrowed pool + 2 * not its own pool
+//          + 1 * not a preferred GPU model,
+// where "borrowed pool" is another owner's semi-dedicated pool or a lent
+// shared node, and "not its own pool" applies when the queue owns a
+// (semi-)dedicated pool and this is another one. So work lands on its own
+// capacity before common capacity, and on both before borrowing.
+#ifndef TIDAL_CORE_PLACEMENT_ELIGIBILITY_H_
+#define TIDAL_CORE_PLACEMENT_ELIGIBILITY_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/engine/cluster_state.h"
+#include "core/engine/snapshot.h"
+
+namespace tidal::placement {
+
+// Ordered: a class's verdict is the first check it fails, or kOk.
+enum class ClassVerdict : uint8_t { kPool, kConstraints, kLoan, kHealth, kOk };
+
+struct Eligibility {
+  int key_id = 0;                     // dense id of the cache entry
+  std::vector<ClassVerdict> verdict;  // per class
+  std::vector<uint8_t> rank;          // per class; meaningful for kOk
+  std::vector<uint8_t> ranks;         // distinct ranks of kOk classes, ascending
+  std::vector<uint8_t> borrowed_pool; // per class: placing here is borrowing
+  bool any_ok = false;
+  ClassVerdict furthest = ClassVerdict::kPool;
+  int nodes_failing_health = 0;  // nodes that pass 1-3 but are failed/cordoned
+
+  // Capacity of nodes passing checks 1 and 2, whatever their use, health or
+  // loan: a workload bigger than these can never run.
+  int static_gpus = 0;
+  int static_max_node_gpus = 0;
+  int static_max_domain_gpus = 0;
+  int static_max_rack_gpus = 0;
+  int static_max_zone_gpus = 0;
+
+  bool ok(int c) const { return verdict[c] == ClassVerdict::kOk; }
+};
+
+// Whether queue q is `ancestor` or lies below it (bounded against cycles).
+bool QueueWithin(const std::vector<Queue>& queues, QueueId q, QueueId ancestor);
+
+class EligibilityIndex {
+ public:
+  // Both must outlive the index.
+  EligibilityIndex(const Snapshot& snapshot, const engine::ClusterState& state);
+  EligibilityIndex(Snapshot&&, const engine::ClusterState&) = delete;
+
+  // Cached by (inference or not, queue, constraints): the many workloads of
+  // one shape share one entry.
+  const Eligibility& For(const Workload& w);
+  int size() const { return static_cast<int>(entries_.size()); }
+
+ private:
+  Eligibility Compute(const Workload& w, int key_id) const;
+
+  const Snapshot& snapshot_;
+  const engine::ClusterState& state_;
+  std::map<std::string, int> ids_;
+  std::vector<std::unique_ptr<Eligibility>> entries_;
+  std::string key_;  // reused buffer
+};
+
+}  // namespace tidal::placement
+
+#endif  // TIDAL_CORE_PLACEMENT_ELIGIBILITY_H_

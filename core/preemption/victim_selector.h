@@ -1,0 +1,79 @@
+// Least-cost victims for a workload that does not fit.
+//
+// Candidates are sorted into three tiers, cheapest first inside each:
+//   1. allocations already terminating and claimed by nobody: their GPUs are
+//      coming back anyway, so waiting for them costs nothing new;
+//   2. single pods of elastic training jobs above their minimum (a shrink);
+//   3. whole allocations (a gang is evicted whole, never in part).
+// Inside a tier the order is: least GPU-time lost since the last checkpoint
+// (GPUs x (now - last checkpoint)), then lower priority, then younger (later
+// start), then workload id. Selection releases candidates in that order on a
+// copy of the cluster state until the request fits, then drops, most costly
+// first, every victim the request still fits without. A candidate whose queue
+// is guarded keeps that queue at or above its guarantee, counting victims
+// already chosen. The caller decides which allocations may be candidates
+// (priority gap, minimum runtime, reclaim rules).
+#ifndef TIDAL_CORE_PREEMPTION_VICTIM_SELECTOR_H_
+#define TIDAL_CORE_PREEMPTION_VICTIM_SELECTOR_H_
+
+#include <optional>
+#include <vector>
+
+#include "core/engine/cluster_state.h"
+#include "core/engine/decision.h"
+#include "core/placement/eligibility.h"
+#include "core/placement/gang_placer.h"
+#include "core/quota/quota_tracker.h"
+
+namespace tidal::preemption {
+
+struct Candidate {
+  uint32_t allocation = 0;  // index in Snapshot::allocations
+  WorkloadId workload;
+  QueueId queue;
+  bool terminating = false;
+  bool shrink = false;
+  // What it frees: a range of the allocation's pods (all of them, or the one
+  // pod a shrink removes). The allocation outlives the selection.
+  const PodPlacement* pods = nullptr;
+  uint32_t pod_count = 0;
+  int gpus = 0;
+  double lost_gpu_seconds = 0;
+  int priority = 0;
+  Time start;
+  PreemptCause cause = PreemptCause::kPriority;
+  bool guard_queue = false;  // keep its queue at or above its guarantee
+};
+
+// GPU-seconds of work since the last checkpoint (never negative).
+double LostGpuSeconds(int gpus, Time now, Time last_checkpoint);
+
+void SortCandidates(std::vector<Candidate>& candidates);
+
+struct Selection {
+  std::vector<int> chosen;  // indices into the candidates, in sorted order
+  std::vector<PodPlacement> plan;  // where the request lands once they are gone
+};
+
+// The same for a request that fits on one node, without copying the cluster:
+// for every node, its own candidates in cost order until the request fits
+// there, then the cheapest node wins, compared by (evicts a whole gang, lost
+// GPU-seconds, highest victim priority, node id). `sorted` need not be sorted.
+std::optional<Selection> SelectVictimsOnOneNode(const engine::ClusterState& state,
+                                                const placement::Eligibility& eligibility,
+                                                const placement::PlacementRequest& request,
+                                                const std::vector<uint8_t>* blocked,
+                                                const std::vector<Candidate>& candidates,
+                                                const quota::QuotaTracker& quota);
+
+std::optional<Selection> SelectVictims(const engine::ClusterState& state,
+                                       const placement::Eligibility& eligibility,
+                                       const placement::PlacementRequest& request,
+                                       const std::vector<uint8_t>* blocked,
+                                       const std::vector<Candidate>& sorted,
+                                       const quota::QuotaTracker& quota,
+                                       placement::GangPlacer& placer);
+
+}  // namespace tidal::preemption
+
+#endif  // TIDAL_CORE_PREEMPTION_VICTIM_SELECTOR_H_

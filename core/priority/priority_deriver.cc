@@ -1,0 +1,196 @@
+#include "core/priority/priority_deriver.h"
+
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+
+namespace tidal {
+namespace {
+
+std::string Signed(int v) { return (v >= 0 ? "+" : "") + std::to_string(v); }
+
+std::string Minutes(Duration d) {
+  // Whole minutes, rounded toward zero, are enough for a reader.
+  return std::to_string(std::chrono::duration_cast<minutes>(d).count()) + " min";
+}
+
+std::string QuotedName(const Workload& w) {
+  return "workload '" + w.name + "'";
+}
+
+}  // namespace
+
+const PriorityTemplate* FindTemplate(const std::vector<PriorityTemplate>& templates,
+                                     const Workload& workload) {
+  for (const PriorityTemplate& t : templates) {
+    const bool kind_ok =
+        t.kinds.empty() || std::find(t.kinds.begin(), t.kinds.end(), workload.kind) != t.kinds.end();
+    const bool tenant_ok = t.tenants.empty() ||
+                           std::find(t.tenants.begin(), t.tenants.end(), workload.tenant) !=
+                               t.tenants.end();
+    if (kind_ok && tenant_ok) return &t;
+  }
+  return nullptr;
+}
+
+BudgetState ComputeBudgetState(const Project& project, const Queue& queue,
+                               int queue_used_gpus, int requested_gpus) {
+  if (project.budget_gpu_hours > 0 && project.used_gpu_hours >= project.budget_gpu_hours) {
+    return BudgetState::kOverBudget;
+  }
+  if (queue_used_gpus + requested_gpus > queue.guaranteed_gpus) return BudgetState::kBorrowing;
+  return BudgetState::kWithinGuarantee;
+}
+
+StatusOr<Priority> DerivePriority(const std::vector<PriorityTemplate>& templates,
+                                  const Workload& workload, const Project& project,
+                                  BudgetState budget, Time now) {
+  const PriorityTemplate* tmpl = FindTemplate(templates, workload);
+  if (tmpl == nullptr) {
+    return NotFound("no priority template applies to " + QuotedName(workload) + " (kind " +
+                    std::string(WorkloadKindName(workload.kind)) + ", tenant '" +
+                    workload.tenant + "')");
+  }
+  Priority p;
+  p.template_name = tmpl->name;
+  p.derivation.push_back("template " + tmpl->name);
+
+  // Layer 1: tier.
+  auto tier_it = tmpl->tiers.find(project.tier);
+  if (tier_it == tmpl->tiers.end()) {
+    return NotFound(QuotedName(workload) + ": project '" + project.name + "' has tier '" +
+                    project.tier + "', which template '" + tmpl->name + "' does not define");
+  }
+  const TierRule* tier = &tier_it->second;
+  if (tier->requires_approval && !project.top_tier_approved) {
+    auto fallback_it = tmpl->tiers.find(tmpl->fallback_tier);
+    if (fallback_it == tmpl->tiers.end()) {
+      return NotFound(QuotedName(workload) + ": tier '" + project.tier +
+                      "' awaits approval and template '" + tmpl->name +
+                      "' has no fallback tier '" + tmpl->fallback_tier + "'");
+    }
+    tier = &fallback_it->second;
+    p.awaiting_approval = true;
+    p.derivation.push_back("tier " + project.tier + " awaits approval: valued at tier " +
+                           tmpl->fallback_tier + ": base " + std::to_string(tier->base));
+  } else {
+    p.derivation.push_back("tier " + project.tier + ": base " + std::to_string(tier->base));
+  }
+  int value = tier->base;
+
+  // Layer 2: attributes.
+  const AttributeRules& attrs = tmpl->attributes;
+  auto kind_it = attrs.kind_bonus.find(workload.kind);
+  const int kind_bonus = kind_it == attrs.kind_bonus.end() ? 0 : kind_it->second;
+  value += kind_bonus;
+  p.derivation.push_back("kind " + std::string(WorkloadKindName(workload.kind)) + ": " +
+                         Signed(kind_bonus));
+  if (!workload.preemptible) {
+    value += attrs.non_interruptible_bonus;
+    p.derivation.push_back("non-interruptible: " + Signed(attrs.non_interruptible_bonus));
+  }
+  if (workload.kind == WorkloadKind::kTraining && workload.training.checkpoint_interval.count() > 0) {
+    value += attrs.checkpointed_bonus;
+    p.derivation.push_back("checkpointed: " + Signed(attrs.checkpointed_bonus));
+  }
+  const bool has_deadline_kind = workload.kind == WorkloadKind::kBatchInference ||
+                                 workload.kind == WorkloadKind::kTraining;
+  if (has_deadline_kind && workload.batch.deadline != kInfiniteFuture) {
+    const Duration slack = workload.batch.deadline - now - workload.expected_duration;
+    if (slack < attrs.near_deadline_window) {
+      value += attrs.near_deadline_bonus;
+      p.derivation.push_back("near deadline (slack " + Minutes(slack) + " < " +
+                             Minutes(attrs.near_deadline_window) +
+                             "): " + Signed(attrs.near_deadline_bonus));
+    }
+  }
+
+  // Layer 3: budget.
+  int budget_adjust = 0;
+  switch (budget) {
+    case BudgetState::kWithinGuarantee: budget_adjust = tmpl->budget.within_guarantee; break;
+    case BudgetState::kBorrowing: budget_adjust = tmpl->budget.borrowing; break;
+    case BudgetState::kOverBudget: budget_adjust = tmpl->budget.over_budget; break;
+  }
+  value += budget_adjust;
+  std::string budget_name(BudgetStateName(budget));
+  std::replace(budget_name.begin(), budget_name.end(), '_', ' ');
+  p.derivation.push_back("budget " + budget_name + ": " + Signed(budget_adjust));
+
+  // Preemptibility class.
+  switch (workload.kind) {
+    case WorkloadKind::kInference:
+      p.preemptibility = PreemptibilityClass::kNever;
+      p.derivation.push_back("class never: inference is never preempted");
+      break;
+    case WorkloadKind::kDebug:
+      p.preemptibility = PreemptibilityClass::kReclaimable;
+      p.derivation.push_back("class reclaimable: debug is always reclaimable");
+      break;
+    case WorkloadKind::kTraining:
+    case WorkloadKind::kBatchInference: {
+      p.preemptibility = tier->preemptibility;
+      std::string line = "class " + std::string(PreemptibilityClassName(tier->preemptibility)) +
+                         ": from the tier";
+      if (!workload.preemptible && tier->preemptibility != PreemptibilityClass::kNever) {
+        line += " (preemptible=false is not granted by this tier)";
+      }
+      p.derivation.push_back(line);
+      break;
+    }
+  }
+
+  p.value = value;
+  p.derivation.push_back("total " + std::to_string(value));
+  return p;
+}
+
+bool MayBorrowShared(const Workload& workload, const PriorityTemplate& tmpl) {
+  if (!tmpl.require_checkpoint_to_borrow) return true;
+  return !(workload.kind == WorkloadKind::kTraining && workload.preemptible &&
+           workload.training.checkpoint_interval.count() <= 0);
+}
+
+Status DeriveSnapshotPriorities(const std::vector<PriorityTemplate>& templates,
+                                Snapshot& snapshot) {
+  std::unordered_map<WorkloadId, size_t> index_of;
+  for (size_t i = 0; i < snapshot.workloads.size(); ++i) {
+    index_of[snapshot.workloads[i].id] = i;
+  }
+  std::vector<int> queue_used(snapshot.queues.size(), 0);
+  std::vector<int> allocated(snapshot.workloads.size(), 0);
+  for (const Allocation& a : snapshot.allocations) {
+    auto it = index_of.find(a.workload);
+    if (it == index_of.end()) continue;
+    const Workload& w = snapshot.workloads[it->second];
+    const int gpus = a.gpu_count();
+    allocated[it->second] += gpus;
+    if (w.queue.valid() && w.queue.value() < queue_used.size()) {
+      queue_used[w.queue.value()] += gpus;
+    }
+  }
+  for (size_t i = 0; i < snapshot.workloads.size(); ++i) {
+    Workload& w = snapshot.workloads[i];
+    if (!w.project.valid() || w.project.value() >= snapshot.projects.size()) {
+      return InvalidArgument("workload '" + w.name + "' has no valid project");
+    }
+    if (!w.queue.valid() || w.queue.value() >= snapshot.queues.size()) {
+      return InvalidArgument("workload '" + w.name + "' has no valid queue");
+    }
+    const Queue& queue = snapshot.queues[w.queue.value()];
+    const Project& project = snapshot.projects[w.project.value()];
+    const bool holds_gpus = allocated[i] > 0;
+    const int requested = holds_gpus ? allocated[i] : w.min_gpus();
+    const int others = queue_used[queue.id.value()] - allocated[i];
+    const BudgetState budget = ComputeBudgetState(project, queue, others, requested);
+    TIDAL_ASSIGN_OR_RETURN(w.priority, DerivePriority(templates, w, project, budget, snapshot.now));
+    if (w.state == WorkloadState::kPending && w.priority.awaiting_approval) {
+      w.state = WorkloadState::kAwaitingApproval;
+    } else if (w.state == WorkloadState::kAwaitingApproval && !w.priority.awaiting_approval) {
+      w.state = WorkloadState::kPending;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace tidal

@@ -1,0 +1,147 @@
+#include "core/quota/quota_tracker.h"
+
+#include <algorithm>
+#include <limits>
+#include <unordered_map>
+
+#include "core/explain/text.h"
+
+namespace tidal::quota {
+namespace {
+constexpr int kMaxDepth = 64;
+}  // namespace
+
+template <typename F>
+void QuotaTracker::ForEachAncestor(QueueId q, F f) const {
+  uint32_t x = q.value();
+  for (int depth = 0; x < queues_->size() && depth < kMaxDepth; ++depth) {
+    f(x);
+    const QueueId parent = (*queues_)[x].parent;
+    if (!parent.valid()) break;
+    x = parent.value();
+  }
+}
+
+QuotaTracker::QuotaTracker(const Snapshot& snapshot) : queues_(&snapshot.queues) {
+  const size_t n = snapshot.queues.size();
+  guarantee_.assign(n, 0);
+  usage_.assign(n, 0);
+  live_.assign(n, 0);
+  children_.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    int g = snapshot.queues[i].guaranteed_gpus;
+    ForEachAncestor(QueueId(static_cast<uint32_t>(i)),
+                    [&](uint32_t x) { g = std::min(g, snapshot.queues[x].guaranteed_gpus); });
+    guarantee_[i] = std::max(g, 0);
+    const QueueId parent = snapshot.queues[i].parent;
+    if (parent.valid() && parent.value() < n && parent.value() != i) {
+      children_[parent.value()].push_back(static_cast<uint32_t>(i));
+    } else {
+      roots_.push_back(static_cast<uint32_t>(i));
+    }
+  }
+
+  std::unordered_map<WorkloadId, QueueId> queue_of;
+  queue_of.reserve(snapshot.workloads.size());
+  for (const Workload& w : snapshot.workloads) queue_of.emplace(w.id, w.queue);
+  for (const Allocation& a : snapshot.allocations) {
+    auto it = queue_of.find(a.workload);
+    if (it == queue_of.end() || !tracked(it->second)) continue;
+    const int gpus = a.gpu_count();
+    ForEachAncestor(it->second, [&](uint32_t x) {
+      usage_[x] += gpus;
+      if (!a.terminating) live_[x] += gpus;
+    });
+  }
+}
+
+int QuotaTracker::borrowed(QueueId q) const {
+  return std::max(0, usage_[q.value()] - guarantee_[q.value()]);
+}
+
+double QuotaTracker::BorrowShare(QueueId q) const {
+  const double weight = (*queues_)[q.value()].weight;
+  return borrowed(q) / (weight > 0 ? weight : 1e-9);
+}
+
+void QuotaTracker::Add(QueueId q, int gpus) {
+  if (!tracked(q)) return;
+  ForEachAncestor(q, [&](uint32_t x) {
+    usage_[x] += gpus;
+    live_[x] += gpus;
+  });
+}
+
+void QuotaTracker::RemoveLive(QueueId q, int gpus) {
+  if (!tracked(q)) return;
+  ForEachAncestor(q, [&](uint32_t x) { live_[x] -= gpus; });
+}
+
+bool QuotaTracker::CanReclaimFrom(QueueId v, int gpus) const {
+  if (!tracked(v)) return true;
+  return live_[v.value()] - gpus >= guarantee_[v.value()];
+}
+
+int QuotaTracker::MaxEverGpus(QueueId q) const {
+  if (!tracked(q)) return -1;
+  int most = -1;
+  ForEachAncestor(q, [&](uint32_t x) {
+    const int limit = (*queues_)[x].borrowing_limit_gpus;
+    if (limit == kUnlimited) return;
+    const int cap = guarantee_[x] + limit;
+    most = most < 0 ? cap : std::min(most, cap);
+  });
+  return most;
+}
+
+int QuotaTracker::Protected(uint32_t x, const std::vector<uint8_t>& on_path) const {
+  const Queue& queue = (*queues_)[x];
+  const int idle = std::max(0, guarantee_[x] - usage_[x]);
+  int own = 0;
+  if (!on_path[x] && queue.lending_limit_gpus != kUnlimited) {
+    own = std::max(0, guarantee_[x] - queue.lending_limit_gpus);
+  }
+  int from_children = 0;
+  for (uint32_t c : children_[x]) from_children += Protected(c, on_path);
+  return std::min(idle, std::max(own, from_children));
+}
+
+QuotaVerdict QuotaTracker::Check(QueueId q, int gpus, int free_gpus) const {
+  QuotaVerdict v;
+  v.needed_gpus = gpus;
+  if (!tracked(q)) return v;
+  const uint32_t qi = q.value();
+  v.guarantee_gpus = guarantee_[qi];
+  v.guarantee_left_gpus = std::max(0, guarantee_[qi] - usage_[qi]);
+  if (usage_[qi] + gpus <= guarantee_[qi]) return v;
+
+  // a) borrowing limits along the ancestry.
+  int limit_room = std::numeric_limits<int>::max();
+  std::vector<uint8_t> on_path(queues_->size(), 0);
+  ForEachAncestor(q, [&](uint32_t x) {
+    on_path[x] = 1;
+    const int limit = (*queues_)[x].borrowing_limit_gpus;
+    if (limit == kUnlimited) return;
+    // How much more x may take before passing guarantee + limit.
+    limit_room = std::min(limit_room, guarantee_[x] + limit - usage_[x]);
+  });
+  // b) free GPUs beyond what other queues protect.
+  int protect = 0;
+  for (uint32_t r : roots_) protect += Protected(r, on_path);
+  const int lendable = free_gpus - protect;
+  // The room above q's own idle guarantee.
+  const int own_left = v.guarantee_left_gpus;
+  v.may_borrow_gpus = std::max(0, std::min(limit_room, lendable) - own_left);
+  // With nothing protected, a shortage of free GPUs is a capacity problem
+  // for placement to report, not a quota one.
+  if (gpus <= limit_room && (protect == 0 || gpus <= lendable)) {
+    v.admission = Admission::kBorrow;
+    return v;
+  }
+  v.admission = Admission::kDenied;
+  v.detail = explain::Str("quota: needs ", gpus, " GPUs, queue ", name(q), " has ", own_left, " of ",
+                          guarantee_[qi], " left and may borrow ", v.may_borrow_gpus);
+  return v;
+}
+
+}  // namespace tidal::quota

@@ -1,0 +1,83 @@
+#include "server/auth.h"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include <fmt/format.h>
+
+namespace tidal::server {
+
+std::string_view RoleName(Role role) {
+  switch (role) {
+    case Role::kUser: return "user";
+    case Role::kAdmin: return "admin";
+    case Role::kAgent: return "agent";
+  }
+  return "unknown";
+}
+
+StatusOr<Role> ParseRole(std::string_view name) {
+  if (name == "user") return Role::kUser;
+  if (name == "admin") return Role::kAdmin;
+  if (name == "agent") return Role::kAgent;
+  return InvalidArgument(fmt::format("role: expected user, admin or agent, got \"{}\"", name));
+}
+
+std::string Sha256Hex(std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr);
+  std::string hex;
+  hex.reserve(length * 2);
+  for (unsigned int i = 0; i < length; ++i) hex += fmt::format("{:02x}", digest[i]);
+  return hex;
+}
+
+Status Authenticator::AddToken(const std::string& sha256_hex, Principal principal) {
+  std::string digest = sha256_hex;
+  std::transform(digest.begin(), digest.end(), digest.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  if (digest.size() != 64 ||
+      !std::all_of(digest.begin(), digest.end(), [](unsigned char c) { return std::isxdigit(c); })) {
+    return InvalidArgument(fmt::format("tokens[{}].sha256: expected 64 hex digits", principal.name));
+  }
+  if (principal.role == Role::kUser && principal.tenant.empty()) {
+    return InvalidArgument(fmt::format("tokens[{}].tenant: a user token needs a tenant", principal.name));
+  }
+  if (!by_digest_.emplace(digest, std::move(principal)).second) {
+    return AlreadyExists("tokens: the same token is declared twice");
+  }
+  return Status::Ok();
+}
+
+StatusOr<Principal> Authenticator::Authenticate(std::string_view header) const {
+  constexpr std::string_view kPrefix = "Bearer ";
+  if (header.empty()) return Unauthenticated("missing Authorization: Bearer <token> header");
+  if (header.substr(0, kPrefix.size()) != kPrefix || header.size() == kPrefix.size()) {
+    return Unauthenticated("Authorization header: expected \"Bearer <token>\"");
+  }
+  auto it = by_digest_.find(Sha256Hex(header.substr(kPrefix.size())));
+  if (it == by_digest_.end()) return Unauthenticated("unknown token");
+  return it->second;
+}
+
+Status CheckTenantAccess(const Principal& p, std::string_view tenant) {
+  if (p.role == Role::kAdmin) return Status::Ok();
+  if (p.role == Role::kUser && p.tenant == tenant) return Status::Ok();
+  return PermissionDenied(fmt::format("{} \"{}\" may not access tenant \"{}\"", RoleName(p.role),
+                                      p.name, tenant));
+}
+
+Status RequireRole(const Principal& p, std::initializer_list<Role> roles) {
+  for (Role r : roles) {
+    if (p.role == r) return Status::Ok();
+  }
+  std::string allowed;
+  for (Role r : roles) allowed += (allowed.empty() ? "" : "/") + std::string(RoleName(r));
+  return PermissionDenied(fmt::format("role {} may not call this endpoint (needs {})",
+                                      RoleName(p.role), allowed));
+}
+
+}  // namespace tidal::server

@@ -1,0 +1,52 @@
+// Bearer-token authentication and role/tenant authorization. Tokens are known
+// only by their SHA-256 digest: the config file lists digests (or plain tokens
+// that are hashed at load and dropped), so neither memory nor disk holds a
+// usable secret.
+#ifndef TIDAL_SERVER_AUTH_H_
+#define TIDAL_SERVER_AUTH_H_
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/common/status.h"
+
+namespace tidal::server {
+
+enum class Role { kUser, kAdmin, kAgent };
+std::string_view RoleName(Role role);
+StatusOr<Role> ParseRole(std::string_view name);
+
+struct Principal {
+  std::string name;    // who, for the audit log
+  Role role = Role::kUser;
+  std::string tenant;  // users only
+};
+
+// Lowercase hex SHA-256 of `data`.
+std::string Sha256Hex(std::string_view data);
+
+class Authenticator {
+ public:
+  // `sha256_hex` is the digest of the token; duplicates are an error.
+  Status AddToken(const std::string& sha256_hex, Principal principal);
+
+  // From an "Authorization" header value. Unauthenticated when missing,
+  // malformed or unknown.
+  StatusOr<Principal> Authenticate(std::string_view authorization_header) const;
+
+  bool empty() const { return by_digest_.empty(); }
+
+ private:
+  std::map<std::string, Principal> by_digest_;
+};
+
+// Role and tenant checks shared by every endpoint.
+// A user may touch only objects of its own tenant; admins any; agents none.
+Status CheckTenantAccess(const Principal& p, std::string_view tenant);
+Status RequireRole(const Principal& p, std::initializer_list<Role> roles);
+
+}  // namespace tidal::server
+
+#endif  // TIDAL_SERVER_AUTH_H_

@@ -1,0 +1,593 @@
+#include "server/control_plane.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "config/field_reader.h"
+#include "core/priority/priority_deriver.h"
+#include "server/workload_codec.h"
+
+namespace tidal::server {
+
+using nlohmann::json;
+
+namespace {
+
+bool IsTerminal(WorkloadState s) {
+  return s == WorkloadState::kSucceeded || s == WorkloadState::kFailed ||
+         s == WorkloadState::kCancelled;
+}
+
+}  // namespace
+
+ControlPlane::ControlPlane(ServerConfig config, std::unique_ptr<Store> store, const Clock& clock)
+    : config_(std::move(config)),
+      store_(std::move(store)),
+      clock_(clock),
+      scheduler_(config_.policy),
+      colocation_(config_.policy) {
+  const std::vector<double> seconds_buckets = {0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 1800, 3600, 7200, 21600, 86400};
+  const std::vector<double> fast_buckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
+  metrics_.DefineHistogram("tidal_queue_wait_seconds", "Time from submission (or requeue) to start, by queue and kind.", seconds_buckets);
+  metrics_.DefineCounter("tidal_gang_starts_total", "Gang (multi-pod) starts by result: ok, or failed when a pod exited non-zero before the gang was up.");
+  metrics_.DefineCounter("tidal_preemptions_total", "Preemptions by cause (priority, reclaim, inference_return, max_runtime, idle, drain) and victim kind.");
+  metrics_.DefineHistogram("tidal_preemption_latency_seconds", "From notice to the victim's GPUs being free, by cause.", seconds_buckets);
+  metrics_.DefineCounter("tidal_reclaims_total", "Guarantee reclaims (preemptions with cause reclaim or inference_return), by queue of the victim.");
+  metrics_.DefineCounter("tidal_scale_ups_total", "Inference scale-ups by result (ok, failed).");
+  metrics_.DefineHistogram("tidal_scale_up_time_to_capacity_seconds", "From the wanted replica count rising to all replicas ready.", seconds_buckets);
+  metrics_.DefineHistogram("tidal_recovery_seconds", "From a preemption to the victim running again.", seconds_buckets);
+  metrics_.DefineHistogram("tidal_scheduling_pass_seconds", "Duration of one scheduling pass (co-location + engine + apply).", fast_buckets);
+  metrics_.DefineHistogram("tidal_api_request_seconds", "API latency by route and method.", fast_buckets);
+  metrics_.DefineCounter("tidal_api_requests_total", "API requests by route, method and status code.");
+  metrics_.DefineCounter("tidal_workloads_submitted_total", "Admitted workloads by queue and kind.");
+  metrics_.DefineCounter("tidal_gpu_errors_total", "GPU faults (XID, uncorrectable ECC, unhealthy) reported by agents, by node.");
+  metrics_.DefineCounter("tidal_nodes_lost_total", "Nodes whose lease expired.");
+  metrics_.DefineCounter("tidal_placements_total", "Placements by queue, kind and whether borrowed.");
+}
+
+ControlPlane::~ControlPlane() { StopLoop(); }
+
+bool ControlPlane::ready() const {
+  std::lock_guard lock(mu_);
+  return ready_;
+}
+
+Status ControlPlane::Recover() {
+  TIDAL_ASSIGN_OR_RETURN(Recovered rec, store_->Load());
+  std::lock_guard lock(mu_);
+  const Time now = clock_.Now();
+  node_rt_.resize(config_.catalog.cluster.nodes.size());
+  for (const auto& [name, text] : rec.nodes) {
+    json j = json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.contains("registration")) continue;
+    NodeId id;
+    Status s = ApplyRegistration(j["registration"], &id);
+    if (!s.ok()) {
+      std::fprintf(stderr, "tidal: stored node %s no longer applies: %s\n", name.c_str(),
+                   s.ToString().c_str());
+      continue;
+    }
+    Node& node = config_.catalog.cluster.nodes[id.value()];
+    node.cordoned = j.value("cordoned", false);
+    node.failed_gpus = j.value("failed_gpus", GpuMask{0});
+    node_rt_[id.value()].lost = false;
+    // A restarted server gives every registered node a fresh lease.
+    node_rt_[id.value()].last_heartbeat_ms = ToMillis(now);
+    if (node.failed_gpus != 0) node.health = Health::kDegraded;
+  }
+  node_workloads_.assign(config_.catalog.cluster.nodes.size(), {});
+  queue_used_gpus_.assign(config_.catalog.queues.size(), 0);
+  for (const auto& [id, text] : rec.workloads) {
+    json j = json::parse(text, nullptr, false);
+    if (j.is_discarded()) return Internal(fmt::format("workload {}: stored record is not JSON", id));
+    auto r = RecordFromJson(j, config_.catalog);
+    if (!r.ok()) return Internal(fmt::format("workload {}: {}", id, r.status().message()));
+    next_id_ = std::max(next_id_, id + 1);
+    auto [it, inserted] = records_.emplace(id, std::move(r).value());
+    if (it->second.active()) active_.insert(id);
+    IndexAllocation(it->second, true);
+  }
+  for (const IdempotencyRow& k : rec.idempotency) idempotency_[k.key] = k.workload;
+  next_audit_seq_ = rec.last_audit_seq + 1;
+  ready_ = true;
+  return Status::Ok();
+}
+
+// ---- helpers (mu_ held) ----
+
+WorkloadRecord* ControlPlane::Find(uint64_t id) {
+  auto it = records_.find(id);
+  return it == records_.end() ? nullptr : &it->second;
+}
+
+const WorkloadRecord* ControlPlane::Find(uint64_t id) const {
+  auto it = records_.find(id);
+  return it == records_.end() ? nullptr : &it->second;
+}
+
+void ControlPlane::Persist(Mutation& m, const WorkloadRecord& r) const {
+  m.workloads.emplace_back(r.w.id.value(), RecordToJson(r, config_.catalog).dump());
+}
+
+void ControlPlane::AddAudit(Mutation& m, const std::string& actor, const std::string& action,
+                            const WorkloadRecord* r, json detail, Time now) {
+  AuditRow row;
+  row.seq = next_audit_seq_++;
+  row.time_ms = ToMillis(now);
+  row.actor = actor;
+  row.action = action;
+  if (r) {
+    row.workload = r->w.id.value();
+    row.tenant = r->w.tenant;
+    row.project = config_.catalog.ProjectName(r->w.project);
+    if (!detail.contains("queue")) detail["queue"] = config_.catalog.QueueName(r->w.queue);
+    if (!detail.contains("kind")) detail["kind"] = WorkloadKindName(r->w.kind);
+  }
+  row.detail_json = detail.dump();
+  m.audit.push_back(std::move(row));
+}
+
+uint64_t ControlPlane::Enqueue(Mutation m) {
+  if (!m.empty()) last_seq_ = store_->Enqueue(std::move(m));
+  return last_seq_;
+}
+
+void ControlPlane::IndexAllocation(const WorkloadRecord& r, bool add) {
+  auto touch = [&](const std::vector<PodPlacement>& pods) {
+    for (const PodPlacement& p : pods) {
+      if (p.node.value() >= node_workloads_.size()) continue;
+      if (add) {
+        node_workloads_[p.node.value()].insert(r.w.id.value());
+      } else {
+        node_workloads_[p.node.value()].erase(r.w.id.value());
+      }
+    }
+  };
+  if (r.allocation) {
+    touch(r.allocation->pods);
+    if (r.w.queue.valid() && r.w.queue.value() < queue_used_gpus_.size()) {
+      queue_used_gpus_[r.w.queue.value()] += (add ? 1 : -1) * r.allocation->gpu_count();
+    }
+  }
+  touch(r.stopping_pods);
+}
+
+GpuMask ControlPlane::UsedGpus(NodeId node) const {
+  GpuMask used = 0;
+  for (uint64_t id : node_workloads_[node.value()]) {
+    const WorkloadRecord* r = Find(id);
+    if (!r) continue;
+    if (r->allocation) {
+      for (const PodPlacement& p : r->allocation->pods) {
+        if (p.node == node) used |= p.gpus;
+      }
+    }
+    for (const PodPlacement& p : r->stopping_pods) {
+      if (p.node == node) used |= p.gpus;
+    }
+  }
+  return used;
+}
+
+int ControlPlane::QueueUsedGpus(QueueId q) const {
+  return q.value() < queue_used_gpus_.size() ? queue_used_gpus_[q.value()] : 0;
+}
+
+// ---- admission ----
+
+StatusOr<ControlPlane::Admitted> ControlPlane::Admit(const Principal& who, const json& body,
+                                                     Time now) const {
+  TIDAL_ASSIGN_OR_RETURN(SubmitSpec spec, ParseSubmit(body));
+  const Catalog& cat = config_.catalog;
+  Workload& w = spec.record.w;
+  // Tenant: a user submits only as its own tenant.
+  std::string tenant = spec.tenant;
+  if (who.role == Role::kUser) {
+    if (!tenant.empty() && tenant != who.tenant) {
+      return PermissionDenied(fmt::format("tenant: token of tenant \"{}\" may not submit as \"{}\"",
+                                          who.tenant, tenant));
+    }
+    tenant = who.tenant;
+  }
+  // Project: named, or the tenant's only one.
+  std::optional<ProjectId> project;
+  if (!spec.project.empty()) {
+    project = cat.FindProject(spec.project);
+    if (!project) return InvalidArgument(fmt::format("project: unknown project \"{}\"", spec.project));
+  } else {
+    std::vector<ProjectId> own;
+    for (const Project& p : cat.projects) {
+      if (p.tenant == tenant) own.push_back(p.id);
+    }
+    if (own.size() != 1) {
+      std::string names;
+      for (ProjectId p : own) names += (names.empty() ? "" : ", ") + cat.project(p).name;
+      return InvalidArgument(tenant.empty()
+                                 ? std::string("project: required")
+                                 : fmt::format("project: required (tenant \"{}\" has {} projects{}{})",
+                                               tenant, own.size(), own.empty() ? "" : ": ", names));
+    }
+    project = own[0];
+  }
+  const Project& proj = cat.project(*project);
+  if (tenant.empty()) tenant = proj.tenant;
+  if (proj.tenant != tenant) {
+    const std::string msg = fmt::format("project: project \"{}\" belongs to tenant \"{}\", not \"{}\"",
+                                        proj.name, proj.tenant, tenant);
+    return who.role == Role::kUser ? PermissionDenied(msg) : InvalidArgument(msg);
+  }
+  // Queue: named, or the project's default.
+  QueueId queue = proj.default_queue;
+  if (!spec.queue.empty()) {
+    auto q = cat.FindQueue(spec.queue);
+    if (!q) return InvalidArgument(fmt::format("queue: unknown queue \"{}\"", spec.queue));
+    queue = *q;
+  }
+  if (!queue.valid()) {
+    return InvalidArgument(fmt::format("queue: required (project \"{}\" has no default queue)", proj.name));
+  }
+  w.tenant = tenant;
+  w.project = *project;
+  w.queue = queue;
+  w.submit_time = now;
+  if (spec.deadline_s > 0) w.batch.deadline = now + SecondsF(spec.deadline_s);
+  // Project and kind defaults for what the submitter left out.
+  RunSpec& run = spec.record.run;
+  if (auto d = config_.project_defaults.find(proj.name); d != config_.project_defaults.end()) {
+    if (!spec.has_image) run.image = d->second.image;
+    if (!spec.has_dataset) run.dataset = d->second.dataset;
+    if (!spec.has_model_version) run.model_version = d->second.model_version;
+    if (auto k = d->second.kinds.find(w.kind); k != d->second.kinds.end()) {
+      if (!spec.has_checkpoint && k->second.checkpoint_interval) {
+        w.training.checkpoint_interval = *k->second.checkpoint_interval;
+      }
+      if (!body.contains("max_runtime_s") && k->second.max_runtime) {
+        w.debug.max_runtime = *k->second.max_runtime;
+      }
+      if (!body.contains("gpus_per_replica") && k->second.gpus_per_replica) {
+        w.gpus_per_pod = *k->second.gpus_per_replica;
+      }
+    }
+  }
+  run.labels["tidal.io/tenant"] = tenant;
+  run.labels["tidal.io/project"] = proj.name;
+  run.budget_gpu_hours = proj.budget_gpu_hours;
+  if (w.kind == WorkloadKind::kInference && w.inference.replica_capacity_rps <= 0) {
+    return InvalidArgument("replica_capacity_rps: required for inference (requests/s one replica serves)");
+  }
+  // Impossible requests: no node is large enough, or the cluster is smaller
+  // than the gang minimum.
+  int largest_node = 0;
+  int total = 0;
+  for (const Node& n : cat.cluster.nodes) {
+    largest_node = std::max(largest_node, n.gpu_count);
+    total += n.gpu_count;
+  }
+  if (!cat.cluster.nodes.empty()) {
+    if (w.gpus_per_pod > largest_node) {
+      return InvalidArgument(fmt::format(
+          "gpus_per_replica: {} GPUs per replica, but the largest node has {}", w.gpus_per_pod,
+          largest_node));
+    }
+    if (w.min_gpus() > total) {
+      return InvalidArgument(fmt::format(
+          "min_replicas: the gang needs {} GPUs ({} x {}), but the cluster has {}", w.min_gpus(),
+          w.min_pods, w.gpus_per_pod, total));
+    }
+  }
+  // Priority: derived, never given.
+  const Queue& q = cat.queue(queue);
+  const BudgetState budget = ComputeBudgetState(proj, q, QueueUsedGpus(queue), w.min_gpus());
+  auto priority = DerivePriority(config_.policy.templates, w, proj, budget, now);
+  if (!priority.ok()) return InvalidArgument("priority: " + priority.status().message());
+  w.priority = *priority;
+  w.state = w.priority.awaiting_approval ? WorkloadState::kAwaitingApproval : WorkloadState::kPending;
+  spec.record.submitted_by = who.name;
+  return Admitted{std::move(spec.record), w.priority.derivation};
+}
+
+StatusOr<SubmitResult> ControlPlane::Submit(const Principal& who, const json& body,
+                                            const std::string& idempotency_key) {
+  const std::string key = idempotency_key.empty() ? "" : who.name + "\n" + idempotency_key;
+  uint64_t seq = 0;
+  SubmitResult result;
+  {
+    std::lock_guard lock(mu_);
+    if (!ready_) return Unavailable("server is recovering");
+    if (!key.empty()) {
+      if (auto it = idempotency_.find(key); it != idempotency_.end()) {
+        result.workload = RecordToJson(records_.at(it->second), config_.catalog);
+        result.replayed = true;
+        seq = last_seq_;
+      } else if (idempotency_in_flight_.count(key)) {
+        return FailedPrecondition("Idempotency-Key: a request with this key is in progress; retry");
+      }
+    }
+    if (!result.replayed) {
+      const Time now = clock_.Now();
+      TIDAL_ASSIGN_OR_RETURN(Admitted admitted, Admit(who, body, now));
+      WorkloadRecord& r = admitted.record;
+      r.w.id = WorkloadId(next_id_++);
+      Mutation m;
+      AddAudit(m, who.name, "admit", &r,
+               {{"state", WorkloadStateName(r.w.state)},
+                {"gpus", r.w.pods * r.w.gpus_per_pod},
+                {"image", r.run.image}},
+               now);
+      AddAudit(m, "admission", "priority", &r,
+               {{"value", r.w.priority.value},
+                {"template", r.w.priority.template_name},
+                {"derivation", r.w.priority.derivation},
+                {"awaiting_approval", r.w.priority.awaiting_approval}},
+               now);
+      json record = RecordToJson(r, config_.catalog);
+      m.workloads.emplace_back(r.w.id.value(), record.dump());
+      if (!key.empty()) {
+        m.idempotency.push_back({key, r.w.id.value()});
+        idempotency_[key] = r.w.id.value();
+      }
+      metrics_.Inc("tidal_workloads_submitted_total",
+                   {{"queue", config_.catalog.QueueName(r.w.queue)},
+                    {"kind", std::string(WorkloadKindName(r.w.kind))}});
+      result.workload = std::move(record);
+      const uint64_t id = r.w.id.value();
+      active_.insert(id);
+      records_.emplace(id, std::move(r));
+      seq = Enqueue(std::move(m));
+    }
+  }
+  TIDAL_RETURN_IF_ERROR(store_->WaitDurable(seq));
+  if (!result.replayed) Kick();
+  return result;
+}
+
+StatusOr<json> ControlPlane::Get(const Principal& who, uint64_t id) const {
+  std::lock_guard lock(mu_);
+  const WorkloadRecord* r = Find(id);
+  if (!r) return NotFound(fmt::format("workload {} not found", id));
+  TIDAL_RETURN_IF_ERROR(CheckTenantAccess(who, r->w.tenant));
+  return RecordToJson(*r, config_.catalog);
+}
+
+StatusOr<json> ControlPlane::List(const Principal& who, const ListFilter& f) const {
+  std::string tenant = f.tenant;
+  if (who.role == Role::kUser) {
+    if (!tenant.empty() && tenant != who.tenant) TIDAL_RETURN_IF_ERROR(CheckTenantAccess(who, tenant));
+    tenant = who.tenant;
+  }
+  if (!f.kind.empty() && !ParseKind(f.kind)) {
+    return InvalidArgument(fmt::format("kind: unknown kind \"{}\"", f.kind));
+  }
+  if (!f.state.empty() && !ParseState(f.state)) {
+    return InvalidArgument(fmt::format("state: unknown state \"{}\"", f.state));
+  }
+  std::lock_guard lock(mu_);
+  if (!f.queue.empty() && !config_.catalog.FindQueue(f.queue)) {
+    return InvalidArgument(fmt::format("queue: unknown queue \"{}\"", f.queue));
+  }
+  if (!f.project.empty() && !config_.catalog.FindProject(f.project)) {
+    return InvalidArgument(fmt::format("project: unknown project \"{}\"", f.project));
+  }
+  json out = json::array();
+  for (auto it = records_.rbegin(); it != records_.rend(); ++it) {
+    const WorkloadRecord& r = it->second;
+    if (!tenant.empty() && r.w.tenant != tenant) continue;
+    if (!f.project.empty() && config_.catalog.ProjectName(r.w.project) != f.project) continue;
+    if (!f.queue.empty() && config_.catalog.QueueName(r.w.queue) != f.queue) continue;
+    if (!f.kind.empty() && WorkloadKindName(r.w.kind) != f.kind) continue;
+    if (!f.state.empty() && WorkloadStateName(r.w.state) != f.state) continue;
+    out.push_back(RecordToJson(r, config_.catalog));
+    if (static_cast<int>(out.size()) >= f.limit) break;
+  }
+  return json{{"workloads", out}};
+}
+
+void ControlPlane::GiveNotice(WorkloadRecord& r, const std::string& cause, Time now,
+                              Time grace_deadline) {
+  r.stop = StopNotice{cause, ToMillis(now), ToMillis(grace_deadline), cause != "cancel"};
+  if (r.allocation) {
+    r.allocation->terminating = true;
+    r.allocation->grace_deadline = grace_deadline;
+  }
+  r.w.state = WorkloadState::kTerminating;
+}
+
+void ControlPlane::Release(WorkloadRecord& r, WorkloadState state, const std::string& reason,
+                           Time now, Mutation& m, const std::string& actor) {
+  IndexAllocation(r, false);
+  const int64_t now_ms = ToMillis(now);
+  if (r.allocation) {
+    for (RunInterval& run : r.runs) {
+      if (run.end_ms == 0) {
+        run.end_ms = now_ms;
+        run.end_reason = reason;
+      }
+    }
+  }
+  if (r.stop && r.allocation) {
+    metrics_.Observe("tidal_preemption_latency_seconds", {{"cause", r.stop->cause}},
+                     std::max<double>(0, (now_ms - r.stop->notice_ms) / 1000.0));
+  }
+  r.allocation.reset();
+  r.stopping_pods.clear();
+  r.shrink_notice.reset();
+  r.stop.reset();
+  r.exited_ranks.clear();
+  r.ready_ranks.clear();
+  r.w.state = state;
+  if (IsTerminal(state)) {
+    r.finish_time_ms = now_ms;
+    active_.erase(r.w.id.value());
+  } else {
+    // Requeued: waits again from now.
+    r.w.submit_time = now;
+  }
+  AddAudit(m, actor, IsTerminal(state) ? "finish" : "requeue", &r,
+           {{"state", WorkloadStateName(state)}, {"reason", reason}}, now);
+  Persist(m, r);
+}
+
+StatusOr<json> ControlPlane::Cancel(const Principal& who, uint64_t id) {
+  uint64_t seq = 0;
+  json reply;
+  {
+    std::lock_guard lock(mu_);
+    WorkloadRecord* r = Find(id);
+    if (!r) return NotFound(fmt::format("workload {} not found", id));
+    TIDAL_RETURN_IF_ERROR(CheckTenantAccess(who, r->w.tenant));
+    if (IsTerminal(r->w.state)) {
+      return FailedPrecondition(fmt::format("workload {} already {}", id, WorkloadStateName(r->w.state)));
+    }
+    const Time now = clock_.Now();
+    Mutation m;
+    AddAudit(m, who.name, "cancel", r, {{"previous_state", WorkloadStateName(r->w.state)}}, now);
+    if (!r->allocation) {
+      Release(*r, WorkloadState::kCancelled, "cancelled", now, m, who.name);
+    } else if (r->stop) {
+      r->stop->requeue = false;  // already stopping: end as cancelled
+      Persist(m, *r);
+    } else {
+      GiveNotice(*r, "cancel", now, now + config_.policy.preemption.default_grace);
+      Persist(m, *r);
+    }
+    reply = RecordToJson(*r, config_.catalog);
+    seq = Enqueue(std::move(m));
+  }
+  TIDAL_RETURN_IF_ERROR(store_->WaitDurable(seq));
+  Kick();
+  return reply;
+}
+
+StatusOr<json> ControlPlane::Resize(const Principal& who, uint64_t id, const json& body) {
+  TIDAL_ASSIGN_OR_RETURN(config::ObjectReader rd,
+                         config::ObjectReader::Open(body, "", {"replicas", "min_replicas", "max_replicas"}));
+  uint64_t seq = 0;
+  json reply;
+  {
+    std::lock_guard lock(mu_);
+    WorkloadRecord* r = Find(id);
+    if (!r) return NotFound(fmt::format("workload {} not found", id));
+    TIDAL_RETURN_IF_ERROR(CheckTenantAccess(who, r->w.tenant));
+    if (IsTerminal(r->w.state)) {
+      return FailedPrecondition(fmt::format("workload {} already {}", id, WorkloadStateName(r->w.state)));
+    }
+    Workload w = r->w;
+    TIDAL_RETURN_IF_ERROR(rd.Int("min_replicas", &w.min_pods, 1, kMaxTotalGpus));
+    TIDAL_RETURN_IF_ERROR(rd.Int("max_replicas", &w.max_pods, 1, kMaxTotalGpus));
+    TIDAL_RETURN_IF_ERROR(rd.Int("replicas", &w.pods, 1, kMaxTotalGpus));
+    if (w.kind == WorkloadKind::kTraining || w.kind == WorkloadKind::kBatchInference ||
+        w.kind == WorkloadKind::kDebug) {
+      if (rd.Has("min_replicas") && w.min_pods != r->w.min_pods) {
+        return InvalidArgument("min_replicas: the gang minimum of a training job cannot change");
+      }
+      if (!r->w.is_elastic() && !rd.Has("max_replicas")) {
+        return FailedPrecondition(fmt::format(
+            "replicas: workload {} is not elastic (min_replicas = max_replicas = {})", id, r->w.max_pods));
+      }
+    }
+    if (w.pods < w.min_pods || w.pods > w.max_pods) {
+      return InvalidArgument(fmt::format("replicas: {} is outside [min_replicas {}, max_replicas {}]",
+                                         w.pods, w.min_pods, w.max_pods));
+    }
+    if (static_cast<int64_t>(w.max_pods) * w.gpus_per_pod > kMaxTotalGpus) {
+      return InvalidArgument(fmt::format("max_replicas: {} x {} GPUs is above the limit of {}",
+                                         w.max_pods, w.gpus_per_pod, kMaxTotalGpus));
+    }
+    const Time now = clock_.Now();
+    Mutation m;
+    AddAudit(m, who.name, "resize", r,
+             {{"from", {{"replicas", r->w.pods}, {"min", r->w.min_pods}, {"max", r->w.max_pods}}},
+              {"to", {{"replicas", w.pods}, {"min", w.min_pods}, {"max", w.max_pods}}}},
+             now);
+    r->w.pods = w.pods;
+    r->w.min_pods = w.min_pods;
+    r->w.max_pods = w.max_pods;
+    Persist(m, *r);
+    reply = RecordToJson(*r, config_.catalog);
+    seq = Enqueue(std::move(m));
+  }
+  TIDAL_RETURN_IF_ERROR(store_->WaitDurable(seq));
+  Kick();
+  return reply;
+}
+
+StatusOr<json> ControlPlane::Approve(const Principal& who, uint64_t id) {
+  TIDAL_RETURN_IF_ERROR(RequireRole(who, {Role::kAdmin}));
+  uint64_t seq = 0;
+  json reply;
+  {
+    std::lock_guard lock(mu_);
+    WorkloadRecord* r = Find(id);
+    if (!r) return NotFound(fmt::format("workload {} not found", id));
+    if (r->w.state != WorkloadState::kAwaitingApproval) {
+      return FailedPrecondition(fmt::format("workload {} is {}, not awaiting approval", id,
+                                            WorkloadStateName(r->w.state)));
+    }
+    const Time now = clock_.Now();
+    Project approved = config_.catalog.project(r->w.project);
+    approved.top_tier_approved = true;
+    const Queue& q = config_.catalog.queue(r->w.queue);
+    const BudgetState budget = ComputeBudgetState(approved, q, QueueUsedGpus(r->w.queue), r->w.min_gpus());
+    auto priority = DerivePriority(config_.policy.templates, r->w, approved, budget, now);
+    if (!priority.ok()) return Internal("priority: " + priority.status().message());
+    Mutation m;
+    AddAudit(m, who.name, "approve", r, {{"previous_value", r->w.priority.value}}, now);
+    r->w.priority = *priority;
+    r->w.priority.awaiting_approval = false;
+    r->w.state = WorkloadState::kPending;
+    AddAudit(m, who.name, "priority", r,
+             {{"value", r->w.priority.value},
+              {"template", r->w.priority.template_name},
+              {"derivation", r->w.priority.derivation},
+              {"awaiting_approval", false}},
+             now);
+    Persist(m, *r);
+    reply = RecordToJson(*r, config_.catalog);
+    seq = Enqueue(std::move(m));
+  }
+  TIDAL_RETURN_IF_ERROR(store_->WaitDurable(seq));
+  Kick();
+  return reply;
+}
+
+// ---- loop thread ----
+
+void ControlPlane::Kick() {
+  {
+    std::lock_guard lock(loop_mu_);
+    kicked_ = true;
+  }
+  loop_cv_.notify_one();
+}
+
+void ControlPlane::StartLoop() {
+  loop_ = std::thread([this] { LoopMain(); });
+}
+
+void ControlPlane::StopLoop() {
+  {
+    std::lock_guard lock(loop_mu_);
+    stopping_ = true;
+  }
+  loop_cv_.notify_all();
+  if (loop_.joinable()) loop_.join();
+}
+
+void ControlPlane::LoopMain() {
+  std::unique_lock lock(loop_mu_);
+  while (!stopping_) {
+    loop_cv_.wait_for(lock, config_.schedule_interval, [&] { return stopping_ || kicked_; });
+    if (stopping_) break;
+    kicked_ = false;
+    lock.unlock();
+    RunPass();
+    lock.lock();
+    // Passes at least min_pass_gap apart: a burst of events costs one pass.
+    loop_cv_.wait_for(lock, config_.min_pass_gap, [&] { return stopping_; });
+  }
+}
+
+}  // namespace tidal::server

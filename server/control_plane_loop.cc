@@ -1,0 +1,332 @@
+// The scheduling pass: leases and grace deadlines, then co-location and the
+// engine on a copy of the state, then their decisions applied and journaled.
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "server/control_plane.h"
+#include "server/workload_codec.h"
+
+namespace tidal::server {
+
+using nlohmann::json;
+
+namespace {
+
+json PodsJson(const std::vector<PodPlacement>& pods, const Catalog& cat) {
+  json out = json::array();
+  for (const PodPlacement& p : pods) {
+    out.push_back({{"node", cat.cluster.nodes[p.node.value()].name}, {"gpus", MaskToIndices(p.gpus)}});
+  }
+  return out;
+}
+
+int PodsGpus(const std::vector<PodPlacement>& pods) {
+  int n = 0;
+  for (const PodPlacement& p : pods) n += std::popcount(p.gpus);
+  return n;
+}
+
+}  // namespace
+
+Snapshot ControlPlane::BuildSnapshot(Time now) const {
+  Snapshot s;
+  s.now = now;
+  s.cluster = config_.catalog.cluster;
+  s.queues = config_.catalog.queues;
+  s.projects = config_.catalog.projects;
+  s.workloads.reserve(active_.size());
+  for (uint64_t id : active_) {
+    const WorkloadRecord& r = records_.at(id);
+    s.workloads.push_back(r.w);
+    if (r.allocation) s.allocations.push_back(*r.allocation);
+  }
+  s.lent_nodes = lent_nodes_;
+  return s;
+}
+
+void ControlPlane::MarkNodeLost(NodeId n, Time now, Mutation& m) {
+  Node& node = config_.catalog.cluster.nodes[n.value()];
+  NodeRuntime& rt = node_rt_[n.value()];
+  rt.lost = true;
+  node.health = Health::kFailed;
+  metrics_.Inc("tidal_nodes_lost_total", {});
+  PersistNode(n, m);
+  std::vector<uint64_t> victims(node_workloads_[n.value()].begin(), node_workloads_[n.value()].end());
+  AddAudit(m, "scheduler", "node_lost", nullptr,
+           {{"node", node.name}, {"last_heartbeat_ms", rt.last_heartbeat_ms}, {"victims", victims}}, now);
+  for (uint64_t id : victims) {
+    WorkloadRecord* r = Find(id);
+    if (!r) continue;
+    if (r->allocation) {
+      // The pods are gone with the node: the whole gang restarts elsewhere.
+      const bool cancel = r->stop && !r->stop->requeue;
+      Release(*r, cancel ? WorkloadState::kCancelled : WorkloadState::kPending, "node_lost", now, m,
+              "scheduler");
+    } else {
+      r->stopping_pods.erase(std::remove_if(r->stopping_pods.begin(), r->stopping_pods.end(),
+                                            [&](const PodPlacement& p) { return p.node == n; }),
+                             r->stopping_pods.end());
+      node_workloads_[n.value()].erase(id);
+      Persist(m, *r);
+    }
+  }
+}
+
+void ControlPlane::ExpireAndReap(Time now, Mutation& m) {
+  const int64_t now_ms = ToMillis(now);
+  for (size_t i = 0; i < node_rt_.size(); ++i) {
+    NodeRuntime& rt = node_rt_[i];
+    if (rt.registered && !rt.lost &&
+        now_ms - rt.last_heartbeat_ms > config_.node_lease.count()) {
+      MarkNodeLost(NodeId(i), now, m);
+    }
+  }
+  // Victims past their grace deadline are gone: the agent SIGKILLs them then.
+  std::vector<uint64_t> ids(active_.begin(), active_.end());
+  for (uint64_t id : ids) {
+    WorkloadRecord& r = records_.at(id);
+    if (r.stop && r.allocation && now_ms >= r.stop->grace_deadline_ms + 1000) {
+      Release(r, r.stop->requeue ? WorkloadState::kPending : WorkloadState::kCancelled,
+              "grace_expired", now, m, "scheduler");
+    } else if (r.shrink_notice && now_ms >= r.shrink_notice->grace_deadline_ms + 1000) {
+      IndexAllocation(r, false);
+      r.stopping_pods.clear();
+      r.shrink_notice.reset();
+      IndexAllocation(r, true);
+      Persist(m, r);
+    }
+    // A scale-up that has not reached capacity in 15 minutes failed.
+    if (!r.scale_ups.empty()) {
+      ScaleUp& su = r.scale_ups.back();
+      if (su.ready_ms == 0 && !su.failed && now_ms - su.requested_ms > 15 * 60 * 1000) {
+        su.failed = true;
+        metrics_.Inc("tidal_scale_ups_total", {{"result", "failed"}});
+        AddAudit(m, "autoscaler", "scale_up_failed", &r,
+                 {{"from", su.from_pods}, {"to", su.to_pods}, {"requested_ms", su.requested_ms}}, now);
+        Persist(m, r);
+      }
+    }
+    // Debug sessions idle past the limit are reclaimed.
+    if (r.w.kind == WorkloadKind::kDebug && r.allocation && !r.stop && r.utilization >= 0 &&
+        r.utilization < config_.idle_utilization && r.pod_started_ms > 0 &&
+        now_ms - r.pod_started_ms > config_.debug_idle_limit.count()) {
+      GiveNotice(r, "idle", now, now + config_.policy.preemption.default_grace);
+      metrics_.Inc("tidal_preemptions_total", {{"cause", "idle"}, {"kind", "debug"}});
+      AddAudit(m, "scheduler", "preempt", &r,
+               {{"cause", "idle"}, {"utilization", r.utilization}, {"lost_gpu_seconds", 0}}, now);
+      Persist(m, r);
+    }
+  }
+}
+
+void ControlPlane::RunPass() {
+  std::lock_guard pass_lock(pass_mu_);
+  const auto started = std::chrono::steady_clock::now();
+  Snapshot snap;
+  Time now;
+  uint64_t seq = 0;
+  std::vector<std::tuple<WorkloadId, Time, double>> load;
+  {
+    std::lock_guard lock(mu_);
+    if (!ready_) return;
+    now = clock_.Now();
+    Mutation m;
+    ExpireAndReap(now, m);
+    snap = BuildSnapshot(now);
+    load.swap(observed_load_);
+    seq = Enqueue(std::move(m));
+  }
+  for (const auto& [id, t, rps] : load) colocation_.ObserveLoad(id, t, rps);
+  Decisions pre = colocation_.Prepare(snap);
+  Decisions eng = scheduler_.Schedule(snap);
+  {
+    std::lock_guard lock(mu_);
+    Mutation m;
+    const ColocationStatus& cs = colocation_.status();
+    for (NodeId n : cs.newly_lent) {
+      AddAudit(m, "colocation", "loan", nullptr,
+               {{"node", config_.catalog.cluster.nodes[n.value()].name}, {"mode", ColocationModeName(cs.mode)}}, now);
+    }
+    for (NodeId n : cs.returned) {
+      AddAudit(m, "colocation", "return", nullptr,
+               {{"node", config_.catalog.cluster.nodes[n.value()].name}, {"mode", ColocationModeName(cs.mode)}}, now);
+    }
+    lent_nodes_ = snap.lent_nodes;
+    // Autoscaled targets flow back into the records.
+    for (const Workload& w : snap.workloads) {
+      if (w.kind != WorkloadKind::kInference) continue;
+      WorkloadRecord* r = Find(w.id.value());
+      if (!r || r->w.pods == w.pods || !r->active()) continue;
+      const int current = r->allocation ? static_cast<int>(r->allocation->pods.size()) : 0;
+      if (w.pods > r->w.pods && r->allocation) {
+        bool open = !r->scale_ups.empty() && r->scale_ups.back().ready_ms == 0 && !r->scale_ups.back().failed;
+        if (!open) r->scale_ups.push_back({ToMillis(now), current, w.pods, 0, 0, 0, false});
+        else r->scale_ups.back().to_pods = std::max(r->scale_ups.back().to_pods, w.pods);
+      }
+      AddAudit(m, "autoscaler", "scale", r, {{"from", r->w.pods}, {"to", w.pods}}, now);
+      r->w.pods = w.pods;
+      Persist(m, *r);
+    }
+    ApplyDecisions(pre, snap, now, m);
+    ApplyDecisions(eng, snap, now, m);
+    seq = Enqueue(std::move(m));
+    last_pass_ms_ = ToMillis(now);
+  }
+  (void)store_->WaitDurable(seq);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  metrics_.Observe("tidal_scheduling_pass_seconds", {}, took);
+  std::lock_guard lock(mu_);
+  last_pass_s_ = took;
+}
+
+void ControlPlane::ApplyDecisions(const Decisions& d, const Snapshot& snap, Time now, Mutation& m) {
+  const Catalog& cat = config_.catalog;
+  (void)snap;
+  for (const PreemptDecision& p : d.preempts) {
+    WorkloadRecord* v = Find(p.victim.value());
+    if (!v || !v->allocation || v->stop) continue;
+    const std::string cause(PreemptCauseName(p.cause));
+    GiveNotice(*v, cause, now, p.grace_deadline);
+    PreemptionRecord rec;
+    rec.time_ms = ToMillis(now);
+    rec.audit_seq = next_audit_seq_;
+    rec.cause = cause;
+    rec.preemptor = p.preemptor.value();
+    rec.lost_gpu_seconds = p.lost_gpu_seconds;
+    v->preemptions.push_back(rec);
+    const bool reclaim = p.cause == PreemptCause::kReclaim || p.cause == PreemptCause::kInferenceReturn;
+    json detail = {{"cause", cause},
+                   {"preemptor", p.preemptor.value()},
+                   {"victims", json::array({p.victim.value()})},
+                   {"pods", PodsJson(v->allocation->pods, cat)},
+                   {"lost_gpu_seconds", p.lost_gpu_seconds},
+                   {"grace_deadline_ms", ToMillis(p.grace_deadline)},
+                   {"reason", p.detail}};
+    if (WorkloadRecord* by = Find(p.preemptor.value())) {
+      // An inference scale-up that waits on victims: the grace is its cost.
+      if (by->w.kind == WorkloadKind::kInference && !by->scale_ups.empty() &&
+          by->scale_ups.back().ready_ms == 0 && !by->scale_ups.back().failed) {
+        by->scale_ups.back().victims_grace_s =
+            std::max(by->scale_ups.back().victims_grace_s, ToSeconds(p.grace_deadline - now));
+      }
+      detail["preemptor_tenant"] = by->w.tenant;
+      detail["preemptor_project"] = cat.ProjectName(by->w.project);
+      detail["preemptor_priority"] = by->w.priority.value;
+    }
+    AddAudit(m, "scheduler", reclaim ? "reclaim" : "preempt", v, detail, now);
+    metrics_.Inc("tidal_preemptions_total", {{"cause", cause}, {"kind", std::string(WorkloadKindName(v->w.kind))}});
+    if (reclaim) metrics_.Inc("tidal_reclaims_total", {{"queue", cat.QueueName(v->w.queue)}, {"cause", cause}});
+    Persist(m, *v);
+  }
+  for (const ResizeDecision& rz : d.resizes) {
+    WorkloadRecord* r = Find(rz.workload.value());
+    if (!r || !r->allocation || r->stop) continue;
+    IndexAllocation(*r, false);
+    auto& pods = r->allocation->pods;
+    for (const PodPlacement& gone : rz.removed) {
+      auto it = std::find(pods.begin(), pods.end(), gone);
+      if (it == pods.end()) continue;
+      pods.erase(it);
+      r->stopping_pods.push_back(gone);
+    }
+    if (!rz.removed.empty()) {
+      r->shrink_notice = StopNotice{"shrink", ToMillis(now), ToMillis(rz.grace_deadline), true};
+    }
+    bool fits = true;
+    for (const PodPlacement& add : rz.added) {
+      if (add.node.value() >= cat.cluster.nodes.size() || (UsedGpus(add.node) & add.gpus) != 0) fits = false;
+    }
+    if (fits) {
+      for (const PodPlacement& add : rz.added) pods.push_back(add);
+    }
+    IndexAllocation(*r, true);
+    const int64_t now_ms = ToMillis(now);
+    for (RunInterval& run : r->runs) {
+      if (run.end_ms == 0) {
+        run.end_ms = now_ms;
+        run.end_reason = "resized";
+      }
+    }
+    r->runs.push_back({now_ms, 0, r->allocation->gpu_count(), r->allocation->borrowed, "",
+                       pods.empty() ? "" : cat.cluster.nodes[pods[0].node.value()].gpu_model});
+    if (!r->scale_ups.empty() && r->scale_ups.back().placed_ms == 0 &&
+        static_cast<int>(pods.size()) >= r->scale_ups.back().to_pods) {
+      r->scale_ups.back().placed_ms = now_ms;
+    }
+    AddAudit(m, "scheduler", "resize", r,
+             {{"from_pods", rz.from_pods}, {"to_pods", rz.to_pods},
+              {"added", PodsJson(fits ? rz.added : std::vector<PodPlacement>{}, cat)},
+              {"removed", PodsJson(rz.removed, cat)},
+              {"beneficiary", rz.beneficiary.value()},
+              {"reason", rz.detail}},
+             now);
+    Persist(m, *r);
+  }
+  for (const PlaceDecision& pl : d.places) {
+    WorkloadRecord* r = Find(pl.workload.value());
+    if (!r || r->allocation || r->w.state != WorkloadState::kPending || pl.pods.empty()) continue;
+    bool ok = true;
+    for (const PodPlacement& p : pl.pods) {
+      if (p.node.value() >= cat.cluster.nodes.size() ||
+          cat.cluster.nodes[p.node.value()].health == Health::kFailed ||
+          (UsedGpus(p.node) & p.gpus) != 0) {
+        ok = false;
+      }
+    }
+    if (!ok) continue;  // the world moved since the snapshot; next pass decides again
+    Allocation a;
+    a.workload = r->w.id;
+    a.pods = pl.pods;
+    a.start_time = now;
+    a.last_checkpoint = now;
+    a.borrowed = pl.borrowed;
+    r->allocation = a;
+    r->w.state = WorkloadState::kRunning;
+    r->last_wait.reset();
+    r->exited_ranks.clear();
+    r->ready_ranks.clear();
+    r->pod_started_ms = 0;
+    const int64_t now_ms = ToMillis(now);
+    if (r->first_start_ms == 0) r->first_start_ms = now_ms;
+    r->runs.push_back({now_ms, 0, a.gpu_count(), a.borrowed, "",
+                       cat.cluster.nodes[a.pods[0].node.value()].gpu_model});
+    IndexAllocation(*r, true);
+    const double wait_s = std::max<double>(0, ToSeconds(now - r->w.submit_time));
+    metrics_.Observe("tidal_queue_wait_seconds",
+                     {{"queue", cat.QueueName(r->w.queue)}, {"kind", std::string(WorkloadKindName(r->w.kind))}},
+                     wait_s);
+    metrics_.Inc("tidal_placements_total",
+                 {{"queue", cat.QueueName(r->w.queue)},
+                  {"kind", std::string(WorkloadKindName(r->w.kind))},
+                  {"borrowed", pl.borrowed ? "true" : "false"}});
+    json detail = {{"pods", PodsJson(pl.pods, cat)}, {"borrowed", pl.borrowed},
+                   {"gpus", PodsGpus(pl.pods)}, {"wait_s", wait_s},
+                   {"priority", r->w.priority.value}};
+    AddAudit(m, "scheduler", "place", r, detail, now);
+    if (!r->preemptions.empty() && r->preemptions.back().recovery_s < 0) {
+      PreemptionRecord& pr = r->preemptions.back();
+      pr.recovery_s = (now_ms - pr.time_ms) / 1000.0;
+      metrics_.Observe("tidal_recovery_seconds", {}, pr.recovery_s);
+      AddAudit(m, "scheduler", "recovery", r,
+               {{"preemption_seq", pr.audit_seq}, {"recovery_s", pr.recovery_s}, {"cause", pr.cause}},
+               now);
+    }
+    Persist(m, *r);
+  }
+  for (const WaitDecision& w : d.waits) {
+    WorkloadRecord* r = Find(w.workload.value());
+    if (r && r->active()) r->last_wait = w;  // memory only: explanations, not history
+  }
+  for (const RejectDecision& rj : d.rejects) {
+    WorkloadRecord* r = Find(rj.workload.value());
+    if (!r || r->allocation || !r->active()) continue;
+    r->rejected = rj;
+    AddAudit(m, "scheduler", "reject", r,
+             {{"reason", ReasonCodeName(rj.reason)}, {"detail", rj.detail}}, now);
+    Release(*r, WorkloadState::kFailed, "rejected", now, m, "scheduler");
+  }
+}
+
+}  // namespace tidal::server

@@ -1,0 +1,379 @@
+// Read-only views: explain, dry run, queues, nodes, audit and /metrics.
+#include <algorithm>
+#include <bit>
+
+#include <fmt/format.h>
+
+#include "server/control_plane.h"
+#include "server/workload_codec.h"
+
+namespace tidal::server {
+
+using nlohmann::json;
+
+namespace {
+
+struct QueueUsage {
+  int allocated = 0;
+  int borrowed = 0;
+  int lent = 0;
+  int pending = 0;
+  int running = 0;
+};
+
+}  // namespace
+
+// Usage per queue. Lent GPUs: the borrowed total is attributed to queues
+// with idle guarantee (within their lending limit), in queue order; the
+// engine does not record which lender a loan came from.
+static std::vector<QueueUsage> ComputeQueueUsage(const Catalog& cat,
+                                                 const std::map<uint64_t, WorkloadRecord>& records,
+                                                 const std::set<uint64_t>& active) {
+  std::vector<QueueUsage> u(cat.queues.size());
+  int borrowed_total = 0;
+  for (uint64_t id : active) {
+    const WorkloadRecord& r = records.at(id);
+    if (!r.w.queue.valid() || r.w.queue.value() >= u.size()) continue;
+    QueueUsage& q = u[r.w.queue.value()];
+    if (r.allocation) {
+      const int g = r.allocation->gpu_count();
+      q.allocated += g;
+      ++q.running;
+      if (r.allocation->borrowed) {
+        q.borrowed += g;
+        borrowed_total += g;
+      }
+    } else {
+      ++q.pending;
+    }
+  }
+  for (size_t i = 0; i < cat.queues.size() && borrowed_total > 0; ++i) {
+    const Queue& q = cat.queues[i];
+    int idle = std::max(0, q.guaranteed_gpus - u[i].allocated);
+    if (q.lending_limit_gpus != kUnlimited) idle = std::min(idle, q.lending_limit_gpus);
+    const int lent = std::min(idle, borrowed_total);
+    u[i].lent = lent;
+    borrowed_total -= lent;
+  }
+  return u;
+}
+
+StatusOr<json> ControlPlane::Explain(const Principal& who, uint64_t id) const {
+  json out;
+  {
+    std::lock_guard lock(mu_);
+    const WorkloadRecord* r = Find(id);
+    if (!r) return NotFound(fmt::format("workload {} not found", id));
+    TIDAL_RETURN_IF_ERROR(CheckTenantAccess(who, r->w.tenant));
+    const Catalog& cat = config_.catalog;
+    out["id"] = id;
+    out["name"] = r->w.name;
+    out["state"] = WorkloadStateName(r->w.state);
+    out["priority"] = PriorityToJson(r->w.priority);
+    if (r->w.state == WorkloadState::kAwaitingApproval) {
+      out["reason"] = "awaiting_approval";
+      out["detail"] = fmt::format("tier \"{}\" of project \"{}\" needs an admin's approval "
+                                  "(POST /v1/workloads/{}/approve)",
+                                  cat.project(r->w.project).tier, cat.ProjectName(r->w.project), id);
+      out["estimated_start_ms"] = nullptr;
+    } else if (r->last_wait) {
+      json w = WaitToJson(*r->last_wait);
+      out["reason"] = w["reason"];
+      out["detail"] = w["detail"];
+      out["estimated_start_ms"] = w["estimated_start_ms"];
+    } else if (r->rejected) {
+      out["reason"] = ReasonCodeName(r->rejected->reason);
+      out["detail"] = r->rejected->detail;
+      out["estimated_start_ms"] = nullptr;
+    } else if (r->allocation) {
+      out["reason"] = r->stop ? "terminating" : "running";
+      out["detail"] = r->stop ? fmt::format("stopping ({}), grace until {}", r->stop->cause, r->stop->grace_deadline_ms)
+                              : fmt::format("running on {} GPUs since {}", r->allocation->gpu_count(),
+                                            ToMillis(r->allocation->start_time));
+      out["estimated_start_ms"] = ToMillis(r->allocation->start_time);
+    } else if (r->w.state == WorkloadState::kPending) {
+      out["reason"] = "not_yet_scheduled";
+      out["detail"] = "no scheduling pass has looked at it yet";
+      out["estimated_start_ms"] = nullptr;
+    } else {
+      out["reason"] = WorkloadStateName(r->w.state);
+      out["detail"] = "finished";
+      out["estimated_start_ms"] = nullptr;
+    }
+    const auto usage = ComputeQueueUsage(cat, records_, active_);
+    const Queue& q = cat.queue(r->w.queue);
+    const QueueUsage& qu = usage[r->w.queue.value()];
+    out["queue"] = {{"name", q.name},
+                    {"guaranteed_gpus", q.guaranteed_gpus},
+                    {"allocated_gpus", qu.allocated},
+                    {"borrowing_limit_gpus", q.borrowing_limit_gpus},
+                    {"borrowed_gpus", qu.borrowed},
+                    {"requested_gpus", r->w.min_gpus()}};
+    out["preemptions"] = RecordToJson(*r, cat)["preemptions"];
+  }
+  AuditQuery q;
+  q.workload = id;
+  q.limit = 200;
+  TIDAL_ASSIGN_OR_RETURN(std::vector<AuditRow> rows, store_->QueryAudit(q));
+  out["history"] = json::array();
+  for (const AuditRow& row : rows) {
+    out["history"].push_back({{"seq", row.seq}, {"time_ms", row.time_ms}, {"actor", row.actor},
+                              {"action", row.action}, {"detail", json::parse(row.detail_json, nullptr, false)}});
+  }
+  return out;
+}
+
+StatusOr<json> ControlPlane::DryRun(const Principal& who, const json& body) const {
+  Snapshot snap;
+  WorkloadRecord probe;
+  {
+    std::lock_guard lock(mu_);
+    const Time now = clock_.Now();
+    TIDAL_ASSIGN_OR_RETURN(Admitted a, Admit(who, body, now));
+    probe = std::move(a.record);
+    probe.w.id = WorkloadId(next_id_ + (uint64_t{1} << 40));  // never a real id
+    snap = BuildSnapshot(now);
+  }
+  json out = {{"priority", PriorityToJson(probe.w.priority)},
+              {"state", WorkloadStateName(probe.w.state)}};
+  if (probe.w.state == WorkloadState::kAwaitingApproval) {
+    out["would_start"] = false;
+    out["reason"] = "awaiting_approval";
+    out["detail"] = "its tier needs an admin's approval first";
+    out["estimated_start_ms"] = nullptr;
+    return out;
+  }
+  snap.workloads.push_back(probe.w);
+  // The engine is pure, so a pass on a copy changes nothing real.
+  const Decisions d = scheduler_.Schedule(snap);
+  out["would_start"] = false;
+  out["reason"] = nullptr;
+  out["detail"] = nullptr;
+  out["estimated_start_ms"] = nullptr;
+  out["placement"] = json::array();
+  out["preempts"] = json::array();
+  std::lock_guard lock(mu_);
+  for (const PlaceDecision& p : d.places) {
+    if (p.workload != probe.w.id) continue;
+    out["would_start"] = true;
+    out["borrowed"] = p.borrowed;
+    for (const PodPlacement& pod : p.pods) {
+      out["placement"].push_back({{"node", config_.catalog.cluster.nodes[pod.node.value()].name},
+                                  {"gpus", MaskToIndices(pod.gpus)}});
+    }
+  }
+  for (const PreemptDecision& p : d.preempts) {
+    if (p.preemptor != probe.w.id) continue;
+    out["preempts"].push_back({{"victim", p.victim.value()}, {"cause", PreemptCauseName(p.cause)},
+                               {"lost_gpu_seconds", p.lost_gpu_seconds}, {"detail", p.detail}});
+  }
+  for (const WaitDecision& w : d.waits) {
+    if (w.workload != probe.w.id) continue;
+    json j = WaitToJson(w);
+    out["reason"] = j["reason"];
+    out["detail"] = j["detail"];
+    out["estimated_start_ms"] = j["estimated_start_ms"];
+  }
+  for (const RejectDecision& rj : d.rejects) {
+    if (rj.workload != probe.w.id) continue;
+    out["reason"] = ReasonCodeName(rj.reason);
+    out["detail"] = "rejected: " + rj.detail;
+  }
+  return out;
+}
+
+StatusOr<json> ControlPlane::Queues(const Principal& who) const {
+  TIDAL_RETURN_IF_ERROR(RequireRole(who, {Role::kUser, Role::kAdmin}));
+  std::lock_guard lock(mu_);
+  const Catalog& cat = config_.catalog;
+  const auto usage = ComputeQueueUsage(cat, records_, active_);
+  json out = json::array();
+  for (size_t i = 0; i < cat.queues.size(); ++i) {
+    const Queue& q = cat.queues[i];
+    json pools = json::array();
+    for (PoolId p : q.pools) pools.push_back(cat.cluster.pools[p.value()].name);
+    out.push_back({{"name", q.name},
+                   {"parent", cat.QueueName(q.parent)},
+                   {"guaranteed_gpus", q.guaranteed_gpus},
+                   {"lending_limit_gpus", q.lending_limit_gpus},
+                   {"borrowing_limit_gpus", q.borrowing_limit_gpus},
+                   {"weight", q.weight},
+                   {"pools", pools},
+                   {"allocated_gpus", usage[i].allocated},
+                   {"borrowed_gpus", usage[i].borrowed},
+                   {"lent_gpus", usage[i].lent},
+                   {"pending", usage[i].pending},
+                   {"running", usage[i].running}});
+  }
+  return json{{"queues", out}};
+}
+
+json ControlPlane::NodeToJsonLocked(NodeId n) const {
+  const Catalog& cat = config_.catalog;
+  const Node& node = cat.cluster.nodes[n.value()];
+  const NodeRuntime& rt = node_rt_[n.value()];
+  json gpus = json::array();
+  for (int g = 0; g < node.gpu_count; ++g) {
+    json used_by = nullptr;
+    for (uint64_t wid : node_workloads_[n.value()]) {
+      const WorkloadRecord* r = Find(wid);
+      if (!r) continue;
+      auto holds = [&](const std::vector<PodPlacement>& pods) {
+        for (const PodPlacement& p : pods) {
+          if (p.node == n && (p.gpus >> g) & 1) return true;
+        }
+        return false;
+      };
+      if ((r->allocation && holds(r->allocation->pods)) || holds(r->stopping_pods)) used_by = wid;
+    }
+    gpus.push_back({{"index", g},
+                    {"used_by", used_by},
+                    {"failed", ((node.failed_gpus >> g) & 1) != 0},
+                    {"utilization", g < static_cast<int>(rt.gpu_utilization.size()) && rt.gpu_utilization[g] >= 0
+                                        ? json(rt.gpu_utilization[g]) : json(nullptr)},
+                    {"memory_used_gib", g < static_cast<int>(rt.gpu_memory_used_gib.size()) ? rt.gpu_memory_used_gib[g] : 0.0}});
+  }
+  const char* health = node.health == Health::kHealthy ? "healthy"
+                       : node.health == Health::kDegraded ? "degraded" : "failed";
+  json labels = node.labels;
+  return {{"name", node.name},
+          {"pool", cat.cluster.pools[node.pool.value()].name},
+          {"rack", node.rack.valid() && node.rack.value() < cat.cluster.racks.size() ? cat.cluster.racks[node.rack.value()].name : ""},
+          {"zone", node.zone.valid() && node.zone.value() < cat.cluster.zones.size() ? cat.cluster.zones[node.zone.value()].name : ""},
+          {"gpu_model", node.gpu_model},
+          {"gpu_count", node.gpu_count},
+          {"gpu_memory_gib", node.gpu_memory_gib},
+          {"health", health},
+          {"cordoned", node.cordoned},
+          {"lent", n.value() < lent_nodes_.size() && lent_nodes_[n.value()]},
+          {"registered", rt.registered},
+          {"lost", rt.lost},
+          {"last_heartbeat_ms", rt.last_heartbeat_ms},
+          {"free_gpus", std::popcount(node.all_gpus() & ~UsedGpus(n) & ~node.failed_gpus)},
+          {"failed_gpus", MaskToIndices(node.failed_gpus)},
+          {"labels", labels},
+          {"gpus", gpus}};
+}
+
+StatusOr<json> ControlPlane::Nodes(const Principal& who) const {
+  TIDAL_RETURN_IF_ERROR(RequireRole(who, {Role::kUser, Role::kAdmin}));
+  std::lock_guard lock(mu_);
+  json out = json::array();
+  for (size_t i = 0; i < config_.catalog.cluster.nodes.size(); ++i) out.push_back(NodeToJsonLocked(NodeId(i)));
+  return json{{"nodes", out}};
+}
+
+StatusOr<json> ControlPlane::Audit(const Principal& who, AuditQuery query) const {
+  TIDAL_RETURN_IF_ERROR(RequireRole(who, {Role::kUser, Role::kAdmin}));
+  if (who.role == Role::kUser) {
+    if (!query.tenant.empty() && query.tenant != who.tenant) {
+      TIDAL_RETURN_IF_ERROR(CheckTenantAccess(who, query.tenant));
+    }
+    query.tenant = who.tenant;
+  }
+  TIDAL_ASSIGN_OR_RETURN(std::vector<AuditRow> rows, store_->QueryAudit(query));
+  json out = json::array();
+  for (const AuditRow& row : rows) {
+    json detail = json::parse(row.detail_json, nullptr, false);
+    json j = {{"seq", row.seq}, {"time_ms", row.time_ms}, {"actor", row.actor},
+              {"action", row.action}, {"workload", row.workload}, {"tenant", row.tenant},
+              {"project", row.project}, {"detail", detail}};
+    if (detail.is_object()) {
+      for (const char* k : {"reason", "victims", "lost_gpu_seconds", "recovery_s", "cause"}) {
+        if (detail.contains(k)) j[k] = detail[k];
+      }
+    }
+    out.push_back(std::move(j));
+  }
+  return json{{"audit", out}};
+}
+
+std::string ControlPlane::MetricsText() const {
+  GaugeWriter g;
+  {
+    std::lock_guard lock(mu_);
+    const Catalog& cat = config_.catalog;
+    const auto usage = ComputeQueueUsage(cat, records_, active_);
+    g.Family("tidal_queue_guaranteed_gpus", "GPUs guaranteed to the queue.");
+    g.Family("tidal_queue_allocated_gpus", "GPUs the queue's running workloads hold.");
+    g.Family("tidal_queue_borrowed_gpus", "GPUs the queue holds beyond its guarantee (borrowed).");
+    g.Family("tidal_queue_lent_gpus", "Idle guaranteed GPUs of the queue that others borrow.");
+    for (size_t i = 0; i < cat.queues.size(); ++i) {
+      const Labels l = {{"queue", cat.queues[i].name}};
+      g.Sample("tidal_queue_guaranteed_gpus", l, cat.queues[i].guaranteed_gpus);
+      g.Sample("tidal_queue_allocated_gpus", l, usage[i].allocated);
+      g.Sample("tidal_queue_borrowed_gpus", l, usage[i].borrowed);
+      g.Sample("tidal_queue_lent_gpus", l, usage[i].lent);
+    }
+    // Pending by dominant reason, queue and kind.
+    std::map<Labels, int> pending;
+    std::map<Labels, int> states;
+    for (uint64_t id : active_) {
+      const WorkloadRecord& r = records_.at(id);
+      const std::string kind(WorkloadKindName(r.w.kind));
+      states[{{"state", std::string(WorkloadStateName(r.w.state))}, {"kind", kind}}]++;
+      if (r.allocation) continue;
+      std::string reason = r.w.state == WorkloadState::kAwaitingApproval ? "awaiting_approval"
+                           : r.last_wait ? std::string(ReasonCodeName(r.last_wait->reason))
+                                         : "not_yet_scheduled";
+      pending[{{"queue", cat.QueueName(r.w.queue)}, {"kind", kind}, {"reason", reason}}]++;
+    }
+    g.Family("tidal_pending_workloads", "Workloads waiting, by queue, kind and dominant reason.");
+    for (const auto& [l, n] : pending) g.Sample("tidal_pending_workloads", l, n);
+    g.Family("tidal_workloads", "Live workloads by state and kind.");
+    for (const auto& [l, n] : states) g.Sample("tidal_workloads", l, n);
+    // Pool capacity.
+    g.Family("tidal_pool_gpus", "GPUs per pool by state (total, allocated, failed, lent).");
+    std::vector<int> total(cat.cluster.pools.size()), alloc(cat.cluster.pools.size()),
+        failed(cat.cluster.pools.size()), lent(cat.cluster.pools.size());
+    g.Family("tidal_node_up", "1 when the node is schedulable (healthy or degraded, not lost).");
+    g.Family("tidal_node_failed_gpus", "GPUs of the node marked failed (XID, ECC, unhealthy).");
+    g.Family("tidal_node_cordoned", "1 when the node is drained.");
+    for (size_t i = 0; i < cat.cluster.nodes.size(); ++i) {
+      const Node& n = cat.cluster.nodes[i];
+      const size_t p = n.pool.value();
+      total[p] += n.gpu_count;
+      alloc[p] += std::popcount(UsedGpus(NodeId(i)));
+      failed[p] += std::popcount(n.failed_gpus);
+      if (i < lent_nodes_.size() && lent_nodes_[i]) lent[p] += n.gpu_count;
+      const Labels l = {{"node", n.name}, {"pool", cat.cluster.pools[p].name}};
+      g.Sample("tidal_node_up", l, n.health == Health::kFailed ? 0 : 1);
+      g.Sample("tidal_node_failed_gpus", l, std::popcount(n.failed_gpus));
+      g.Sample("tidal_node_cordoned", l, n.cordoned ? 1 : 0);
+    }
+    for (size_t p = 0; p < cat.cluster.pools.size(); ++p) {
+      const std::string name = cat.cluster.pools[p].name;
+      g.Sample("tidal_pool_gpus", {{"pool", name}, {"state", "total"}}, total[p]);
+      g.Sample("tidal_pool_gpus", {{"pool", name}, {"state", "allocated"}}, alloc[p]);
+      g.Sample("tidal_pool_gpus", {{"pool", name}, {"state", "failed"}}, failed[p]);
+      g.Sample("tidal_pool_gpus", {{"pool", name}, {"state", "lent"}}, lent[p]);
+    }
+    // Inference latency against target.
+    g.Family("tidal_inference_p99_seconds", "Latest P99 latency the service's replicas reported.");
+    g.Family("tidal_inference_target_p99_seconds", "The service's P99 latency target.");
+    g.Family("tidal_inference_replicas", "Replicas by state (desired, running, ready).");
+    for (uint64_t id : active_) {
+      const WorkloadRecord& r = records_.at(id);
+      if (r.w.kind != WorkloadKind::kInference) continue;
+      const Labels l = {{"workload", r.w.name}, {"queue", cat.QueueName(r.w.queue)}};
+      g.Sample("tidal_inference_p99_seconds", l, r.p99_ms / 1000.0);
+      g.Sample("tidal_inference_target_p99_seconds", l, r.w.inference.target_p99.count() / 1000.0);
+      Labels d = l, run = l, ready = l;
+      d.emplace_back("state", "desired");
+      run.emplace_back("state", "running");
+      ready.emplace_back("state", "ready");
+      g.Sample("tidal_inference_replicas", d, r.w.pods);
+      g.Sample("tidal_inference_replicas", run, r.allocation ? r.allocation->pods.size() : 0);
+      g.Sample("tidal_inference_replicas", ready, r.ready_ranks.size());
+    }
+    g.Family("tidal_store_commits", "Store transactions committed (group commit).");
+    g.Sample("tidal_store_commits", {}, store_->commits());
+    g.Family("tidal_store_committed_mutations", "Changes committed; divided by commits = group size.");
+    g.Sample("tidal_store_committed_mutations", {}, store_->committed_mutations());
+    g.Family("tidal_last_pass_timestamp_seconds", "When the last scheduling pass ran.");
+    g.Sample("tidal_last_pass_timestamp_seconds", {}, last_pass_ms_ / 1000.0);
+  }
+  return metrics_.Render() + g.Render();
+}
+
+}  // namespace tidal::server

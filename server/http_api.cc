@@ -1,0 +1,337 @@
+#include "server/http_api.h"
+
+#include <httplib.h>
+
+#include <cctype>
+#include <chrono>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "server/report.h"
+
+namespace tidal::server {
+
+using nlohmann::json;
+
+int HttpStatusFor(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return 200;
+    case StatusCode::kInvalidArgument: return 400;
+    case StatusCode::kUnauthenticated: return 401;
+    case StatusCode::kPermissionDenied: return 403;
+    case StatusCode::kNotFound: return 404;
+    case StatusCode::kAlreadyExists: return 409;
+    case StatusCode::kFailedPrecondition: return 409;
+    case StatusCode::kResourceExhausted: return 413;
+    case StatusCode::kUnavailable: return 503;
+    case StatusCode::kInternal: return 500;
+  }
+  return 500;
+}
+
+std::string ErrorBody(const Status& status) {
+  const std::string& msg = status.message();
+  std::string field;
+  // A message that starts with a path ("replicas: ...", "gpus[2].index: ...")
+  // names its field.
+  const size_t colon = msg.find(": ");
+  if (colon != std::string::npos && colon > 0 &&
+      msg.find_first_of(" \"'") > colon) {
+    field = msg.substr(0, colon);
+  }
+  std::string code(StatusCodeName(status.code()));
+  for (char& c : code) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (status.code() == StatusCode::kResourceExhausted) code = "payload_too_large";
+  json j = {{"error", {{"code", code}, {"message", msg}}}};
+  j["error"]["field"] = field.empty() ? json(nullptr) : json(field);
+  return j.dump();
+}
+
+StatusOr<std::pair<std::string, int>> ParseListen(const std::string& listen) {
+  const size_t colon = listen.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return InvalidArgument(fmt::format("--listen: expected HOST:PORT, got \"{}\"", listen));
+  }
+  const std::string host = listen.substr(0, colon);
+  const std::string port_s = listen.substr(colon + 1);
+  char* end = nullptr;
+  const long port = std::strtol(port_s.c_str(), &end, 10);
+  if (port_s.empty() || *end != '\0' || port < 0 || port > 65535) {
+    return InvalidArgument(fmt::format("--listen: port must be 0..65535, got \"{}\"", port_s));
+  }
+  return std::make_pair(host, static_cast<int>(port));
+}
+
+namespace {
+
+void Reply(httplib::Response& res, const StatusOr<json>& r, int ok_status = 200) {
+  if (r.ok()) {
+    res.status = ok_status;
+    res.set_content(r->dump(), "application/json");
+  } else {
+    res.status = HttpStatusFor(r.status().code());
+    res.set_content(ErrorBody(r.status()), "application/json");
+  }
+}
+
+StatusOr<json> ParseBody(const httplib::Request& req, size_t limit) {
+  if (req.body.size() > limit) {
+    return ResourceExhausted(fmt::format("body: {} bytes is above the limit of {}", req.body.size(), limit));
+  }
+  if (req.body.empty()) return InvalidArgument("body: expected a JSON object, got nothing");
+  try {
+    return json::parse(req.body);
+  } catch (const json::parse_error& e) {
+    return InvalidArgument(fmt::format("body: malformed JSON at byte {}", e.byte));
+  }
+}
+
+StatusOr<uint64_t> ParseId(const std::string& s) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || errno != 0 || v == 0 || s[0] == '-') {
+    return InvalidArgument(fmt::format("id: expected a positive integer, got \"{}\"", s));
+  }
+  return static_cast<uint64_t>(v);
+}
+
+Status ParamInt(const httplib::Request& req, const char* name, int64_t* out, int64_t min, int64_t max) {
+  if (!req.has_param(name)) return Status::Ok();
+  const std::string v = req.get_param_value(name);
+  char* end = nullptr;
+  errno = 0;
+  const long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || errno != 0 || x < min || x > max) {
+    return InvalidArgument(fmt::format("{}: expected an integer from {} to {}, got \"{}\"", name, min, max, v));
+  }
+  *out = x;
+  return Status::Ok();
+}
+
+Status OnlyParams(const httplib::Request& req, std::initializer_list<std::string_view> allowed) {
+  for (const auto& [k, v] : req.params) {
+    bool ok = false;
+    for (std::string_view a : allowed) ok = ok || k == a;
+    if (!ok) return InvalidArgument(fmt::format("{}: unknown query parameter", k));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+HttpApi::HttpApi(ControlPlane& cp, const Authenticator& auth, const ServerConfig& config)
+    : cp_(cp), auth_(auth), config_(config), svr_(std::make_unique<httplib::Server>()) {
+  const int threads = config_.http_threads;
+  svr_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // httplib itself answers 413 to bodies over the limit, before any handler.
+  svr_->set_payload_max_length(config_.max_body_bytes);
+  svr_->set_keep_alive_max_count(100000);
+  // Without it Nagle holds a reply body behind its headers for ~40 ms.
+  svr_->set_tcp_nodelay(true);
+  svr_->set_read_timeout(30, 0);
+  svr_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "unexpected error";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    res.status = 500;
+    res.set_content(ErrorBody(Internal(what)), "application/json");
+  });
+  svr_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 404) {
+      res.set_content(ErrorBody(NotFound(fmt::format("no route for {} {}", req.method, req.path))), "application/json");
+    } else if (res.status == 413) {
+      res.set_content(ErrorBody(ResourceExhausted("body: above the size limit")), "application/json");
+    } else {
+      res.set_content(ErrorBody(Status(StatusCode::kInvalidArgument, fmt::format("request: HTTP {}", res.status))),
+                      "application/json");
+    }
+  });
+  Routes();
+}
+
+HttpApi::~HttpApi() = default;
+
+StatusOr<int> HttpApi::Bind(const std::string& host, int port) {
+  if (port == 0) {
+    const int bound = svr_->bind_to_any_port(host);
+    if (bound <= 0) return Unavailable(fmt::format("cannot bind {}:0", host));
+    return bound;
+  }
+  if (!svr_->bind_to_port(host, port)) return Unavailable(fmt::format("cannot bind {}:{}", host, port));
+  return port;
+}
+
+void HttpApi::Serve() { svr_->listen_after_bind(); }
+void HttpApi::Stop() { svr_->stop(); }
+
+void HttpApi::Routes() {
+  using Req = httplib::Request;
+  using Res = httplib::Response;
+  using Handler = std::function<StatusOr<json>(const Req&, const Principal&, int* ok_status)>;
+  // Wraps a handler with auth, timing and error mapping.
+  auto route = [this](const std::string& route_name, Handler h) {
+    return [this, route_name, h](const Req& req, Res& res) {
+      const auto start = std::chrono::steady_clock::now();
+      auto who = auth_.Authenticate(req.get_header_value("Authorization"));
+      int ok_status = 200;
+      StatusOr<json> out = who.ok() ? h(req, *who, &ok_status) : StatusOr<json>(who.status());
+      Reply(res, out, ok_status);
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      cp_.metrics().Observe("tidal_api_request_seconds", {{"route", route_name}, {"method", req.method}}, s);
+      cp_.metrics().Inc("tidal_api_requests_total",
+                        {{"route", route_name}, {"method", req.method}, {"code", std::to_string(res.status)}});
+    };
+  };
+  const size_t limit = config_.max_body_bytes;
+  auto user_or_admin = [](const Principal& p) { return RequireRole(p, {Role::kUser, Role::kAdmin}); };
+
+  svr_->Get("/healthz", [](const Req&, Res& res) { res.set_content("ok\n", "text/plain"); });
+  svr_->Get("/readyz", [this](const Req&, Res& res) {
+    const bool ready = cp_.ready();
+    res.status = ready ? 200 : 503;
+    res.set_content(ready ? "ready\n" : "recovering\n", "text/plain");
+  });
+  svr_->Get("/metrics", [this](const Req&, Res& res) {
+    res.set_content(cp_.MetricsText(), "text/plain; version=0.0.4");
+  });
+
+  svr_->Post("/v1/workloads", route("/v1/workloads", [=, this](const Req& req, const Principal& p, int* ok) -> StatusOr<json> {
+    TIDAL_RETURN_IF_ERROR(user_or_admin(p));
+    const std::string key = req.get_header_value("Idempotency-Key");
+    if (key.size() > 200) return InvalidArgument("Idempotency-Key: longer than 200 characters");
+    TIDAL_ASSIGN_OR_RETURN(json body, ParseBody(req, limit));
+    TIDAL_ASSIGN_OR_RETURN(SubmitResult r, cp_.Submit(p, body, key));
+    *ok = r.replayed ? 200 : 201;
+    return std::move(r.workload);
+  }));
+  svr_->Get("/v1/workloads", route("/v1/workloads", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+    TIDAL_RETURN_IF_ERROR(user_or_admin(p));
+    TIDAL_RETURN_IF_ERROR(OnlyParams(req, {"tenant", "project", "queue", "kind", "state", "limit"}));
+    ListFilter f;
+    f.tenant = req.get_param_value("tenant");
+    f.project = req.get_param_value("project");
+    f.queue = req.get_param_value("queue");
+    f.kind = req.get_param_value("kind");
+    f.state = req.get_param_value("state");
+    int64_t lim = 500;
+    TIDAL_RETURN_IF_ERROR(ParamInt(req, "limit", &lim, 1, 10000));
+    f.limit = static_cast<int>(lim);
+    return cp_.List(p, f);
+  }));
+  svr_->Get(R"(/v1/workloads/([^/]+))", route("/v1/workloads/{id}", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+    TIDAL_RETURN_IF_ERROR(user_or_admin(p));
+    TIDAL_ASSIGN_OR_RETURN(uint64_t id, ParseId(req.matches[1]));
+    return cp_.Get(p, id);
+  }));
+  svr_->Post(R"(/v1/workloads/([^/]+)/cancel)", route("/v1/workloads/{id}/cancel", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+    TIDAL_RETURN_IF_ERROR(user_or_admin(p));
+    TIDAL_ASSIGN_OR_RETURN(uint64_t id, ParseId(req.matches[1]));
+    return cp_.Cancel(p, id);
+  }));
+  svr_->Post(R"(/v1/workloads/([^/]+)/resize)", route("/v1/workloads/{id}/resize", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+    TIDAL_RETURN_IF_ERROR(user_or_admin(p));
+    TIDAL_ASSIGN_OR_RETURN(uint64_t id, ParseId(req.matches[1]));
+    TIDAL_ASSIGN_OR_RETURN(json body, ParseBody(req, limit));
+    return cp_.Resize(p, id, body);
+  }));
+  svr_->Post(R"(/v1/workloads/([^/]+)/approve)", route("/v1/workloads/{id}/approve", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+    TIDAL_RETURN_IF_ERROR(RequireRole(p, {Role::kAdmin}));
+    TIDAL_ASSIGN_OR_RETURN(uint64_t id, ParseId(req.matches[1]));
+    return cp_.Approve(p, id);
+  }));
+  svr_->Get(R"(/v1/workloads/([^/]+)/explain)", route("/v1/workloads/{id}/explain", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+    TIDAL_RETURN_IF_ERROR(user_or_admin(p));
+    TIDAL_ASSIGN_OR_RETURN(uint64_t id, ParseId(req.matches[1]));
+    return cp_.Explain(p, id);
+  }));
+  svr_->Post("/v1/dry-run", route("/v1/dry-run", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+    TIDAL_RETURN_IF_ERROR(user_or_admin(p));
+    TIDAL_ASSIGN_OR_RETURN(json body, ParseBody(req, limit));
+    return cp_.DryRun(p, body);
+  }));
+  svr_->Get("/v1/queues", route("/v1/queues", [=, this](const Req&, const Principal& p, int*) -> StatusOr<json> {
+    return cp_.Queues(p);
+  }));
+  svr_->Get("/v1/nodes", route("/v1/nodes", [=, this](const Req&, const Principal& p, int*) -> StatusOr<json> {
+    return cp_.Nodes(p);
+  }));
+  svr_->Get("/v1/audit", route("/v1/audit", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+    TIDAL_RETURN_IF_ERROR(user_or_admin(p));
+    TIDAL_RETURN_IF_ERROR(OnlyParams(req, {"from_ms", "to_ms", "workload", "action", "tenant", "limit"}));
+    AuditQuery q;
+    int64_t wl = 0, lim = 1000;
+    TIDAL_RETURN_IF_ERROR(ParamInt(req, "from_ms", &q.from_ms, 0, INT64_MAX));
+    TIDAL_RETURN_IF_ERROR(ParamInt(req, "to_ms", &q.to_ms, 0, INT64_MAX));
+    TIDAL_RETURN_IF_ERROR(ParamInt(req, "workload", &wl, 0, INT64_MAX));
+    TIDAL_RETURN_IF_ERROR(ParamInt(req, "limit", &lim, 1, 100000));
+    q.workload = static_cast<uint64_t>(wl);
+    q.limit = static_cast<int>(lim);
+    q.action = req.get_param_value("action");
+    q.tenant = req.get_param_value("tenant");
+    return cp_.Audit(p, q);
+  }));
+  svr_->Get("/v1/reports", [=, this](const Req& req, Res& res) {
+    const auto start = std::chrono::steady_clock::now();
+    auto who = auth_.Authenticate(req.get_header_value("Authorization"));
+    std::string format = req.has_param("format") ? req.get_param_value("format") : "json";
+    StatusOr<json> out = json();
+    if (!who.ok()) {
+      out = who.status();
+    } else {
+      out = [&]() -> StatusOr<json> {
+        TIDAL_RETURN_IF_ERROR(user_or_admin(*who));
+        TIDAL_RETURN_IF_ERROR(OnlyParams(req, {"from_ms", "to_ms", "tenant", "project", "format"}));
+        if (format != "json" && format != "csv") {
+          return InvalidArgument(fmt::format("format: expected json or csv, got \"{}\"", format));
+        }
+        ReportQuery q;
+        TIDAL_RETURN_IF_ERROR(ParamInt(req, "from_ms", &q.from_ms, 0, INT64_MAX));
+        TIDAL_RETURN_IF_ERROR(ParamInt(req, "to_ms", &q.to_ms, 0, INT64_MAX));
+        q.tenant = req.get_param_value("tenant");
+        q.project = req.get_param_value("project");
+        return cp_.Report(*who, q);
+      }();
+    }
+    if (out.ok() && format == "csv") {
+      res.set_content(ReportToCsv(*out), "text/csv");
+    } else {
+      Reply(res, out);
+    }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    cp_.metrics().Observe("tidal_api_request_seconds", {{"route", "/v1/reports"}, {"method", "GET"}}, s);
+    cp_.metrics().Inc("tidal_api_requests_total", {{"route", "/v1/reports"}, {"method", "GET"}, {"code", std::to_string(res.status)}});
+  });
+
+  // Agent endpoints.
+  svr_->Post("/v1/agent/register", route("/v1/agent/register", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+    TIDAL_RETURN_IF_ERROR(RequireRole(p, {Role::kAgent, Role::kAdmin}));
+    TIDAL_ASSIGN_OR_RETURN(json body, ParseBody(req, limit));
+    return cp_.RegisterNode(p, body);
+  }));
+  svr_->Post(R"(/v1/agent/nodes/([^/]+)/heartbeat)", route("/v1/agent/nodes/{node}/heartbeat", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+    TIDAL_RETURN_IF_ERROR(RequireRole(p, {Role::kAgent, Role::kAdmin}));
+    json body = json::object();
+    if (!req.body.empty()) {
+      TIDAL_ASSIGN_OR_RETURN(body, ParseBody(req, limit));
+    }
+    return cp_.Heartbeat(p, req.matches[1], body);
+  }));
+  svr_->Get(R"(/v1/agent/nodes/([^/]+)/pods)", route("/v1/agent/nodes/{node}/pods", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+    TIDAL_RETURN_IF_ERROR(RequireRole(p, {Role::kAgent, Role::kAdmin}));
+    return cp_.NodePods(p, req.matches[1]);
+  }));
+  svr_->Post(R"(/v1/agent/nodes/([^/]+)/pods/status)", route("/v1/agent/nodes/{node}/pods/status", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+    TIDAL_RETURN_IF_ERROR(RequireRole(p, {Role::kAgent, Role::kAdmin}));
+    TIDAL_ASSIGN_OR_RETURN(json body, ParseBody(req, limit));
+    return cp_.PodStatus(p, req.matches[1], body);
+  }));
+}
+
+}  // namespace tidal::server

@@ -1,0 +1,49 @@
+// HTTP/JSON front of the control plane (cpp-httplib): authentication, role
+// checks, body limits, JSON parsing and Status -> HTTP status mapping. Every
+// route is timed into tidal_api_request_seconds.
+#ifndef TIDAL_SERVER_HTTP_API_H_
+#define TIDAL_SERVER_HTTP_API_H_
+
+#include <memory>
+#include <string>
+
+#include "core/common/status.h"
+#include "server/control_plane.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace tidal::server {
+
+// HTTP status for a Status code.
+int HttpStatusFor(StatusCode code);
+// {"error": {"code", "message", "field"}}; field = the message's leading path.
+std::string ErrorBody(const Status& status);
+
+class HttpApi {
+ public:
+  HttpApi(ControlPlane& control_plane, const Authenticator& auth, const ServerConfig& config);
+  ~HttpApi();
+
+  // Binds to host:port (port 0 = any free port) and returns the port.
+  StatusOr<int> Bind(const std::string& host, int port);
+  // Serves until Stop().
+  void Serve();
+  void Stop();
+
+ private:
+  void Routes();
+
+  ControlPlane& cp_;
+  const Authenticator& auth_;
+  const ServerConfig& config_;
+  std::unique_ptr<httplib::Server> svr_;
+};
+
+// "host:port" -> parts; the port may be 0.
+StatusOr<std::pair<std::string, int>> ParseListen(const std::string& listen);
+
+}  // namespace tidal::server
+
+#endif  // TIDAL_SERVER_HTTP_API_H_

@@ -1,0 +1,65 @@
+// The server's config file (docs/operations.md): where the cluster and policy
+// files are, the store, listen address, tokens (as SHA-256 digests), GPU-hour
+// prices, admission defaults per project and the loop's timings. Every field
+// is optional: with no file the server runs the embedded examples/basic
+// cluster and DefaultPolicy().
+#ifndef TIDAL_SERVER_SERVER_CONFIG_H_
+#define TIDAL_SERVER_SERVER_CONFIG_H_
+
+#include <map>
+#include <string>
+
+#include "core/common/status.h"
+#include "core/common/time.h"
+#include "core/model/policy.h"
+#include "core/model/workload.h"
+#include "server/auth.h"
+#include "server/catalog.h"
+
+namespace tidal::server {
+
+struct KindDefaults {
+  std::optional<Duration> checkpoint_interval;
+  std::optional<Duration> max_runtime;
+  std::optional<int> gpus_per_replica;
+};
+
+// What admission fills in for a project's workloads when left out.
+struct ProjectDefaults {
+  std::string image;
+  std::string dataset;
+  std::string model_version;
+  std::map<WorkloadKind, KindDefaults> kinds;
+};
+
+struct ServerConfig {
+  std::string listen = "127.0.0.1:8080";
+  std::string store = "sqlite:tidal.db";
+  Catalog catalog;
+  PolicyConfig policy;
+  Authenticator auth;
+  std::map<std::string, double> gpu_price_per_hour;  // by GPU model
+  std::map<std::string, ProjectDefaults> project_defaults;
+  Duration schedule_interval = seconds(1);
+  // Events wake the loop, but passes are at least this far apart so that a
+  // burst of submits costs one pass, not one per submit.
+  Duration min_pass_gap = milliseconds(50);
+  Duration node_lease = seconds(30);
+  Duration heartbeat_interval = seconds(5);
+  // A debug job whose GPUs stay below idle_utilization this long is reclaimed.
+  Duration debug_idle_limit = minutes(30);
+  double idle_utilization = 0.05;
+  size_t max_body_bytes = 1 << 20;
+  int http_threads = 64;
+};
+
+// Parses the YAML text of a server config; relative file names resolve
+// against `base_dir`.
+StatusOr<ServerConfig> ParseServerConfig(std::string_view yaml, const std::string& source_name,
+                                         const std::string& base_dir);
+// "" = no file: embedded defaults.
+StatusOr<ServerConfig> LoadServerConfig(const std::string& path);
+
+}  // namespace tidal::server
+
+#endif  // TIDAL_SERVER_SERVER_CONFIG_H_

@@ -1,0 +1,294 @@
+// SQLite implementation of Store with group commit.
+#include <sqlite3.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "server/store.h"
+
+namespace tidal::server {
+namespace {
+
+constexpr size_t kMaxBatch = 4096;
+
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) {
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) {
+      std::fprintf(stderr, "tidal: sqlite prepare failed: %s: %s\n", sql, sqlite3_errmsg(db));
+      std::abort();
+    }
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  sqlite3_stmt* get() { return stmt_; }
+  void BindText(int i, const std::string& s) {
+    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+  }
+  void BindInt(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  // Runs to completion; returns the sqlite result code.
+  int Run() {
+    int rc = sqlite3_step(stmt_);
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+    return rc;
+  }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+std::string ColumnText(sqlite3_stmt* s, int i) {
+  const unsigned char* t = sqlite3_column_text(s, i);
+  return t ? std::string(reinterpret_cast<const char*>(t), sqlite3_column_bytes(s, i)) : "";
+}
+
+Status Exec(sqlite3* db, const char* sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    Status s = Internal(fmt::format("sqlite: {}: {}", sql, err ? err : "error"));
+    sqlite3_free(err);
+    return s;
+  }
+  return Status::Ok();
+}
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS workloads (id INTEGER PRIMARY KEY, record TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS nodes (seq INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT UNIQUE NOT NULL,
+                                  record TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS audit (seq INTEGER PRIMARY KEY, time_ms INTEGER NOT NULL,
+                                  actor TEXT NOT NULL, action TEXT NOT NULL, workload INTEGER,
+                                  tenant TEXT, project TEXT, detail TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS audit_time ON audit(time_ms);
+CREATE INDEX IF NOT EXISTS audit_workload ON audit(workload);
+-- Append-only: the audit log is evidence, so the database itself refuses edits.
+CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
+  BEGIN SELECT RAISE(ABORT, 'audit is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
+  BEGIN SELECT RAISE(ABORT, 'audit is append-only'); END;
+CREATE TABLE IF NOT EXISTS idempotency (key TEXT PRIMARY KEY, workload INTEGER NOT NULL);
+)sql";
+
+class SqliteStore final : public Store {
+ public:
+  ~SqliteStore() override {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    queued_cv_.notify_all();
+    if (writer_.joinable()) writer_.join();
+    if (reader_) sqlite3_close(reader_);
+    if (db_) sqlite3_close(db_);
+  }
+
+  Status Open(const std::string& path) {
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX;
+    if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
+      return Unavailable(fmt::format("store sqlite:{}: {}", path, sqlite3_errmsg(db_)));
+    }
+    sqlite3_busy_timeout(db_, 5000);
+    TIDAL_RETURN_IF_ERROR(Exec(db_, "PRAGMA journal_mode=WAL;"));
+    TIDAL_RETURN_IF_ERROR(Exec(db_, "PRAGMA synchronous=FULL;"));
+    TIDAL_RETURN_IF_ERROR(Exec(db_, kSchema));
+    if (sqlite3_open_v2(path.c_str(), &reader_, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX,
+                        nullptr) != SQLITE_OK) {
+      return Unavailable(fmt::format("store sqlite:{}: {}", path, sqlite3_errmsg(reader_)));
+    }
+    sqlite3_busy_timeout(reader_, 5000);
+    writer_ = std::thread([this] { WriterLoop(); });
+    return Status::Ok();
+  }
+
+  StatusOr<Recovered> Load() override {
+    std::lock_guard lock(reader_mu_);
+    Recovered r;
+    {
+      Statement s(reader_, "SELECT id, record FROM workloads ORDER BY id");
+      while (sqlite3_step(s.get()) == SQLITE_ROW) {
+        r.workloads.emplace_back(sqlite3_column_int64(s.get(), 0), ColumnText(s.get(), 1));
+      }
+    }
+    {
+      Statement s(reader_, "SELECT name, record FROM nodes ORDER BY seq");
+      while (sqlite3_step(s.get()) == SQLITE_ROW) {
+        r.nodes.emplace_back(ColumnText(s.get(), 0), ColumnText(s.get(), 1));
+      }
+    }
+    {
+      Statement s(reader_, "SELECT key, workload FROM idempotency");
+      while (sqlite3_step(s.get()) == SQLITE_ROW) {
+        r.idempotency.push_back({ColumnText(s.get(), 0),
+                                 static_cast<uint64_t>(sqlite3_column_int64(s.get(), 1))});
+      }
+    }
+    {
+      Statement s(reader_, "SELECT COALESCE(MAX(seq), 0) FROM audit");
+      if (sqlite3_step(s.get()) == SQLITE_ROW) r.last_audit_seq = sqlite3_column_int64(s.get(), 0);
+    }
+    return r;
+  }
+
+  uint64_t Enqueue(Mutation m) override {
+    std::lock_guard lock(mu_);
+    queue_.push_back(std::move(m));
+    const uint64_t seq = ++enqueued_seq_;
+    queued_cv_.notify_one();
+    return seq;
+  }
+
+  Status WaitDurable(uint64_t seq) override {
+    std::unique_lock lock(mu_);
+    durable_cv_.wait(lock, [&] { return durable_seq_ >= seq; });
+    return Status::Ok();
+  }
+
+  StatusOr<std::vector<AuditRow>> QueryAudit(const AuditQuery& q) override {
+    std::lock_guard lock(reader_mu_);
+    std::string sql =
+        "SELECT seq, time_ms, actor, action, workload, tenant, project, detail FROM audit "
+        "WHERE time_ms >= ?1 AND time_ms <= ?2";
+    if (q.workload != 0) sql += " AND workload = ?3";
+    if (!q.tenant.empty()) sql += " AND tenant = ?4";
+    if (!q.action.empty()) sql += " AND action = ?5";
+    sql += " ORDER BY seq LIMIT ?6";
+    Statement s(reader_, sql.c_str());
+    s.BindInt(1, q.from_ms);
+    s.BindInt(2, q.to_ms);
+    if (q.workload != 0) s.BindInt(3, static_cast<int64_t>(q.workload));
+    if (!q.tenant.empty()) s.BindText(4, q.tenant);
+    if (!q.action.empty()) s.BindText(5, q.action);
+    s.BindInt(6, q.limit);
+    std::vector<AuditRow> rows;
+    while (sqlite3_step(s.get()) == SQLITE_ROW) {
+      AuditRow row;
+      row.seq = sqlite3_column_int64(s.get(), 0);
+      row.time_ms = sqlite3_column_int64(s.get(), 1);
+      row.actor = ColumnText(s.get(), 2);
+      row.action = ColumnText(s.get(), 3);
+      row.workload = static_cast<uint64_t>(sqlite3_column_int64(s.get(), 4));
+      row.tenant = ColumnText(s.get(), 5);
+      row.project = ColumnText(s.get(), 6);
+      row.detail_json = ColumnText(s.get(), 7);
+      rows.push_back(std::move(row));
+    }
+    return rows;
+  }
+
+  uint64_t commits() const override { return commits_.load(); }
+  uint64_t committed_mutations() const override { return committed_mutations_.load(); }
+
+ private:
+  void WriterLoop() {
+    Statement begin(db_, "BEGIN IMMEDIATE");
+    Statement commit(db_, "COMMIT");
+    Statement put_workload(db_, "INSERT OR REPLACE INTO workloads(id, record) VALUES (?1, ?2)");
+    Statement put_node(db_,
+                       "INSERT INTO nodes(name, record) VALUES (?1, ?2) "
+                       "ON CONFLICT(name) DO UPDATE SET record = excluded.record");
+    Statement put_audit(db_,
+                        "INSERT INTO audit(seq, time_ms, actor, action, workload, tenant, project, "
+                        "detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+    Statement put_key(db_, "INSERT OR IGNORE INTO idempotency(key, workload) VALUES (?1, ?2)");
+    std::vector<Mutation> batch;
+    while (true) {
+      uint64_t last_seq = 0;
+      {
+        std::unique_lock lock(mu_);
+        queued_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;  // stopping, and everything is durable
+        while (!queue_.empty() && batch.size() < kMaxBatch) {
+          batch.push_back(std::move(queue_.front()));
+          queue_.pop_front();
+        }
+        last_seq = durable_seq_ + batch.size();
+      }
+      Check(begin.Run(), "BEGIN");
+      for (const Mutation& m : batch) {
+        for (const auto& [id, record] : m.workloads) {
+          put_workload.BindInt(1, static_cast<int64_t>(id));
+          put_workload.BindText(2, record);
+          Check(put_workload.Run(), "workload");
+        }
+        for (const auto& [name, record] : m.nodes) {
+          put_node.BindText(1, name);
+          put_node.BindText(2, record);
+          Check(put_node.Run(), "node");
+        }
+        for (const AuditRow& a : m.audit) {
+          put_audit.BindInt(1, a.seq);
+          put_audit.BindInt(2, a.time_ms);
+          put_audit.BindText(3, a.actor);
+          put_audit.BindText(4, a.action);
+          put_audit.BindInt(5, static_cast<int64_t>(a.workload));
+          put_audit.BindText(6, a.tenant);
+          put_audit.BindText(7, a.project);
+          put_audit.BindText(8, a.detail_json);
+          Check(put_audit.Run(), "audit");
+        }
+        for (const IdempotencyRow& k : m.idempotency) {
+          put_key.BindText(1, k.key);
+          put_key.BindInt(2, static_cast<int64_t>(k.workload));
+          Check(put_key.Run(), "idempotency");
+        }
+      }
+      Check(commit.Run(), "COMMIT");
+      commits_.fetch_add(1);
+      committed_mutations_.fetch_add(batch.size());
+      batch.clear();
+      {
+        std::lock_guard lock(mu_);
+        durable_seq_ = last_seq;
+      }
+      durable_cv_.notify_all();
+    }
+  }
+
+  // The in-memory state already holds the change, so a store that cannot
+  // write must not keep serving: crash, and recover from the last commit.
+  void Check(int rc, const char* what) {
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW && rc != SQLITE_OK) {
+      std::fprintf(stderr, "tidal: store write failed (%s): %s; exiting\n", what,
+                   sqlite3_errmsg(db_));
+      std::abort();
+    }
+  }
+
+  sqlite3* db_ = nullptr;
+  sqlite3* reader_ = nullptr;
+  std::mutex reader_mu_;
+
+  std::mutex mu_;
+  std::condition_variable queued_cv_;
+  std::condition_variable durable_cv_;
+  std::deque<Mutation> queue_;
+  uint64_t enqueued_seq_ = 0;
+  uint64_t durable_seq_ = 0;
+  bool stopping_ = false;
+  std::atomic<uint64_t> commits_{0};
+  std::atomic<uint64_t> committed_mutations_{0};
+  std::thread writer_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Store>> OpenStore(const std::string& url) {
+  constexpr std::string_view kSqlite = "sqlite:";
+  if (url.rfind(kSqlite, 0) != 0 || url.size() == kSqlite.size()) {
+    return InvalidArgument(fmt::format("--store: expected sqlite:PATH, got \"{}\"", url));
+  }
+  auto store = std::make_unique<SqliteStore>();
+  TIDAL_RETURN_IF_ERROR(store->Open(url.substr(kSqlite.size())));
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+}  // namespace tidal::server

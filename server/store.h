@@ -1,0 +1,83 @@
+// The durable store behind the control plane. The in-memory state is the
+// working copy; the store is its journal. Every change is a Mutation queued in
+// the order the state changed (callers enqueue while holding the state lock),
+// so the store always holds a prefix of the in-memory history. A reply goes
+// out only after WaitDurable() for its mutation, which makes every earlier
+// mutation durable too. Kept small so that an etcd store (HA) can replace the
+// SQLite one.
+#ifndef TIDAL_SERVER_STORE_H_
+#define TIDAL_SERVER_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/common/status.h"
+
+namespace tidal::server {
+
+struct AuditRow {
+  int64_t seq = 0;  // assigned by the caller, strictly increasing
+  int64_t time_ms = 0;
+  std::string actor;   // token name, "scheduler", "agent:<node>"
+  std::string action;  // admit, priority, approve, place, preempt, ...
+  uint64_t workload = 0;
+  std::string tenant;
+  std::string project;
+  std::string detail_json;  // the action's fields, a JSON object
+};
+
+struct IdempotencyRow {
+  std::string key;  // "<principal>\n<Idempotency-Key>"
+  uint64_t workload = 0;
+};
+
+struct Mutation {
+  std::vector<std::pair<uint64_t, std::string>> workloads;    // upsert: id, record JSON
+  std::vector<std::pair<std::string, std::string>> nodes;     // upsert: name, node JSON
+  std::vector<AuditRow> audit;                                // append
+  std::vector<IdempotencyRow> idempotency;                    // insert
+  bool empty() const {
+    return workloads.empty() && nodes.empty() && audit.empty() && idempotency.empty();
+  }
+};
+
+struct Recovered {
+  std::vector<std::pair<uint64_t, std::string>> workloads;  // by id
+  std::vector<std::pair<std::string, std::string>> nodes;   // in first-insert order
+  std::vector<IdempotencyRow> idempotency;
+  int64_t last_audit_seq = 0;
+};
+
+struct AuditQuery {
+  int64_t from_ms = 0;
+  int64_t to_ms = INT64_MAX;
+  uint64_t workload = 0;       // 0 = any
+  std::string tenant;          // "" = any
+  std::string action;          // "" = any
+  int limit = 1000;
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+  virtual StatusOr<Recovered> Load() = 0;
+  // Queues `m` and returns its sequence number; never blocks on disk.
+  virtual uint64_t Enqueue(Mutation m) = 0;
+  // Blocks until mutation `seq` (and every earlier one) is durable.
+  virtual Status WaitDurable(uint64_t seq) = 0;
+  virtual StatusOr<std::vector<AuditRow>> QueryAudit(const AuditQuery& query) = 0;
+  // Transactions committed and mutations in them, for metrics.
+  virtual uint64_t commits() const = 0;
+  virtual uint64_t committed_mutations() const = 0;
+};
+
+// "sqlite:PATH" (the only kind today). WAL mode, synchronous=FULL, group
+// commit: one writer thread commits every queued mutation in one transaction.
+StatusOr<std::unique_ptr<Store>> OpenStore(const std::string& url);
+
+}  // namespace tidal::server
+
+#endif  // TIDAL_SERVER_STORE_H_

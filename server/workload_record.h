@@ -1,0 +1,109 @@
+// What the control plane keeps per workload: the engine's Workload plus what
+// only the server needs (who submitted it, what the agent runs, its current
+// allocation, stop notices, run history for reports). One record is one row
+// of the store, serialized by workload_codec.h.
+#ifndef TIDAL_SERVER_WORKLOAD_RECORD_H_
+#define TIDAL_SERVER_WORKLOAD_RECORD_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/engine/decision.h"
+#include "core/model/allocation.h"
+#include "core/model/workload.h"
+
+namespace tidal::server {
+
+struct Endpoint {
+  int port = 0;
+  std::string path;
+};
+
+// Fields the agent needs to run the pods; the engine never reads them.
+struct RunSpec {
+  std::string image;
+  std::string dataset;
+  std::string model_version;
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;
+  std::optional<Endpoint> readiness;
+  std::optional<Endpoint> load_endpoint;
+  std::map<std::string, std::string> labels;
+  double budget_gpu_hours = 0;  // the project's, copied at admission
+};
+
+// One stretch of running (for usage reports).
+struct RunInterval {
+  int64_t start_ms = 0;
+  int64_t end_ms = 0;  // 0 while running
+  int gpus = 0;
+  bool borrowed = false;
+  std::string end_reason;  // finished, preempted, cancelled, node_lost, failed
+  std::string gpu_model;   // of the first pod's node, for cost
+};
+
+struct PreemptionRecord {
+  int64_t time_ms = 0;
+  int64_t audit_seq = 0;
+  std::string cause;
+  uint64_t preemptor = 0;
+  double lost_gpu_seconds = 0;
+  double recovery_s = -1;  // until it ran again; -1 while waiting
+};
+
+// An inference scale-up, from the pass that wanted more replicas to the
+// moment they were all ready (for the scale-up diagnosis).
+struct ScaleUp {
+  int64_t requested_ms = 0;
+  int from_pods = 0;
+  int to_pods = 0;
+  int64_t placed_ms = 0;     // 0 until the added pods were placed
+  int64_t ready_ms = 0;      // 0 until all replicas were ready
+  double victims_grace_s = 0;  // spent waiting on preempted victims
+  bool failed = false;
+};
+
+struct StopNotice {
+  std::string cause;  // priority, reclaim, inference_return, max_runtime, idle, cancel, shrink
+  int64_t notice_ms = 0;
+  int64_t grace_deadline_ms = 0;
+  bool requeue = true;  // false for cancel: it ends when the pods exit
+};
+
+struct WorkloadRecord {
+  Workload w;
+  RunSpec run;
+  std::string submitted_by;
+  std::optional<Allocation> allocation;
+  std::optional<StopNotice> stop;
+  // Pods being removed by a shrink: still on their GPUs until they exit.
+  std::vector<PodPlacement> stopping_pods;
+  std::optional<StopNotice> shrink_notice;
+  std::set<int> exited_ranks;
+  std::set<int> ready_ranks;
+  int64_t pod_started_ms = 0;
+  std::optional<WaitDecision> last_wait;
+  std::optional<RejectDecision> rejected;
+  std::vector<RunInterval> runs;
+  std::vector<PreemptionRecord> preemptions;
+  std::vector<ScaleUp> scale_ups;
+  int64_t finish_time_ms = 0;
+  int64_t first_start_ms = 0;
+  double utilization = -1;  // mean GPU utilization the agents reported, -1 = none
+  double load_rps = 0, p95_ms = 0, p99_ms = 0;
+  int64_t slo_samples = 0, slo_met = 0;
+  int gang_start_failures = 0;
+
+  bool active() const {
+    return w.state == WorkloadState::kAwaitingApproval || w.state == WorkloadState::kPending ||
+           w.state == WorkloadState::kRunning || w.state == WorkloadState::kTerminating;
+  }
+};
+
+}  // namespace tidal::server
+
+#endif  // TIDAL_SERVER_WORKLOAD_RECORD_H_

@@ -1,0 +1,271 @@
+#include "sim/sim_setup.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "config/cluster_loader.h"
+#include "config/policy_loader.h"
+#include "config/workload_loader.h"
+#include "sim/text_reader.h"
+
+namespace tidal::sim {
+namespace {
+
+Status BadKey(std::string_view spec, std::string_view key, std::string_view what,
+              std::string_view value) {
+  return InvalidArgument(
+      fmt::format("trace \"{}\": key '{}': {} (got \"{}\")", spec, key, what, value));
+}
+
+Status Positive(std::string_view spec, std::string_view key, std::string_view value, double& out,
+                bool allow_zero = false) {
+  auto v = ParseDouble(value);
+  if (!v || (allow_zero ? *v < 0 : *v <= 0))
+    return BadKey(spec, key, allow_zero ? "expected a number >= 0" : "expected a number > 0", value);
+  out = *v;
+  return Status::Ok();
+}
+
+StatusOr<const Project*> ResolveProject(const config::ClusterConfig& cluster,
+                                        const std::string& name, const TraceSpec& spec) {
+  if (name.empty()) {
+    if (cluster.projects.size() == 1) return &cluster.projects.front();
+    return InvalidArgument(fmt::format(
+        "trace {}: set project=NAME (the cluster has {} projects)", spec.path, cluster.projects.size()));
+  }
+  const Project* p = cluster.FindProject(name);
+  if (p == nullptr)
+    return NotFound(fmt::format("trace {}: project '{}' is not in the cluster file", spec.path, name));
+  return p;
+}
+
+}  // namespace
+
+StatusOr<TraceSpec> ParseTraceSpec(std::string_view text) {
+  TraceSpec spec;
+  std::string_view rest = text;
+  const size_t colon = rest.find(':');
+  if (colon == std::string_view::npos)
+    return InvalidArgument(fmt::format("trace \"{}\": expected FORMAT:PATH[,key=value...]", text));
+  std::string_view head = rest.substr(0, colon);
+  if (const size_t eq = head.find('='); eq != std::string_view::npos) {
+    spec.service = std::string(head.substr(0, eq));
+    head = head.substr(eq + 1);
+    if (spec.service.empty())
+      return InvalidArgument(fmt::format("trace \"{}\": empty service name before '='", text));
+  }
+  spec.format = std::string(head);
+  if (spec.format != "philly" && spec.format != "openb" && spec.format != "azure_llm" &&
+      spec.format != "genai_qps")
+    return InvalidArgument(fmt::format(
+        "trace \"{}\": unknown format '{}' (philly, openb, azure_llm, genai_qps)", text, spec.format));
+  rest = rest.substr(colon + 1);
+  std::vector<std::string_view> parts;
+  SplitCsv(rest, parts);
+  spec.path = std::string(parts[0]);
+  if (spec.path.empty()) return InvalidArgument(fmt::format("trace \"{}\": empty path", text));
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const size_t eq = parts[i].find('=');
+    if (eq == std::string_view::npos)
+      return InvalidArgument(fmt::format("trace \"{}\": expected key=value, got \"{}\"", text, parts[i]));
+    const std::string_view key = parts[i].substr(0, eq);
+    const std::string_view value = parts[i].substr(eq + 1);
+    TraceOptions& o = spec.options;
+    if (key == "time_scale") {
+      TIDAL_RETURN_IF_ERROR(Positive(text, key, value, o.time_scale));
+    } else if (key == "duration_scale") {
+      TIDAL_RETURN_IF_ERROR(Positive(text, key, value, o.duration_scale));
+    } else if (key == "load_scale") {
+      TIDAL_RETURN_IF_ERROR(Positive(text, key, value, o.load_scale, true));
+    } else if (key == "start_s") {
+      TIDAL_RETURN_IF_ERROR(Positive(text, key, value, o.start_s, true));
+    } else if (key == "span_s") {
+      TIDAL_RETURN_IF_ERROR(Positive(text, key, value, o.span_s, true));
+    } else if (key == "window_s") {
+      TIDAL_RETURN_IF_ERROR(Positive(text, key, value, o.window_s));
+    } else if (key == "limit") {
+      auto v = ParseInt(value);
+      if (!v || *v < 0) return BadKey(text, key, "expected an integer >= 0", value);
+      o.limit = static_cast<size_t>(*v);
+    } else if (key == "node_gpus") {
+      auto v = ParseInt(value);
+      if (!v || *v < 1 || *v > 64) return BadKey(text, key, "expected an integer in 1..64", value);
+      o.node_gpus = static_cast<int>(*v);
+    } else if (key == "project") {
+      spec.project = std::string(value);
+    } else if (key == "queue") {
+      spec.queue = std::string(value);
+    } else if (key == "inference_project") {
+      spec.inference_project = std::string(value);
+    } else if (key == "checkpoint_interval_s") {
+      double s = 0;
+      TIDAL_RETURN_IF_ERROR(Positive(text, key, value, s, true));
+      spec.checkpoint_interval = SecondsF(s);
+    } else if (key == "replica_capacity_rps") {
+      TIDAL_RETURN_IF_ERROR(Positive(text, key, value, spec.replica_capacity_rps));
+    } else if (key == "diurnal_trough") {
+      TIDAL_RETURN_IF_ERROR(Positive(text, key, value, spec.diurnal_trough, true));
+      if (spec.diurnal_trough > 1) return BadKey(text, key, "expected a factor in 0..1", value);
+    } else if (key == "diurnal_peak_h") {
+      TIDAL_RETURN_IF_ERROR(Positive(text, key, value, spec.diurnal_peak_h, true));
+    } else if (key == "smooth") {
+      auto v = ParseInt(value);
+      if (!v || *v < 1 || *v > 1000) return BadKey(text, key, "expected an integer in 1..1000", value);
+      spec.smooth_windows = static_cast<int>(*v);
+    } else {
+      return InvalidArgument(fmt::format("trace \"{}\": unknown key '{}'", text, key));
+    }
+  }
+  const bool load_format = spec.format == "azure_llm" || spec.format == "genai_qps";
+  if (load_format && spec.service.empty())
+    return InvalidArgument(
+        fmt::format("trace \"{}\": a load trace needs its service: SERVICE={}:PATH", text, spec.format));
+  if (!load_format && !spec.service.empty())
+    return InvalidArgument(fmt::format("trace \"{}\": a {} trace takes no service name", text, spec.format));
+  return spec;
+}
+
+Status AddWorkloadTrace(const TraceSpec& spec, const config::ClusterConfig& cluster,
+                        std::vector<SimWorkload>& workloads) {
+  std::vector<TraceJob> jobs;
+  if (spec.format == "philly") {
+    TIDAL_ASSIGN_OR_RETURN(jobs, LoadPhillyTrace(spec.path, spec.options));
+  } else if (spec.format == "openb") {
+    TIDAL_ASSIGN_OR_RETURN(OpenbResult r, LoadOpenbPods(spec.path, spec.options));
+    jobs = std::move(r.jobs);
+  } else {
+    return InvalidArgument(fmt::format("trace {}: {} is a load trace; use --load-trace",
+                                       spec.path, spec.format));
+  }
+  TIDAL_ASSIGN_OR_RETURN(const Project* project, ResolveProject(cluster, spec.project, spec));
+  const Project* inference_project = project;
+  if (!spec.inference_project.empty()) {
+    TIDAL_ASSIGN_OR_RETURN(inference_project,
+                           ResolveProject(cluster, spec.inference_project, spec));
+  }
+  const Queue* fixed_queue = nullptr;
+  if (!spec.queue.empty() && spec.queue != "vc") {
+    fixed_queue = cluster.FindQueue(spec.queue);
+    if (fixed_queue == nullptr)
+      return NotFound(fmt::format("trace {}: queue '{}' is not in the cluster file", spec.path, spec.queue));
+  }
+  for (const TraceJob& t : jobs) {
+    const Project* p = t.kind == WorkloadKind::kInference ? inference_project : project;
+    QueueId queue = p->default_queue;
+    if (fixed_queue != nullptr) {
+      queue = fixed_queue->id;
+    } else if (spec.queue == "vc") {
+      const Queue* q = cluster.FindQueue(t.group);
+      if (q == nullptr)
+        return NotFound(fmt::format("{}:{}: field 'cluster': no queue named '{}' in the cluster file",
+                                    spec.path, t.line, t.group));
+      queue = q->id;
+    }
+    if (!queue.valid())
+      return InvalidArgument(fmt::format("trace {}: project '{}' has no default queue; set queue=NAME",
+                                         spec.path, p->name));
+    SimWorkload sw;
+    Workload& w = sw.workload;
+    w.name = t.name;
+    w.kind = t.kind;
+    w.tenant = p->tenant;
+    w.project = p->id;
+    w.queue = queue;
+    w.gpus_per_pod = t.gpus_per_pod;
+    w.pods = w.min_pods = w.max_pods = t.pods;
+    w.preemptible = t.kind != WorkloadKind::kInference;
+    w.expected_duration = SecondsF(std::max(t.duration_s, 1.0));
+    if (t.kind == WorkloadKind::kTraining) {
+      w.training.checkpoint_interval = spec.checkpoint_interval;
+    } else {
+      w.inference.replica_capacity_rps = spec.replica_capacity_rps;
+      w.inference.cold_start = seconds(60);
+    }
+    sw.submit_s = t.submit_s;
+    workloads.push_back(std::move(sw));
+  }
+  return Status::Ok();
+}
+
+StatusOr<LoadSeries> ReadLoadTrace(const TraceSpec& spec) {
+  LoadSeries series;
+  if (spec.format == "azure_llm") {
+    TIDAL_ASSIGN_OR_RETURN(series, LoadAzureLlmTrace(spec.path, spec.options));
+  } else if (spec.format == "genai_qps") {
+    TIDAL_ASSIGN_OR_RETURN(series, LoadGenaiQps(spec.path, spec.options));
+  } else {
+    return InvalidArgument(
+        fmt::format("trace {}: {} is a workload trace; use --trace", spec.path, spec.format));
+  }
+  if (spec.smooth_windows > 1 && !series.rps.empty()) {
+    // Centred moving average: bursts shorter than the window are flattened.
+    const int half = spec.smooth_windows / 2;
+    std::vector<double> out(series.rps.size());
+    for (size_t i = 0; i < series.rps.size(); ++i) {
+      double sum = 0;
+      int n = 0;
+      for (long k = static_cast<long>(i) - half; k <= static_cast<long>(i) + half; ++k) {
+        if (k < 0 || k >= static_cast<long>(series.rps.size())) continue;
+        sum += series.rps[static_cast<size_t>(k)];
+        ++n;
+      }
+      out[i] = sum / n;
+    }
+    series.rps = std::move(out);
+  }
+  if (spec.diurnal_trough < 1)
+    ApplyDiurnal(series, spec.diurnal_trough, spec.diurnal_peak_h * 3600, 86400);
+  return series;
+}
+
+Status AddLoadTrace(const TraceSpec& spec, LoadProfile& load) {
+  TIDAL_ASSIGN_OR_RETURN(LoadSeries series, ReadLoadTrace(spec));
+  load.SetSeries(spec.service, series);
+  return Status::Ok();
+}
+
+StatusOr<SimInput> LoadSimInput(const SimFiles& files) {
+  SimInput in;
+  if (files.cluster.empty()) return InvalidArgument("--cluster is required");
+  TIDAL_ASSIGN_OR_RETURN(in.cluster, config::LoadClusterFile(files.cluster));
+  if (files.policy.empty()) {
+    in.policy = config::DefaultPolicy();
+  } else {
+    TIDAL_ASSIGN_OR_RETURN(in.policy, config::LoadPolicyFile(files.policy));
+  }
+  if (!files.workload.empty()) {
+    TIDAL_ASSIGN_OR_RETURN(std::vector<config::WorkloadSpec> specs,
+                           config::LoadWorkloadFile(files.workload, in.cluster));
+    for (config::WorkloadSpec& s : specs)
+      in.workloads.push_back(SimWorkload{std::move(s.workload), ToSeconds(s.submit_offset)});
+  }
+  for (const std::string& t : files.traces) {
+    TIDAL_ASSIGN_OR_RETURN(TraceSpec spec, ParseTraceSpec(t));
+    TIDAL_RETURN_IF_ERROR(AddWorkloadTrace(spec, in.cluster, in.workloads));
+  }
+  // Ids are assigned in arrival order, so the snapshot stays in id order as
+  // workloads arrive.
+  std::stable_sort(in.workloads.begin(), in.workloads.end(),
+                   [](const SimWorkload& a, const SimWorkload& b) { return a.submit_s < b.submit_s; });
+  if (!files.load.empty()) {
+    TIDAL_ASSIGN_OR_RETURN(in.load, LoadLoadFile(files.load));
+  }
+  for (const std::string& t : files.load_traces) {
+    TIDAL_ASSIGN_OR_RETURN(TraceSpec spec, ParseTraceSpec(t));
+    TIDAL_RETURN_IF_ERROR(AddLoadTrace(spec, in.load));
+  }
+  in.load.set_period_s(files.load_period_s);
+  for (const std::string& service : in.load.services()) {
+    const bool known = std::any_of(in.workloads.begin(), in.workloads.end(), [&](const SimWorkload& w) {
+      return w.workload.kind == WorkloadKind::kInference && w.workload.name == service;
+    });
+    if (!known)
+      return InvalidArgument(fmt::format(
+          "load: service '{}' is not an inference workload of the workload file", service));
+  }
+  return in;
+}
+
+}  // namespace tidal::sim

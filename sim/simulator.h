@@ -1,0 +1,110 @@
+// The trace-driven simulator: a discrete-event loop that drives the same
+// co-location controller and engine the server runs, on a simulated clock.
+//
+// Loop: events pop from a heap in (time, kind rank, insertion) order.
+// Arrivals add pending workloads; finishes and victim exits free GPUs; each of
+// those asks for a scheduling pass (at most one per `min_pass_gap`), and a
+// pass also runs every `pass_interval`. A pass: refresh checkpoints, derive
+// priorities (budget state changes), ColocationController::Prepare on the live
+// snapshot, Scheduler::Schedule, then apply both decision sets (preempts,
+// resizes, places). Every `load_step` the load of each service is observed,
+// and the previous step is scored per service from the latency model over the
+// replicas that were ready during the whole step. The snapshot is kept live
+// between passes (workloads in id order, allocations updated in place), never
+// rebuilt. All randomness comes from one seeded Rng, so the same inputs give
+// byte-identical events and summary (wall-clock figures aside; see
+// SimOptions::wall_times).
+#ifndef TIDAL_SIM_SIMULATOR_H_
+#define TIDAL_SIM_SIMULATOR_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "config/cluster_config.h"
+#include "core/common/status.h"
+#include "core/common/time.h"
+#include "core/model/policy.h"
+#include "core/model/workload.h"
+#include "sim/load_profile.h"
+#include "sim/summary.h"
+
+namespace tidal::sim {
+
+// A workload and when it arrives, in seconds from the simulation start. The
+// simulator assigns ids 1..N in input order; `workload.submit_time` is set
+// from submit_s.
+struct SimWorkload {
+  Workload workload;
+  double submit_s = 0;
+};
+
+struct SimOptions {
+  uint64_t seed = 1;
+  Duration pass_interval = seconds(10);
+  Duration min_pass_gap = seconds(1);  // arrivals/exits trigger a pass at most this often
+  Duration load_step = minutes(1);     // one scored "service-minute"
+  Duration checkpoint_save = seconds(30);  // a checkpointing victim's shutdown time
+  Duration scale_up_bound = minutes(10);   // a scale-up slower than this failed
+  // Stop here; 0 = when all finite work is done and the load curve ended
+  // (capped at the last arrival + load end + 7 days).
+  double end_s = 0;
+  Duration sample_interval = minutes(1);  // report time series
+  // False: wall-clock figures (sim_wall_s, cycle_*_ms) are written as 0, so
+  // two runs give byte-identical files.
+  bool wall_times = true;
+  std::optional<ColocationMode> colocation;  // overrides the policy's mode
+  std::string policy_name = "default";
+  // Each step's load is multiplied by 1 + load_noise x U(-1, 1), drawn from the
+  // seeded Rng; 0 = the load curve exactly.
+  double load_noise = 0;
+};
+
+struct SimInput {
+  config::ClusterConfig cluster;
+  PolicyConfig policy;
+  std::vector<SimWorkload> workloads;
+  LoadProfile load;
+};
+
+// Sampled every SimOptions::sample_interval, for the report.
+struct TimeSeries {
+  std::vector<double> t_s;
+  // GPUs held (running or terminating) by kind: training, inference, batch, debug.
+  std::vector<double> gpus_by_kind[4];
+  std::vector<double> lent_gpus;
+  std::vector<double> loans;    // nodes newly lent since the previous sample
+  std::vector<double> returns;  // nodes returned since the previous sample
+  std::vector<double> training_queue;  // pending training jobs
+  struct Service {
+    std::string name;
+    double target_p99_ms = 0;
+    std::vector<double> rps;
+    std::vector<double> capacity_rps;  // ready replicas x replica capacity
+    std::vector<double> p99_ms;        // modelled; -1 when unserved
+    std::vector<double> ready;
+    std::vector<double> desired;
+    std::vector<double> slo_miss;      // 1 when the step missed
+    std::vector<double> cold_start_miss;  // 1 when it missed while replicas were starting
+  };
+  std::vector<Service> services;
+  int total_gpus = 0;
+};
+
+struct SimResult {
+  Summary summary;
+  TimeSeries series;
+};
+
+// Runs the simulation. `events` (may be null) receives one JSON object per
+// line for every submit, place, resize, preempt, exit, finish, reject,
+// scale-up, replica-ready, loan and return.
+StatusOr<SimResult> RunSimulation(const SimInput& input, const SimOptions& options,
+                                  std::ostream* events);
+
+}  // namespace tidal::sim
+
+#endif  // TIDAL_SIM_SIMULATOR_H_

@@ -1,0 +1,92 @@
+// The figures one simulation run reports (DIR/summary.json). Field names are
+// part of the interface: `tidal sim compare`, the docs and the claims in
+// docs/PERFORMANCE.md read them. Durations are in seconds unless the name
+// says otherwise.
+#ifndef TIDAL_SIM_SUMMARY_H_
+#define TIDAL_SIM_SUMMARY_H_
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tidal::sim {
+
+// Nearest-rank percentile (q in [0, 1]) of `values`, which it sorts; 0 when
+// empty. p50 of {1, 2, 3, 4} is 2: rank ceil(0.5 * 4) = 2.
+double Percentile(std::vector<double>& values, double q);
+double Mean(const std::vector<double>& values);
+
+struct Summary {
+  std::string policy;      // the policy file's name (or "default")
+  std::string colocation;  // static | reactive | predictive
+  double sim_wall_s = 0;
+  double sim_duration_s = 0;
+  unsigned long long seed = 0;
+
+  struct Training {
+    int jobs = 0;
+    int completed = 0;
+    int started = 0;
+    double queue_wait_mean_s = 0;
+    double queue_wait_p50_s = 0;
+    double queue_wait_p95_s = 0;
+    double queue_wait_p99_s = 0;
+    double jct_mean_s = 0;
+    int gang_partial_starts = 0;
+    double gang_start_success_rate = 1;
+    int preemptions = 0;
+    double lost_gpu_hours = 0;
+    double recovery_time_p50_s = 0;
+    double recovery_time_p95_s = 0;
+  } training;
+
+  struct Inference {
+    int services = 0;
+    int service_minutes = 0;
+    int slo_miss_minutes = 0;
+    double slo_attainment = 1;
+    double latency_p95_ms = 0;
+    double latency_p99_ms = 0;
+    int scale_ups = 0;
+    double scale_up_success_rate = 1;
+    double time_to_capacity_p50_s = 0;
+    double time_to_capacity_p99_s = 0;
+  } inference;
+
+  struct Batch {
+    int jobs = 0;
+    int completed = 0;
+    double deadline_met_rate = 1;
+  } batch_inference;
+
+  struct Debug {
+    int jobs = 0;
+    double queue_wait_p95_s = 0;
+  } debug;
+
+  struct ClusterFigures {
+    int gpus = 0;
+    double gpu_allocation_ratio = 0;
+    double borrowed_gpu_hours = 0;
+    double training_gpu_hours = 0;  // held, running or terminating
+    double inference_gpu_hours = 0;
+    double batch_gpu_hours = 0;
+    double debug_gpu_hours = 0;
+    int reclaims = 0;
+    double reclaim_latency_p95_s = 0;
+  } cluster;
+
+  struct Scheduler {
+    int cycles = 0;
+    double cycle_p50_ms = 0;
+    double cycle_p99_ms = 0;
+    int invalid_decisions = 0;  // decisions the simulator refused (double-booked GPUs, ...)
+  } scheduler;
+
+  nlohmann::ordered_json ToJson() const;
+};
+
+}  // namespace tidal::sim
+
+#endif  // TIDAL_SIM_SUMMARY_H_

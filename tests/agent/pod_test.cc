@@ -1,0 +1,277 @@
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "agent/agent.h"
+#include "agent/http_get.h"
+#include "agent/pod.h"
+#include "agent/pod_env.h"
+#include "agent/pod_spec.h"
+#include "agent/start_limiter.h"
+
+namespace tidal::agent {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+fs::path TempDir(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / ("tidal_pod_" + name + "_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+PodSpec ShellPod(const std::string& script, uint64_t workload = 7) {
+  PodSpec spec;
+  spec.key = {workload, 0, 0};
+  spec.name = "job";
+  spec.command = {"/bin/sh", "-c", script};
+  return spec;
+}
+
+PodOptions Options(const fs::path& dir) {
+  PodOptions o;
+  o.node_name = "n1";
+  o.pod_dir = (dir / "pod").string();
+  o.checkpoint_dir = (dir / "ckpt").string();
+  o.base_env = {{"PATH", "/usr/bin:/bin"}};
+  return o;
+}
+
+// Ticks until the pod exits or `timeout_ms` passes; returns all events.
+std::vector<PodEvent> RunUntilExit(Pod& pod, int timeout_ms) {
+  std::vector<PodEvent> events;
+  const int64_t end = WallClockMs() + timeout_ms;
+  while (pod.phase() != Pod::Phase::kExited && WallClockMs() < end) {
+    pod.Tick(WallClockMs(), events);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return events;
+}
+
+TEST(PodEnvTest, TorchrunVariablesGpusAndTidalPaths) {
+  PodSpec spec;
+  spec.key = {42, 5, 0};
+  spec.name = "llm";
+  spec.world_size = 8;
+  spec.gpus = {4, 5, 6, 7};
+  spec.master_addr = "10.0.0.1";
+  spec.master_port = 29512;
+  spec.env = {{"CUDA_VISIBLE_DEVICES", "0,1,2,3,4,5,6,7"}, {"LR", "0.1"}};
+  PodEnvContext ctx;
+  ctx.local_rank = 1;
+  ctx.local_world_size = 2;
+  ctx.checkpoint_dir = "/ckpt/w42";
+  ctx.notice_file = "/pods/x/preempt-notice.json";
+  ctx.base = {{"PATH", "/bin"}, {"LR", "overridden"}};
+  std::vector<std::string> env = BuildPodEnv(spec, ctx);
+  auto has = [&](const std::string& kv) {
+    return std::find(env.begin(), env.end(), kv) != env.end();
+  };
+  // The workload's env cannot widen its GPUs; its own keys win over the base.
+  EXPECT_TRUE(has("CUDA_VISIBLE_DEVICES=4,5,6,7"));
+  EXPECT_TRUE(has("CUDA_DEVICE_ORDER=PCI_BUS_ID"));
+  EXPECT_TRUE(has("LR=0.1"));
+  EXPECT_TRUE(has("PATH=/bin"));
+  EXPECT_TRUE(has("RANK=5"));
+  EXPECT_TRUE(has("LOCAL_RANK=1"));
+  EXPECT_TRUE(has("WORLD_SIZE=8"));
+  EXPECT_TRUE(has("LOCAL_WORLD_SIZE=2"));
+  EXPECT_TRUE(has("MASTER_ADDR=10.0.0.1"));
+  EXPECT_TRUE(has("MASTER_PORT=29512"));
+  EXPECT_TRUE(has("TIDAL_JOB_ID=42"));
+  EXPECT_TRUE(has("TIDAL_CHECKPOINT_DIR=/ckpt/w42"));
+  EXPECT_TRUE(has("TIDAL_PREEMPT_NOTICE_FILE=/pods/x/preempt-notice.json"));
+  EXPECT_FALSE(std::any_of(env.begin(), env.end(), [](const std::string& kv) {
+    return kv.starts_with("PORT=");
+  }));
+  spec.master_port = 0;
+  spec.gpus = {};
+  env = BuildPodEnv(spec, ctx);
+  EXPECT_TRUE(has("MASTER_PORT=29542"));       // 29500 + 42 % 10000
+  EXPECT_TRUE(has("CUDA_VISIBLE_DEVICES="));   // no GPUs: sees none
+}
+
+TEST(PodSpecTest, ParsesTheServersPodObject) {
+  json pod = json::parse(R"({"workload": 12, "name": "llama-ft", "kind": "training", "rank": 1,
+    "world_size": 4, "gpus": [0,1], "master_addr": "127.0.0.1", "master_port": 29512,
+    "command": ["trainer", "--steps", "100"], "env": {"K": "V"}, "checkpoint_dir_key": "w12",
+    "readiness": {"port": 0, "path": "/ready"}, "desired": "stop",
+    "notice": {"cause": "priority", "notice_time_ms": 1000, "grace_deadline_ms": 31000,
+               "signal": "SIGUSR1"}})");
+  auto spec = ParsePodSpec(pod);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->key.workload, 12u);
+  EXPECT_EQ(spec->key.rank, 1);
+  EXPECT_EQ(spec->gpus, std::vector<int>({0, 1}));
+  EXPECT_EQ(spec->command[0], "trainer");
+  EXPECT_FALSE(spec->desired_run);
+  ASSERT_TRUE(spec->notice.has_value());
+  EXPECT_EQ(spec->notice->signal, SIGUSR1);
+  EXPECT_EQ(spec->notice->grace_deadline_ms - spec->notice->notice_time_ms, 30000);
+  ASSERT_TRUE(spec->readiness.has_value());
+  EXPECT_EQ(spec->readiness->path, "/ready");
+
+  pod["rank"] = 4;
+  EXPECT_NE(ParsePodSpec(pod).status().message().find("pods[].rank"), std::string::npos);
+  pod["rank"] = 0;
+  pod["checkpoint_dir_key"] = "../escape";
+  EXPECT_NE(ParsePodSpec(pod).status().message().find("checkpoint_dir_key"), std::string::npos);
+  pod["checkpoint_dir_key"] = "w12";
+  pod["notice"]["signal"] = "SIGNOPE";
+  EXPECT_NE(ParsePodSpec(pod).status().message().find("notice.signal"), std::string::npos);
+  EXPECT_EQ(*ParseSignal("TERM"), SIGTERM);
+  EXPECT_EQ(*ParseSignal("9"), SIGKILL);
+}
+
+TEST(PodStopTest, NoticeFileSignalAndCheckpointInTime) {
+  fs::path dir = TempDir("coop");
+  // Checkpoints and exits on SIGTERM, reading the notice first.
+  Pod pod(ShellPod("trap 'cp \"$TIDAL_PREEMPT_NOTICE_FILE\" \"$TIDAL_CHECKPOINT_DIR/ckpt\"; exit 0' "
+                   "TERM; echo up; while :; do sleep 0.02; done"),
+          Options(dir));
+  std::vector<PodEvent> events;
+  ASSERT_TRUE(pod.TryLaunch(WallClockMs(), events));
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].phase, "running");
+  // Let the shell install its trap.
+  for (int i = 0; i < 500 && ReadFile(dir / "pod/stdout.log") != "up\n"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const int64_t now = WallClockMs();
+  pod.Stop(StopNotice{"priority", 1000, 31000, SIGTERM}, now, events);
+  EXPECT_EQ(pod.phase(), Pod::Phase::kStopping);
+  json notice = json::parse(ReadFile(pod.notice_file()));
+  EXPECT_EQ(notice["cause"], "priority");
+  EXPECT_EQ(notice["local_deadline_ms"], now + 30000);  // grace = 31000 - 1000
+  events = RunUntilExit(pod, 5000);
+  ASSERT_EQ(events.size(), 1u);
+  const PodEvent& exit = events[0];
+  EXPECT_EQ(exit.phase, "exited");
+  EXPECT_EQ(exit.exit_code, 0);
+  EXPECT_EQ(exit.notice_time_ms, now);
+  EXPECT_FALSE(exit.killed_at_deadline);
+  EXPECT_TRUE(exit.checkpointed_in_time);
+  EXPECT_GT(exit.checkpoint_time_ms, 0);
+  EXPECT_NE(exit.reason.find("stopped (priority)"), std::string::npos) << exit.reason;
+  // The workload saw the notice: the checkpoint is a copy of it.
+  EXPECT_EQ(json::parse(ReadFile(dir / "ckpt/ckpt"))["cause"], "priority");
+  fs::remove_all(dir);
+}
+
+TEST(PodStopTest, IgnoredSignalGetsSigkillAtTheGraceDeadline) {
+  fs::path dir = TempDir("stubborn");
+  Pod pod(ShellPod("trap '' TERM; echo up; sleep 30"), Options(dir));
+  std::vector<PodEvent> events;
+  pod.TryLaunch(WallClockMs(), events);
+  for (int i = 0; i < 500 && ReadFile(dir / "pod/stdout.log") != "up\n"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const int64_t notice_ms = WallClockMs();
+  pod.Stop(StopNotice{"reclaim", 0, 400, SIGTERM}, notice_ms, events);  // 400 ms grace
+  events = RunUntilExit(pod, 5000);
+  ASSERT_EQ(events.size(), 1u);
+  const PodEvent& exit = events[0];
+  EXPECT_EQ(exit.signal, SIGKILL);
+  EXPECT_EQ(exit.exit_code, 128 + SIGKILL);
+  EXPECT_TRUE(exit.killed_at_deadline);
+  EXPECT_FALSE(exit.checkpointed_in_time);
+  // Not before the deadline; and promptly after it (ticks are 5 ms apart,
+  // 1 s leaves room for a loaded 2-core machine).
+  EXPECT_GE(exit.time_ms - notice_ms, 400);
+  EXPECT_LT(exit.time_ms - notice_ms, 1400);
+  EXPECT_NE(exit.reason.find("at the grace deadline"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(PodStopTest, StopBeforeLaunchNeverStartsTheProcess) {
+  fs::path dir = TempDir("early");
+  Pod pod(ShellPod("touch started"), Options(dir));
+  std::vector<PodEvent> events;
+  pod.Stop(StopNotice{"cancel", 0, 1000, SIGTERM}, WallClockMs(), events);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].phase, "exited");
+  EXPECT_EQ(pod.phase(), Pod::Phase::kExited);
+  EXPECT_EQ(pod.pid(), -1);
+  fs::remove_all(dir);
+}
+
+TEST(PodReadinessTest, StartSlotHeldUntilReadyAndColdStartMeasured) {
+  fs::path dir = TempDir("ready");
+  auto port = PickFreePort();
+  ASSERT_TRUE(port.ok());
+  std::atomic<bool> ready{false};
+  httplib::Server server;
+  server.Get("/ready", [&](const httplib::Request&, httplib::Response& res) {
+    res.status = ready ? 200 : 503;
+  });
+  server.Get("/load", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"rps": 12.5, "p95_ms": 40, "p99_ms": 80, "inflight": 3})", "application/json");
+  });
+  std::thread serving([&] { server.listen("127.0.0.1", *port); });
+  while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+
+  StartLimiter limiter(1);
+  PodSpec spec = ShellPod("sleep 30");
+  spec.readiness = HttpEndpoint{0, "/ready"};
+  spec.load_endpoint = HttpEndpoint{0, "/load"};
+  PodOptions options = Options(dir);
+  options.port = *port;
+  options.start_limiter = &limiter;
+  Pod first(spec, options);
+  spec.key.rank = 1;
+  options.pod_dir = (dir / "pod2").string();
+  Pod second(spec, options);
+
+  std::vector<PodEvent> events;
+  const int64_t t0 = WallClockMs();
+  EXPECT_TRUE(first.TryLaunch(t0, events));
+  EXPECT_FALSE(second.TryLaunch(t0, events));  // the one slot is taken
+  EXPECT_EQ(limiter.in_use(), 1);
+  first.Tick(t0 + 100, events);
+  EXPECT_EQ(first.phase(), Pod::Phase::kStarting);
+  EXPECT_FALSE(first.ReadLoad().has_value());  // no load before ready
+  ready = true;
+  first.Tick(t0 + 250, events);
+  EXPECT_EQ(first.phase(), Pod::Phase::kReady);
+  ASSERT_EQ(events.back().phase, "ready");
+  EXPECT_EQ(events.back().cold_start_ms, 250);
+  EXPECT_EQ(limiter.in_use(), 0);
+  EXPECT_TRUE(second.TryLaunch(t0 + 260, events));
+  auto load = first.ReadLoad();
+  ASSERT_TRUE(load.has_value());
+  EXPECT_EQ(load->rps, 12.5);
+  EXPECT_EQ(load->p99_ms, 80);
+  server.stop();
+  serving.join();
+  fs::remove_all(dir);
+}
+
+TEST(LoadReportTest, RejectsBadNumbers) {
+  EXPECT_TRUE(ParseLoadReport(R"({"rps": 1})").ok());
+  EXPECT_NE(ParseLoadReport(R"({"rps": "fast"})").status().message().find("load.rps"),
+            std::string::npos);
+  EXPECT_FALSE(ParseLoadReport("not json").ok());
+  EXPECT_FALSE(ParseLoadReport(R"({"p99_ms": -1})").ok());
+}
+
+}  // namespace
+}  // namespace tidal::agent

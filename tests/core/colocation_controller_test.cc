@@ -1,0 +1,271 @@
+#include "core/colocation/colocation_controller.h"
+
+#include <algorithm>
+#include <optional>
+
+#include <gtest/gtest.h>
+
+#include "tests/support/colocation_fixtures.h"
+
+namespace tidal {
+namespace {
+
+using colocation_testing::AddRunning;
+using colocation_testing::ColocationSnapshot;
+using colocation_testing::Gpus;
+using colocation_testing::InferenceService;
+using colocation_testing::TrainingJob;
+
+Time At(Duration d) { return Time(d); }
+NodeId N(uint32_t i) { return NodeId(i); }
+// Readable in failures: 720 is 12:00.
+int64_t MinuteOfDay(Time t) { return ToMillis(t) / 60000 % (24 * 60); }
+constexpr WorkloadId kService(1);
+
+PolicyConfig Policy(ColocationMode mode) {
+  PolicyConfig p;
+  p.colocation.mode = mode;
+  p.colocation.headroom = 0.2;
+  p.colocation.scale_down_delay = minutes(10);
+  // Short on purpose: the look-ahead must then come from cold start + grace.
+  p.colocation.forecast_horizon = minutes(1);
+  p.preemption.default_grace = seconds(60);
+  return p;
+}
+
+// 30 rps all day, 100 rps from 12:00 to 14:00.
+double StepLoad(Time t) {
+  const int64_t minute_of_day = (ToMillis(t) / 60000) % (24 * 60);
+  return minute_of_day >= 12 * 60 && minute_of_day < 14 * 60 ? 100.0 : 30.0;
+}
+
+// Node 0 inference-reserved, nodes 1..4 shared, 8 GPUs each. The service has
+// 2-GPU replicas of 10 rps with no latency target, so it needs
+// floor(rps * 1.2 / 10) + 1 replicas: 4 at 30 rps (the reserved node), 13 at
+// 100 rps (9 more = 18 GPUs = 3 shared nodes). Cold start 5 min, grace 60 s.
+// Each shared node runs a borrowed 8-GPU training job (ids 101..104).
+Snapshot StepScenario() {
+  Snapshot s = ColocationSnapshot(1, 4, 0);
+  Workload svc = InferenceService(kService.value(), 2, 10, 1, 32);
+  svc.pods = 4;
+  svc.inference.cold_start = minutes(5);
+  AddRunning(s, svc, {{N(0), Gpus(0, 2)}, {N(0), Gpus(2, 2)}, {N(0), Gpus(4, 2)},
+                      {N(0), Gpus(6, 2)}},
+             At(hours(0)), At(hours(0)));
+  for (uint32_t node = 1; node <= 4; ++node) {
+    AddRunning(s, TrainingJob(100 + node, 8, 1), {{N(node), Gpus(0, 8)}}, At(hours(0)),
+               At(hours(0)));
+  }
+  return s;
+}
+
+// Removes a preempted victim, as if it had exited at once.
+void Apply(Snapshot& s, const Decisions& d) {
+  for (const PreemptDecision& p : d.preempts) {
+    std::erase_if(s.allocations, [&](const Allocation& a) { return a.workload == p.victim; });
+    std::erase_if(s.workloads, [&](const Workload& w) { return w.id == p.victim; });
+  }
+}
+
+struct StepRun {
+  std::optional<Time> first_return;
+  std::vector<PreemptDecision> preempts;
+};
+
+// Two days of history, then day 3 from 10:00 to 13:00 minute by minute.
+StepRun RunStepDay(ColocationMode mode) {
+  ColocationController controller(Policy(mode));
+  for (int m = 0; m < 2 * 24 * 60; ++m) {
+    controller.ObserveLoad(kService, At(minutes(m)), StepLoad(At(minutes(m))));
+  }
+  Snapshot s = StepScenario();
+  StepRun run;
+  for (Time t = At(hours(58)); t <= At(hours(61)); t += minutes(1)) {
+    controller.ObserveLoad(kService, t, StepLoad(t));
+    s.now = t;
+    const Decisions d = controller.Prepare(s);
+    if (!controller.status().returned.empty() && !run.first_return) run.first_return = t;
+    run.preempts.insert(run.preempts.end(), d.preempts.begin(), d.preempts.end());
+    Apply(s, d);
+  }
+  return run;
+}
+
+TEST(ColocationControllerTest, PredictiveReturnsAheadOfTheForecastRise) {
+  const StepRun run = RunStepDay(ColocationMode::kPredictive);
+  const Time rise = At(hours(60));  // 12:00 on day 3
+  ASSERT_TRUE(run.first_return.has_value());
+  // Look-ahead = max(1 min, 5 min cold start + 60 s grace + 1 min tick) = 7
+  // min: the 12:00 bucket enters the window at 11:53, 7 minutes ahead; the
+  // interpolated forecast at the window's end starts rising from 11:57:30,
+  // which the 11:51 window already reaches.
+  EXPECT_EQ(MinuteOfDay(*run.first_return), MinuteOfDay(rise - minutes(9)));
+  // All three nodes the peak needs go back by then, each with notice at
+  // least cold start + grace (6 min) before the rise, and their victims
+  // leave by the grace deadline, before the replicas' cold start begins.
+  ASSERT_EQ(run.preempts.size(), 3u);
+  for (const PreemptDecision& p : run.preempts) {
+    EXPECT_EQ(p.cause, PreemptCause::kInferenceReturn);
+    EXPECT_EQ(p.preemptor, kService);
+    EXPECT_LE(MinuteOfDay(p.notice_time), MinuteOfDay(rise - minutes(7)));
+    EXPECT_EQ(p.grace_deadline, p.notice_time + seconds(60));
+  }
+}
+
+TEST(ColocationControllerTest, ReactiveReturnsOnlyOnDemand) {
+  const StepRun run = RunStepDay(ColocationMode::kReactive);
+  const Time rise = At(hours(60));
+  ASSERT_TRUE(run.first_return.has_value());
+  // Nothing goes back before the load is there.
+  EXPECT_EQ(MinuteOfDay(*run.first_return), MinuteOfDay(rise));
+  for (const PreemptDecision& p : run.preempts) {
+    EXPECT_GE(MinuteOfDay(p.notice_time), MinuteOfDay(rise));
+  }
+  EXPECT_EQ(run.preempts.size(), 3u);
+}
+
+TEST(ColocationControllerTest, StaticLendsNothingAndEvictsLeftoverBorrowedWork) {
+  ColocationController controller(Policy(ColocationMode::kStatic));
+  Snapshot s = StepScenario();
+  s.now = At(hours(1));
+  const Decisions d = controller.Prepare(s);
+  EXPECT_EQ(s.lent_nodes, std::vector<bool>(5, false));
+  EXPECT_EQ(controller.status().lent_nodes, 0);
+  // The four jobs found on shared nodes (say, from before a mode change).
+  ASSERT_EQ(d.preempts.size(), 4u);
+  for (const PreemptDecision& p : d.preempts) {
+    EXPECT_EQ(p.cause, PreemptCause::kInferenceReturn);
+    // Checkpoint at 0:00, now 1:00, 8 GPUs: 8 * 3600 = 28800 GPU-seconds lost.
+    EXPECT_DOUBLE_EQ(p.lost_gpu_seconds, 28800.0);
+  }
+  // The engine will see them leaving, as the caller will record them.
+  for (const Allocation& a : s.allocations) {
+    if (a.workload == kService) continue;
+    EXPECT_TRUE(a.terminating);
+    EXPECT_EQ(a.grace_deadline, s.now + seconds(60));
+  }
+  // The same victims are not noticed twice while inside their grace.
+  s.now += seconds(30);
+  EXPECT_TRUE(controller.Prepare(s).preempts.empty());
+}
+
+TEST(ColocationControllerTest, ReturnIsWholeNodeAndElasticJobsShrink) {
+  Snapshot s = ColocationSnapshot(1, 2, 0);
+  s.now = At(hours(1));
+  Workload svc = InferenceService(kService.value(), 8, 10, 1, 4);
+  svc.inference.cold_start = seconds(30);
+  AddRunning(s, svc, {{N(0), Gpus(0, 8)}}, At(hours(0)), At(hours(0)));
+  // Node 1: a 2-GPU debug session and an elastic job's pod (2 of its 3 pods
+  // are on node 2; min 1). Node 2: the elastic job's other pods and a rigid job.
+  Workload dbg;
+  dbg.id = WorkloadId(50);
+  dbg.kind = WorkloadKind::kDebug;
+  AddRunning(s, dbg, {{N(1), Gpus(0, 2)}}, At(minutes(50)), At(minutes(50)));
+  Workload elastic = TrainingJob(60, 2, 3);
+  elastic.min_pods = 1;
+  elastic.max_pods = 4;
+  AddRunning(s, elastic, {{N(1), Gpus(2, 2)}, {N(2), Gpus(0, 2)}, {N(2), Gpus(2, 2)}},
+             At(minutes(0)), At(minutes(0)));
+  AddRunning(s, TrainingJob(70, 4, 1), {{N(2), Gpus(4, 4)}}, At(minutes(0)), At(minutes(0)));
+
+  ColocationController controller(Policy(ColocationMode::kReactive));
+  EXPECT_TRUE(controller.Prepare(s).preempts.empty());
+  EXPECT_EQ(s.lent_nodes, (std::vector<bool>{false, true, true}));
+  // 50 rps wants floor(60 / 10) + 1 = 7 replicas; capped at 2, one more
+  // 8-GPU replica needs one whole shared node. At 1:01 node 1 costs 2 GPUs x
+  // 660 s = 1320 GPU-s (the debug session; the elastic pod shrinks off for
+  // free), node 2 costs 4 x 3660 = 14640 (its rigid job): node 1 goes back.
+  s.workloads[0].max_pods = 2;
+  controller.ObserveLoad(kService, s.now, 50);
+  s.now += minutes(1);
+  const Decisions d = controller.Prepare(s);
+  EXPECT_EQ(s.workloads[0].pods, 2);
+  EXPECT_EQ(controller.status().returned, std::vector<NodeId>{N(1)});
+  EXPECT_EQ(s.lent_nodes, (std::vector<bool>{false, false, true}));
+  // Everything on node 1 gets notice, not just enough GPUs for one replica.
+  ASSERT_EQ(d.preempts.size(), 1u);
+  EXPECT_EQ(d.preempts[0].victim, WorkloadId(50));
+  ASSERT_EQ(d.resizes.size(), 1u);
+  EXPECT_EQ(d.resizes[0].workload, WorkloadId(60));
+  EXPECT_EQ(d.resizes[0].from_pods, 3);
+  EXPECT_EQ(d.resizes[0].to_pods, 2);
+  EXPECT_EQ(d.resizes[0].removed, (std::vector<PodPlacement>{{N(1), Gpus(2, 2)}}));
+  EXPECT_EQ(d.resizes[0].beneficiary, kService);
+  EXPECT_EQ(d.resizes[0].grace_deadline, s.now + seconds(60));
+
+  // 30 s later the shrunk pod is still saving on node 1 (it leaves at its
+  // grace deadline): that is no loan, and it gets no second notice.
+  std::erase_if(s.allocations, [](const Allocation& a) { return a.workload == WorkloadId(50); });
+  std::erase_if(s.workloads, [](const Workload& w) { return w.id == WorkloadId(50); });
+  s.now += seconds(30);
+  controller.ObserveLoad(kService, s.now, 50);
+  const Decisions later = controller.Prepare(s);
+  EXPECT_TRUE(later.preempts.empty());
+  EXPECT_TRUE(later.resizes.empty());
+  EXPECT_EQ(s.lent_nodes, (std::vector<bool>{false, false, true}));
+  EXPECT_TRUE(controller.status().newly_lent.empty());
+  EXPECT_TRUE(controller.status().returned.empty());
+}
+
+TEST(ColocationControllerTest, AutoscalesAndReportsModelledLatency) {
+  Snapshot s = StepScenario();
+  ColocationController controller(Policy(ColocationMode::kReactive));
+  s.now = At(hours(1));
+  controller.ObserveLoad(kService, s.now, 30);
+  controller.Prepare(s);
+  ASSERT_EQ(controller.status().services.size(), 1u);
+  const ServiceStatus& st = controller.status().services[0];
+  EXPECT_EQ(st.desired_replicas, 4);  // floor(36 / 10) + 1
+  EXPECT_EQ(st.running_replicas, 4);
+  EXPECT_DOUBLE_EQ(st.current_rps, 30.0);
+  EXPECT_EQ(st.cold_start, minutes(5));
+  // 30 rps over 4 replicas of 10: the M/M/4 figures.
+  const QueueLatency q = ModelLatency(30, 10, 4);
+  EXPECT_DOUBLE_EQ(st.modelled_p99_ms, q.p99_ms);
+  EXPECT_DOUBLE_EQ(st.modelled_p95_ms, q.p95_ms);
+  EXPECT_LT(st.modelled_p95_ms, st.modelled_p99_ms);
+  // Load doubles: pods follow at once (floor(72 / 10) + 1 = 8).
+  s.now += minutes(1);
+  controller.ObserveLoad(kService, s.now, 60);
+  controller.Prepare(s);
+  const auto svc = std::find_if(s.workloads.begin(), s.workloads.end(),
+                                [](const Workload& w) { return w.id == kService; });
+  EXPECT_EQ(svc->pods, 8);
+}
+
+TEST(ColocationControllerTest, DebugStopsAndBatchRejectsComeOutOfPrepare) {
+  Snapshot s = ColocationSnapshot(1, 1, 0);
+  s.now = At(minutes(59));
+  Workload dbg;
+  dbg.id = WorkloadId(5);
+  dbg.kind = WorkloadKind::kDebug;
+  dbg.debug.max_runtime = minutes(60);
+  AddRunning(s, dbg, {{N(0), Gpus(0, 1)}}, At(minutes(0)), At(minutes(0)));
+  Workload batch;
+  batch.id = WorkloadId(6);
+  batch.kind = WorkloadKind::kBatchInference;
+  batch.state = WorkloadState::kPending;
+  batch.expected_duration = hours(2);
+  batch.batch.deadline = s.now + hours(1);
+  s.workloads.push_back(batch);
+  ColocationController controller(Policy(ColocationMode::kPredictive));
+  const Decisions d = controller.Prepare(s);
+  ASSERT_EQ(d.preempts.size(), 1u);
+  EXPECT_EQ(d.preempts[0].cause, PreemptCause::kMaxRuntime);
+  EXPECT_EQ(d.preempts[0].grace_deadline, At(minutes(60)));
+  ASSERT_EQ(d.rejects.size(), 1u);
+  EXPECT_EQ(d.rejects[0].reason, ReasonCode::kDeadline);
+}
+
+TEST(ColocationControllerTest, SameInputsSameDecisions) {
+  const StepRun a = RunStepDay(ColocationMode::kPredictive);
+  const StepRun b = RunStepDay(ColocationMode::kPredictive);
+  ASSERT_EQ(a.preempts.size(), b.preempts.size());
+  for (size_t i = 0; i < a.preempts.size(); ++i) {
+    EXPECT_EQ(a.preempts[i].victim, b.preempts[i].victim);
+    EXPECT_EQ(a.preempts[i].notice_time, b.preempts[i].notice_time);
+  }
+}
+
+}  // namespace
+}  // namespace tidal

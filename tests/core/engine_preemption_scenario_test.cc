@@ -1,0 +1,188 @@
+// Issue #2 point 4: preemption by priority, least-cost victims, shrink first.
+#include <gtest/gtest.h>
+
+#include "core/engine/scheduler.h"
+#include "tests/support/cluster_builder.h"
+#include "tests/support/engine_driver.h"
+
+namespace tidal {
+namespace {
+
+using testing::EngineDriver;
+using testing::GpuRange;
+using testing::Job;
+
+const Time kT0 = TimeFromMillis(0);
+
+PolicyConfig Policy() {
+  PolicyConfig p;
+  p.preemption.default_grace = seconds(60);
+  p.preemption.min_runtime = minutes(5);
+  p.preemption.min_priority_gap = 10;
+  return p;
+}
+
+// Two 8-GPU nodes, each running one 8-GPU low-priority job started 2 h ago.
+Snapshot TwoFullNodes(Time ckpt1, Time ckpt2) {
+  Snapshot s = testing::SimpleCluster(1, 2);
+  s.now = kT0 + hours(2);
+  testing::AddRunning(s, Job(1, QueueId(0), 1, 8, hours(10), 0), {{NodeId(0), GpuRange(0, 8)}}, kT0, ckpt1);
+  testing::AddRunning(s, Job(2, QueueId(0), 1, 8, hours(10), 0), {{NodeId(1), GpuRange(0, 8)}}, kT0, ckpt2);
+  return s;
+}
+
+TEST(PreemptionScenarioTest, PicksTheMostRecentlyCheckpointedVictim) {
+  // Job 1 checkpointed 50 min ago, job 2 1 min ago.
+  Snapshot s = TwoFullNodes(kT0 + minutes(70), kT0 + minutes(119));
+  s.workloads.push_back(Job(9, QueueId(0), 1, 8, hours(1), 100, s.now));
+  const Decisions d = Scheduler(Policy()).Schedule(s);
+  ASSERT_EQ(d.preempts.size(), 1u);
+  const PreemptDecision& p = d.preempts[0];
+  EXPECT_EQ(p.victim, WorkloadId(2));
+  EXPECT_EQ(p.preemptor, WorkloadId(9));
+  EXPECT_EQ(p.cause, PreemptCause::kPriority);
+  EXPECT_EQ(p.notice_time, s.now);
+  EXPECT_EQ(p.grace_deadline, s.now + seconds(60));
+  // 8 GPUs x 60 s = 480 GPU-s lost.
+  EXPECT_DOUBLE_EQ(p.lost_gpu_seconds, 480.0);
+  ASSERT_EQ(d.waits.size(), 1u);
+  EXPECT_EQ(d.waits[0].reason, ReasonCode::kAwaitingVictims);
+  EXPECT_EQ(d.waits[0].estimated_start, s.now + seconds(60));
+}
+
+TEST(PreemptionScenarioTest, VictimsAreNotPreemptedTwiceAndThePreemptorStarts) {
+  Snapshot s = TwoFullNodes(kT0, kT0);
+  s.workloads.push_back(Job(9, QueueId(0), 1, 8, hours(1), 100, s.now));
+  EngineDriver driver(s, Policy());
+  driver.Step();
+  ASSERT_EQ(driver.preempts().size(), 1u);
+  // Inside the grace period: waits for its victim, preempts nobody new.
+  driver.AdvanceTo(s.now + seconds(30));
+  const Decisions& again = driver.Step();
+  EXPECT_TRUE(again.preempts.empty());
+  ASSERT_EQ(again.waits.size(), 1u);
+  EXPECT_EQ(again.waits[0].reason, ReasonCode::kAwaitingVictims);
+  // After the grace deadline the victim is gone and the preemptor starts.
+  driver.AdvanceTo(s.now + seconds(60));
+  const Decisions& after = driver.Step();
+  ASSERT_EQ(after.places.size(), 1u);
+  EXPECT_EQ(after.places[0].workload, WorkloadId(9));
+  EXPECT_EQ(driver.preempts().size(), 1u);
+}
+
+TEST(PreemptionScenarioTest, ElasticJobShrinksBeforeAnyGangIsEvicted) {
+  // 4 nodes: elastic job 1 holds nodes 0-1 (2 pods, min 1) and has lost a
+  // lot of work; rigid gang 2 holds nodes 2-3 and checkpointed just now.
+  Snapshot s = testing::SimpleCluster(1, 4);
+  s.now = kT0 + hours(2);
+  Workload elastic = Job(1, QueueId(0), 2, 8, hours(10), 0);
+  elastic.min_pods = 1;
+  elastic.max_pods = 4;
+  testing::AddRunning(s, elastic, {{NodeId(0), GpuRange(0, 8)}, {NodeId(1), GpuRange(0, 8)}}, kT0, kT0);
+  testing::AddRunning(s, Job(2, QueueId(0), 2, 8, hours(10), 0),
+                      {{NodeId(2), GpuRange(0, 8)}, {NodeId(3), GpuRange(0, 8)}}, kT0, s.now);
+  s.workloads.push_back(Job(9, QueueId(0), 1, 8, hours(1), 100, s.now));
+  const Decisions d = Scheduler(Policy()).Schedule(s);
+  EXPECT_TRUE(d.preempts.empty());
+  ASSERT_EQ(d.resizes.size(), 1u);
+  const ResizeDecision& r = d.resizes[0];
+  EXPECT_EQ(r.workload, WorkloadId(1));
+  EXPECT_EQ(r.from_pods, 2);
+  EXPECT_EQ(r.to_pods, 1);
+  ASSERT_EQ(r.removed.size(), 1u);
+  EXPECT_EQ(r.removed[0].node, NodeId(1));  // its last pod
+  EXPECT_EQ(r.beneficiary, WorkloadId(9));
+  EXPECT_EQ(r.grace_deadline, s.now + seconds(60));
+}
+
+TEST(PreemptionScenarioTest, GangsAreEvictedWholeWhenShrinkingIsNotEnough) {
+  Snapshot s = testing::SimpleCluster(1, 4);
+  s.now = kT0 + hours(2);
+  Workload elastic = Job(1, QueueId(0), 2, 8, hours(10), 0);
+  elastic.min_pods = 1;
+  elastic.max_pods = 2;
+  testing::AddRunning(s, elastic, {{NodeId(0), GpuRange(0, 8)}, {NodeId(1), GpuRange(0, 8)}}, kT0, kT0);
+  testing::AddRunning(s, Job(2, QueueId(0), 2, 8, hours(10), 0),
+                      {{NodeId(2), GpuRange(0, 8)}, {NodeId(3), GpuRange(0, 8)}}, kT0, s.now);
+  // Needs 2 whole nodes: the shrink frees one, and the cheapest whole victim
+  // is gang 2 (no lost work) which frees two; then the shrink is not needed.
+  s.workloads.push_back(Job(9, QueueId(0), 2, 8, hours(1), 100, s.now));
+  const Decisions d = Scheduler(Policy()).Schedule(s);
+  ASSERT_EQ(d.preempts.size(), 1u);
+  EXPECT_EQ(d.preempts[0].victim, WorkloadId(2));
+  EXPECT_TRUE(d.resizes.empty());
+}
+
+TEST(PreemptionScenarioTest, PriorityGapAndMinRuntimeProtectVictims) {
+  Snapshot s = TwoFullNodes(kT0, kT0);
+  s.workloads.push_back(Job(9, QueueId(0), 1, 8, hours(1), 5, s.now));  // gap 5 < 10
+  Decisions d = Scheduler(Policy()).Schedule(s);
+  EXPECT_TRUE(d.preempts.empty());
+  ASSERT_EQ(d.waits.size(), 1u);
+  EXPECT_EQ(d.waits[0].reason, ReasonCode::kCapacity);
+
+  Snapshot young = TwoFullNodes(kT0, kT0);
+  young.now = kT0 + minutes(4);  // both victims younger than min_runtime (5 min)
+  young.workloads.push_back(Job(9, QueueId(0), 1, 8, hours(1), 100, young.now));
+  d = Scheduler(Policy()).Schedule(young);
+  EXPECT_TRUE(d.preempts.empty());
+}
+
+TEST(PreemptionScenarioTest, NonPreemptibleAndInferenceWorkIsNeverAVictim) {
+  Snapshot s = TwoFullNodes(kT0, kT0);
+  s.workloads[0].preemptible = false;
+  s.workloads[1].priority.preemptibility = PreemptibilityClass::kNever;
+  s.workloads.push_back(Job(9, QueueId(0), 1, 8, hours(1), 100, s.now));
+  const Decisions d = Scheduler(Policy()).Schedule(s);
+  EXPECT_TRUE(d.preempts.empty());
+}
+
+TEST(PreemptionScenarioTest, ReclaimIgnoresMinRuntimeButNeverPassesTheGuarantee) {
+  testing::ClusterBuilder b;
+  const PoolId pool = b.AddPool("training", PoolKind::kTraining);
+  b.AddNodes(2, pool, b.AddRack("r0"));
+  const QueueId owner = b.AddQueue("owner", 8);
+  const QueueId borrower = b.AddQueue("borrower", 0);
+  Snapshot s = b.Build();
+  s.now = kT0 + minutes(1);  // victims are 1 min old, under min_runtime
+  testing::AddRunning(s, Job(1, borrower, 1, 8, hours(10), 50), {{NodeId(0), GpuRange(0, 8)}}, kT0, kT0);
+  testing::AddRunning(s, Job(2, borrower, 1, 8, hours(10), 50), {{NodeId(1), GpuRange(0, 8)}}, kT0, kT0);
+  s.workloads.push_back(Job(9, owner, 1, 8, hours(1), 0, s.now));   // within its guarantee
+  s.workloads.push_back(Job(10, owner, 1, 8, hours(1), 0, s.now));  // would exceed it
+  const Decisions d = Scheduler(Policy()).Schedule(s);
+  ASSERT_EQ(d.preempts.size(), 1u);
+  EXPECT_EQ(d.preempts[0].cause, PreemptCause::kReclaim);
+  EXPECT_EQ(d.preempts[0].preemptor, WorkloadId(9));
+}
+
+TEST(PreemptionScenarioTest, SharedNodesGoBackToInference) {
+  testing::ClusterBuilder b;
+  const PoolId shared = b.AddPool("shared", PoolKind::kShared);
+  b.AddNodes(1, shared, b.AddRack("r0"));
+  b.AddQueue("q", 0);
+  Snapshot s = b.Build();
+  s.now = kT0 + hours(1);
+  testing::AddRunning(s, Job(1, QueueId(0), 1, 8, hours(10)), {{NodeId(0), GpuRange(0, 8)}}, kT0, kT0);
+  s.lent_nodes = {false};  // the planner took the loan back
+  const Decisions d = Scheduler(Policy()).Schedule(s);
+  ASSERT_EQ(d.preempts.size(), 1u);
+  EXPECT_EQ(d.preempts[0].cause, PreemptCause::kInferenceReturn);
+  // 8 GPUs x 3600 s since the last checkpoint.
+  EXPECT_DOUBLE_EQ(d.preempts[0].lost_gpu_seconds, 28800.0);
+}
+
+TEST(PreemptionScenarioTest, DebugSessionsStopAtMaxRuntime) {
+  Snapshot s = testing::SimpleCluster(1, 1);
+  s.now = kT0 + minutes(61);
+  Workload debug = Job(1, QueueId(0), 1, 1, Duration::zero());
+  debug.kind = WorkloadKind::kDebug;
+  debug.debug.max_runtime = minutes(60);
+  testing::AddRunning(s, debug, {{NodeId(0), GpuRange(0, 1)}}, kT0, kT0);
+  const Decisions d = Scheduler(Policy()).Schedule(s);
+  ASSERT_EQ(d.preempts.size(), 1u);
+  EXPECT_EQ(d.preempts[0].cause, PreemptCause::kMaxRuntime);
+  EXPECT_FALSE(d.preempts[0].preemptor.valid());
+}
+
+}  // namespace
+}  // namespace tidal

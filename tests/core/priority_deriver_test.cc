@@ -1,0 +1,283 @@
+#include "core/priority/priority_deriver.h"
+
+#include <algorithm>
+
+#include <gtest/gtest.h>
+
+namespace tidal {
+namespace {
+
+// Tiers: critical 1000 (never, approval), standard 500, experiment 100
+// (reclaimable); kind bonus inference +500, batch -50, debug +100;
+// non-interruptible +100, checkpointed +50, near deadline +200 (1 h window);
+// budget within 0, borrowing -200, over budget -400.
+PriorityTemplate DefaultTemplate() {
+  PriorityTemplate t;
+  t.name = "default";
+  t.tiers["critical"] = TierRule{1000, PreemptibilityClass::kNever, true};
+  t.tiers["standard"] = TierRule{500, PreemptibilityClass::kPreemptible, false};
+  t.tiers["experiment"] = TierRule{100, PreemptibilityClass::kReclaimable, false};
+  t.fallback_tier = "standard";
+  t.attributes.kind_bonus = {{WorkloadKind::kTraining, 0},
+                             {WorkloadKind::kInference, 500},
+                             {WorkloadKind::kBatchInference, -50},
+                             {WorkloadKind::kDebug, 100}};
+  t.attributes.non_interruptible_bonus = 100;
+  t.attributes.checkpointed_bonus = 50;
+  t.attributes.near_deadline_bonus = 200;
+  t.attributes.near_deadline_window = hours(1);
+  t.budget = BudgetRules{0, -200, -400};
+  t.require_checkpoint_to_borrow = true;
+  return t;
+}
+
+Project MakeProject(std::string tier, bool approved = false) {
+  Project p;
+  p.id = ProjectId(0);
+  p.name = "proj";
+  p.tenant = "acme";
+  p.tier = std::move(tier);
+  p.default_queue = QueueId(0);
+  p.top_tier_approved = approved;
+  return p;
+}
+
+Workload MakeWorkload(WorkloadKind kind) {
+  Workload w;
+  w.id = WorkloadId(1);
+  w.name = "job";
+  w.tenant = "acme";
+  w.project = ProjectId(0);
+  w.queue = QueueId(0);
+  w.kind = kind;
+  return w;
+}
+
+bool HasLine(const Priority& p, const std::string& line) {
+  return std::find(p.derivation.begin(), p.derivation.end(), line) != p.derivation.end();
+}
+
+const Time kNow = TimeFromMillis(1'000'000);
+
+TEST(PriorityDeriverTest, CriticalInferenceBorrowingMatchesTheWorkedExample) {
+  const std::vector<PriorityTemplate> templates = {DefaultTemplate()};
+  auto p = DerivePriority(templates, MakeWorkload(WorkloadKind::kInference), MakeProject("critical", true),
+                          BudgetState::kBorrowing, kNow);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  // 1000 (critical) + 500 (inference) - 200 (borrowing) = 1300.
+  EXPECT_EQ(p->value, 1300);
+  EXPECT_EQ(p->preemptibility, PreemptibilityClass::kNever);
+  EXPECT_FALSE(p->awaiting_approval);
+  EXPECT_EQ(p->template_name, "default");
+  EXPECT_TRUE(HasLine(*p, "tier critical: base 1000"));
+  EXPECT_TRUE(HasLine(*p, "kind inference: +500"));
+  EXPECT_TRUE(HasLine(*p, "budget borrowing: -200"));
+  EXPECT_EQ(p->derivation.back(), "total 1300");
+}
+
+TEST(PriorityDeriverTest, UnapprovedTopTierIsValuedAtTheFallbackMeanwhile) {
+  const std::vector<PriorityTemplate> templates = {DefaultTemplate()};
+  Workload w = MakeWorkload(WorkloadKind::kTraining);
+  w.training.checkpoint_interval = minutes(30);
+  auto p = DerivePriority(templates, w, MakeProject("critical", false), BudgetState::kWithinGuarantee, kNow);
+  ASSERT_TRUE(p.ok());
+  // 500 (standard, the fallback) + 0 (training) + 50 (checkpointed) + 0 = 550.
+  EXPECT_EQ(p->value, 550);
+  EXPECT_TRUE(p->awaiting_approval);
+  // The fallback's class, not critical's kNever.
+  EXPECT_EQ(p->preemptibility, PreemptibilityClass::kPreemptible);
+  EXPECT_TRUE(HasLine(*p, "tier critical awaits approval: valued at tier standard: base 500"));
+
+  auto approved = DerivePriority(templates, w, MakeProject("critical", true), BudgetState::kWithinGuarantee, kNow);
+  ASSERT_TRUE(approved.ok());
+  // 1000 + 0 + 50 = 1050, and critical training is never preempted.
+  EXPECT_EQ(approved->value, 1050);
+  EXPECT_FALSE(approved->awaiting_approval);
+  EXPECT_EQ(approved->preemptibility, PreemptibilityClass::kNever);
+}
+
+TEST(PriorityDeriverTest, KindDecidesTheClassOfInferenceAndDebug) {
+  const std::vector<PriorityTemplate> templates = {DefaultTemplate()};
+  auto inference = DerivePriority(templates, MakeWorkload(WorkloadKind::kInference), MakeProject("experiment"),
+                                  BudgetState::kWithinGuarantee, kNow);
+  ASSERT_TRUE(inference.ok());
+  EXPECT_EQ(inference->preemptibility, PreemptibilityClass::kNever);
+  EXPECT_EQ(inference->value, 600);  // 100 + 500
+
+  auto debug = DerivePriority(templates, MakeWorkload(WorkloadKind::kDebug), MakeProject("critical", true),
+                              BudgetState::kWithinGuarantee, kNow);
+  ASSERT_TRUE(debug.ok());
+  EXPECT_EQ(debug->preemptibility, PreemptibilityClass::kReclaimable);
+  EXPECT_EQ(debug->value, 1100);  // 1000 + 100
+}
+
+TEST(PriorityDeriverTest, NonPreemptibleTrainingEarnsTheBonusButOnlyTheTierGrantsNever) {
+  const std::vector<PriorityTemplate> templates = {DefaultTemplate()};
+  Workload w = MakeWorkload(WorkloadKind::kTraining);
+  w.preemptible = false;
+  auto standard = DerivePriority(templates, w, MakeProject("standard"), BudgetState::kWithinGuarantee, kNow);
+  ASSERT_TRUE(standard.ok());
+  EXPECT_EQ(standard->value, 600);  // 500 + 0 + 100 (non-interruptible)
+  EXPECT_EQ(standard->preemptibility, PreemptibilityClass::kPreemptible);
+  EXPECT_TRUE(HasLine(*standard, "non-interruptible: +100"));
+
+  auto experiment = DerivePriority(templates, w, MakeProject("experiment"), BudgetState::kWithinGuarantee, kNow);
+  ASSERT_TRUE(experiment.ok());
+  EXPECT_EQ(experiment->preemptibility, PreemptibilityClass::kReclaimable);
+
+  auto critical = DerivePriority(templates, w, MakeProject("critical", true), BudgetState::kWithinGuarantee, kNow);
+  ASSERT_TRUE(critical.ok());
+  EXPECT_EQ(critical->preemptibility, PreemptibilityClass::kNever);
+  EXPECT_EQ(critical->value, 1100);  // 1000 + 0 + 100
+}
+
+TEST(PriorityDeriverTest, NearDeadlineBonusDependsOnSlack) {
+  const std::vector<PriorityTemplate> templates = {DefaultTemplate()};
+  Workload w = MakeWorkload(WorkloadKind::kBatchInference);
+  w.expected_duration = minutes(90);
+  // Slack = 2 h - 0 - 90 min = 30 min < 60 min: bonus.
+  w.batch.deadline = kNow + hours(2);
+  auto tight = DerivePriority(templates, w, MakeProject("standard"), BudgetState::kWithinGuarantee, kNow);
+  ASSERT_TRUE(tight.ok());
+  EXPECT_EQ(tight->value, 650);  // 500 - 50 + 200
+  EXPECT_TRUE(HasLine(*tight, "near deadline (slack 30 min < 60 min): +200"));
+
+  // Slack = 3 h - 90 min = 90 min >= 60 min: no bonus.
+  w.batch.deadline = kNow + hours(3);
+  auto loose = DerivePriority(templates, w, MakeProject("standard"), BudgetState::kWithinGuarantee, kNow);
+  ASSERT_TRUE(loose.ok());
+  EXPECT_EQ(loose->value, 450);  // 500 - 50
+
+  // No deadline at all: no bonus either.
+  w.batch.deadline = kInfiniteFuture;
+  auto none = DerivePriority(templates, w, MakeProject("standard"), BudgetState::kWithinGuarantee, kNow);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->value, 450);
+}
+
+TEST(PriorityDeriverTest, CheckpointBonusIsForTrainingWithAnInterval) {
+  const std::vector<PriorityTemplate> templates = {DefaultTemplate()};
+  Workload w = MakeWorkload(WorkloadKind::kTraining);
+  auto without = DerivePriority(templates, w, MakeProject("standard"), BudgetState::kOverBudget, kNow);
+  ASSERT_TRUE(without.ok());
+  EXPECT_EQ(without->value, 100);  // 500 + 0 - 400 (over budget)
+  EXPECT_TRUE(HasLine(*without, "budget over budget: -400"));
+  w.training.checkpoint_interval = minutes(10);
+  auto with = DerivePriority(templates, w, MakeProject("standard"), BudgetState::kOverBudget, kNow);
+  ASSERT_TRUE(with.ok());
+  EXPECT_EQ(with->value, 150);  // 500 + 50 - 400
+}
+
+TEST(PriorityDeriverTest, FirstMatchingTemplateWinsByKindAndTenant) {
+  PriorityTemplate serving = DefaultTemplate();
+  serving.name = "serving";
+  serving.kinds = {WorkloadKind::kInference};
+  serving.tiers["standard"].base = 700;
+  PriorityTemplate ads = DefaultTemplate();
+  ads.name = "ads";
+  ads.tenants = {"ads"};
+  ads.tiers["standard"].base = 300;
+  const std::vector<PriorityTemplate> templates = {serving, ads, DefaultTemplate()};
+
+  Workload inference = MakeWorkload(WorkloadKind::kInference);
+  EXPECT_EQ(FindTemplate(templates, inference)->name, "serving");
+  Workload ads_training = MakeWorkload(WorkloadKind::kTraining);
+  ads_training.tenant = "ads";
+  EXPECT_EQ(FindTemplate(templates, ads_training)->name, "ads");
+  Workload other = MakeWorkload(WorkloadKind::kTraining);
+  EXPECT_EQ(FindTemplate(templates, other)->name, "default");
+
+  auto p = DerivePriority(templates, ads_training, MakeProject("standard"), BudgetState::kWithinGuarantee, kNow);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->value, 300);
+  EXPECT_EQ(p->template_name, "ads");
+}
+
+TEST(PriorityDeriverTest, NoTemplateOrUnknownTierIsAnErrorNamingTheWorkload) {
+  PriorityTemplate only_debug = DefaultTemplate();
+  only_debug.kinds = {WorkloadKind::kDebug};
+  const std::vector<PriorityTemplate> templates = {only_debug};
+  Workload w = MakeWorkload(WorkloadKind::kTraining);
+  w.name = "resnet";
+  auto none = DerivePriority(templates, w, MakeProject("standard"), BudgetState::kWithinGuarantee, kNow);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("resnet"), std::string::npos);
+
+  const std::vector<PriorityTemplate> all = {DefaultTemplate()};
+  auto bad_tier = DerivePriority(all, w, MakeProject("platinum"), BudgetState::kWithinGuarantee, kNow);
+  ASSERT_FALSE(bad_tier.ok());
+  EXPECT_NE(bad_tier.status().message().find("platinum"), std::string::npos);
+}
+
+TEST(PriorityDeriverTest, BudgetStateFromQueueUsageAndProjectBudget) {
+  Queue q;
+  q.id = QueueId(0);
+  q.guaranteed_gpus = 16;
+  Project p = MakeProject("standard");
+  // 8 used + 8 requested = 16 <= 16: within.
+  EXPECT_EQ(ComputeBudgetState(p, q, 8, 8), BudgetState::kWithinGuarantee);
+  // 8 + 9 = 17 > 16: borrowing.
+  EXPECT_EQ(ComputeBudgetState(p, q, 8, 9), BudgetState::kBorrowing);
+  // A spent budget wins over queue state.
+  p.budget_gpu_hours = 100;
+  p.used_gpu_hours = 100;
+  EXPECT_EQ(ComputeBudgetState(p, q, 0, 1), BudgetState::kOverBudget);
+  p.used_gpu_hours = 99.5;
+  EXPECT_EQ(ComputeBudgetState(p, q, 0, 1), BudgetState::kWithinGuarantee);
+  // Budget 0 means no budget set.
+  p.budget_gpu_hours = 0;
+  p.used_gpu_hours = 1e6;
+  EXPECT_EQ(ComputeBudgetState(p, q, 0, 1), BudgetState::kWithinGuarantee);
+}
+
+TEST(PriorityDeriverTest, OnlyCheckpointingPreemptibleTrainingMayBorrowShared) {
+  PriorityTemplate t = DefaultTemplate();
+  Workload w = MakeWorkload(WorkloadKind::kTraining);
+  EXPECT_FALSE(MayBorrowShared(w, t));  // preemptible, never checkpoints
+  w.training.checkpoint_interval = minutes(15);
+  EXPECT_TRUE(MayBorrowShared(w, t));
+  w.training.checkpoint_interval = Duration(0);
+  w.preemptible = false;
+  EXPECT_TRUE(MayBorrowShared(w, t));  // not preemptible: rule is about losing work
+  EXPECT_TRUE(MayBorrowShared(MakeWorkload(WorkloadKind::kBatchInference), t));
+  t.require_checkpoint_to_borrow = false;
+  EXPECT_TRUE(MayBorrowShared(MakeWorkload(WorkloadKind::kTraining), t));
+}
+
+TEST(PriorityDeriverTest, SnapshotPrioritiesCountTheQueuesAllocations) {
+  Snapshot s;
+  s.now = kNow;
+  Queue q;
+  q.id = QueueId(0);
+  q.name = "q";
+  q.guaranteed_gpus = 8;
+  s.queues = {q};
+  s.projects = {MakeProject("standard"), MakeProject("critical", false)};
+  s.projects[1].id = ProjectId(1);
+  Workload running = MakeWorkload(WorkloadKind::kTraining);
+  running.state = WorkloadState::kRunning;
+  Workload pending = MakeWorkload(WorkloadKind::kTraining);
+  pending.id = WorkloadId(2);
+  pending.gpus_per_pod = 4;
+  Workload critical = MakeWorkload(WorkloadKind::kTraining);
+  critical.id = WorkloadId(3);
+  critical.project = ProjectId(1);
+  s.workloads = {running, pending, critical};
+  Allocation a;
+  a.workload = WorkloadId(1);
+  a.pods = {PodPlacement{NodeId(0), 0x3F}};  // 6 GPUs
+  s.allocations = {a};
+
+  ASSERT_TRUE(DeriveSnapshotPriorities({DefaultTemplate()}, s).ok());
+  // Running: 0 others + its 6 GPUs <= 8: within, 500.
+  EXPECT_EQ(s.workloads[0].priority.value, 500);
+  // Pending: 6 in use + 4 requested = 10 > 8: borrowing, 500 - 200 = 300.
+  EXPECT_EQ(s.workloads[1].priority.value, 300);
+  // Critical unapproved: 6 + 1 = 7 <= 8: within at standard, 500; its state follows.
+  EXPECT_EQ(s.workloads[2].priority.value, 500);
+  EXPECT_EQ(s.workloads[2].state, WorkloadState::kAwaitingApproval);
+  EXPECT_EQ(s.workloads[1].state, WorkloadState::kPending);
+}
+
+}  // namespace
+}  // namespace tidal

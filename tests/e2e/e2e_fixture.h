@@ -1,0 +1,168 @@
+// End-to-end fixture: a LocalCluster (real `tidal server` and `tidal agent`
+// processes with fake GPUs on loopback, in a temp dir) per test, helpers to
+// wait on API state, and a check that every process the test started is
+// gone when it ends.
+#ifndef TIDAL_TESTS_E2E_E2E_FIXTURE_H_
+#define TIDAL_TESTS_E2E_E2E_FIXTURE_H_
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <fmt/core.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "agent/local_cluster.h"
+#include "agent/pod_process.h"
+
+namespace tidal::e2e {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+inline std::string ReadText(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// key=value pairs of the example trainer's first line in a pod's stdout:
+// "trainer: rank=0 local_rank=0 world_size=2 ... resume_step=0".
+inline std::map<std::string, std::string> TrainerStart(const std::string& pod_dir) {
+  std::map<std::string, std::string> kv;
+  std::istringstream lines(ReadText(fs::path(pod_dir) / "stdout.log"));
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (!line.starts_with("trainer: rank=")) continue;
+    std::istringstream words(line.substr(9));
+    std::string word;
+    while (words >> word) {
+      const size_t eq = word.find('=');
+      if (eq != std::string::npos) kv[word.substr(0, eq)] = word.substr(eq + 1);
+    }
+    break;
+  }
+  return kv;
+}
+
+class E2eTest : public ::testing::Test {
+ protected:
+  // Starts the cluster; skips when the binaries were not built.
+  void StartCluster(std::vector<agent::LocalNodeOptions> nodes) {
+    const char* bin = std::getenv("TIDAL_BINARY_DIR");
+    if (bin == nullptr) GTEST_SKIP() << "TIDAL_BINARY_DIR not set (run through ctest)";
+    bin_dir_ = bin;
+    if (access((bin_dir_ + "/tidal").c_str(), X_OK) != 0 ||
+        access((bin_dir_ + "/examples/trainer").c_str(), X_OK) != 0) {
+      GTEST_SKIP() << "build the tidal and example_* targets first";
+    }
+    work_dir_ = fs::temp_directory_path() /
+                fmt::format("tidal_e2e_{}_{}",
+                            ::testing::UnitTest::GetInstance()->current_test_info()->name(),
+                            getpid());
+    fs::remove_all(work_dir_);
+    agent::LocalClusterOptions options;
+    options.tidal_binary = bin_dir_ + "/tidal";
+    options.work_dir = work_dir_.string();
+    options.nodes = std::move(nodes);
+    options.node_lease_s = 3;
+    options.default_grace_s = 5;
+    options.scale_down_delay_s = 5;
+    options.agent_sync_ms = 200;
+    options.agent_sample_ms = 500;
+    auto cluster = agent::LocalCluster::Start(options);
+    ASSERT_TRUE(cluster.ok()) << cluster.status().message();
+    cluster_ = std::move(cluster).value();
+    started_pids_.insert(cluster_->server_pid());
+    for (size_t i = 0; i < options.nodes.size(); ++i) started_pids_.insert(cluster_->agent_pid(i));
+  }
+
+  void TearDown() override {
+    if (!cluster_) return;
+    Pods();  // record the last pods' pids
+    cluster_->Stop();
+    cluster_.reset();
+    for (pid_t pid : started_pids_) {
+      if (pid <= 0) continue;
+      // Each child leads its own process group; none may outlive the test.
+      bool gone = false;
+      for (int i = 0; i < 200 && !gone; ++i) {
+        gone = !agent::ProcessGroupAlive(pid);
+        if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+      }
+      EXPECT_TRUE(gone) << "process group " << pid << " outlived the test";
+    }
+    if (!HasFailure()) fs::remove_all(work_dir_);
+  }
+
+  std::string Examples() const { return bin_dir_ + "/examples"; }
+  static std::vector<agent::LocalNodeOptions> Nodes(std::vector<std::string> pools, int gpus) {
+    std::vector<agent::LocalNodeOptions> nodes;
+    for (size_t i = 0; i < pools.size(); ++i) {
+      agent::LocalNodeOptions n;
+      n.name = fmt::format("node-{}", i + 1);
+      n.pool = pools[i];
+      n.gpus = gpus;
+      n.nvlink = gpus % 2 == 0 ? fmt::format("2x{}", gpus / 2) : "none";
+      nodes.push_back(n);
+    }
+    return nodes;
+  }
+
+  uint64_t Submit(const json& body) {
+    auto reply = cluster_->Post("/v1/workloads", body);
+    EXPECT_TRUE(reply.ok()) << reply.status().message();
+    return reply.ok() ? (*reply)["id"].get<uint64_t>() : 0;
+  }
+  json Workload(uint64_t id) {
+    auto reply = cluster_->Get(fmt::format("/v1/workloads/{}", id));
+    return reply.ok() ? *reply : json::object();
+  }
+  std::string State(uint64_t id) { return Workload(id).value("state", ""); }
+
+  // The pods agents run now (from their pods.json), remembering every pid.
+  json Pods() {
+    json pods = cluster_->LocalPods();
+    for (const json& p : pods) {
+      if (p.value("pid", -1) > 0) started_pids_.insert(p["pid"].get<pid_t>());
+    }
+    return pods;
+  }
+  json PodsOf(uint64_t id, const std::string& phase = "") {
+    json out = json::array();
+    for (const json& p : Pods()) {
+      if (p["workload"] == id && (phase.empty() || p["phase"] == phase)) out.push_back(p);
+    }
+    return out;
+  }
+
+  // Polls `cond` every 100 ms for up to `timeout_s`.
+  bool WaitFor(const std::function<bool()>& cond, double timeout_s) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    while (std::chrono::steady_clock::now() < end) {
+      if (cond()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return cond();
+  }
+
+  std::string bin_dir_;
+  fs::path work_dir_;
+  std::unique_ptr<agent::LocalCluster> cluster_;
+  std::set<pid_t> started_pids_;
+};
+
+}  // namespace tidal::e2e
+
+#endif  // TIDAL_TESTS_E2E_E2E_FIXTURE_H_

@@ -1,0 +1,115 @@
+// Bad input: each request gets a 4xx whose message names the field, the
+// server keeps serving, and nothing changes.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "tests/support/server_fixture.h"
+
+namespace tidal::testing {
+namespace {
+
+using nlohmann::json;
+
+struct BadCase {
+  std::string method, path, body;
+  int status;
+  std::string field;  // "" = no field expected
+};
+
+TEST(ServerBadInput, EveryBadRequestIsA4xxNamingTheFieldAndChangesNothing) {
+  ServerProcess s;
+  json reg = {{"name", "n1"}, {"pool", "training"}, {"gpus", json::array({json{{"index", 0}}})}};
+  ASSERT_EQ(s.PostJson("/v1/agent/register", kAgentToken, reg).status, 200);
+  // One workload that no pass will touch (it awaits approval), to resize.
+  HttpReply held = s.PostJson("/v1/workloads", kAdminToken,
+                              json{{"name", "held"}, {"project", "llm-pretrain"}, {"replicas", 1},
+                                   {"min_replicas", 1}, {"max_replicas", 2}});
+  ASSERT_EQ(held.status, 201) << held.body;
+  ASSERT_EQ(held.json()["id"], 1);
+  // Let a scheduling pass record its wait reason, so later passes change nothing.
+  for (int i = 0; i < 200 && s.Get("/v1/workloads/1", kAdminToken).json()["wait"].is_null(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  // The audit rows requests can cause (co-location loans come from the loop).
+  auto request_audit = [&] {
+    json rows = json::array();
+    for (const json& a : s.Get("/v1/audit", kAdminToken).json()["audit"]) {
+      if (a["action"] != "loan" && a["action"] != "return") rows.push_back(a);
+    }
+    return rows;
+  };
+  const json audit_before = request_audit();
+  const std::string workloads_before = s.Get("/v1/workloads", kAdminToken).body;
+  const std::vector<BadCase> cases = {
+      {"POST", "/v1/workloads", "{", 400, "body"},
+      {"POST", "/v1/workloads", "", 400, "body"},
+      {"POST", "/v1/workloads", "[]", 400, ""},
+      {"POST", "/v1/workloads", R"({"project": "vision"})", 400, "name"},
+      {"POST", "/v1/workloads", R"({"name": 7, "project": "vision"})", 400, "name"},
+      {"POST", "/v1/workloads", R"({"name": "x", "project": "vision", "replicas": "two"})", 400, "replicas"},
+      {"POST", "/v1/workloads", R"({"name": "x", "project": "vision", "replicas": -2})", 400, "replicas"},
+      {"POST", "/v1/workloads", R"({"name": "x", "project": "vision", "replicas": 1.5})", 400, "replicas"},
+      {"POST", "/v1/workloads", R"({"name": "x", "project": "vision", "gpus_per_replica": 1000})", 400, "gpus_per_replica"},
+      {"POST", "/v1/workloads", R"({"name": "x", "project": "vision", "gpus_per_replica": 16})", 400, "gpus_per_replica"},
+      {"POST", "/v1/workloads", R"({"name": "x", "project": "vision", "gpus_per_replica": 8, "replicas": 600})", 400, "max_replicas"},
+      {"POST", "/v1/workloads", R"({"name": "x", "project": "vision", "replicas": 2, "min_replicas": 3})", 400, "min_replicas"},
+      {"POST", "/v1/workloads", R"({"name": "x", "project": "vision", "gpu": 1})", 400, "gpu"},
+      {"POST", "/v1/workloads", R"({"name": "x", "project": "vision", "priority": 9000})", 400, "priority"},
+      {"POST", "/v1/workloads", R"({"name": "x", "project": "vision", "queue": "nope"})", 400, "queue"},
+      {"POST", "/v1/workloads", R"({"name": "x", "project": "nope"})", 400, "project"},
+      {"POST", "/v1/workloads", R"({"name": "x", "project": "vision", "kind": "quantum"})", 400, "kind"},
+      {"POST", "/v1/workloads", R"({"name": "x", "project": "vision", "topology": {"level": "galaxy"}})", 400, "topology.level"},
+      {"POST", "/v1/workloads", R"({"name": "x", "project": "vision", "tolerations": "all"})", 400, "tolerations"},
+      {"POST", "/v1/workloads", R"({"name": "x", "project": "vision", "duration_s": -5})", 400, "duration_s"},
+      {"POST", "/v1/workloads", R"({"name": "x", "project": "vision", "kind": "inference"})", 400, "replica_capacity_rps"},
+      {"POST", "/v1/workloads", R"({"name": "x", "project": "vision", "readiness": {"port": 70000}})", 400, "readiness.port"},
+      {"POST", "/v1/workloads", R"({"name": "x", "project": "vision", "env": {"A": 1}})", 400, "env.A"},
+      {"POST", "/v1/workloads", "{\"name\": \"" + std::string(2 << 20, 'a') + "\"}", 413, ""},
+      {"GET", "/v1/workloads/abc", "", 400, "id"},
+      {"GET", "/v1/workloads/-1", "", 400, "id"},
+      {"GET", "/v1/workloads/999", "", 404, ""},
+      {"GET", "/v1/workloads?kind=foo", "", 400, "kind"},
+      {"GET", "/v1/workloads?limit=-1", "", 400, "limit"},
+      {"GET", "/v1/workloads?colour=red", "", 400, "colour"},
+      {"GET", "/v1/audit?from_ms=yesterday", "", 400, "from_ms"},
+      {"GET", "/v1/reports?format=xml", "", 400, "format"},
+      {"POST", "/v1/workloads/999/cancel", "", 404, ""},
+      {"POST", "/v1/workloads/999/resize", R"({"replicas": 2})", 404, ""},
+      {"POST", "/v1/workloads/1/resize", R"({"replicas": "x"})", 400, "replicas"},
+      {"POST", "/v1/dry-run", R"({"name": "x", "project": "vision", "replicas": 0})", 400, "replicas"},
+      {"POST", "/v1/agent/register", R"({"name": "n2", "gpus": []})", 400, "gpus"},
+      {"POST", "/v1/agent/register", R"({"name": "n2", "gpus": [{"index": 0}], "pool": "moon"})", 400, "pool"},
+      {"POST", "/v1/agent/register", R"({"gpus": [{"index": 0}]})", 400, "name"},
+      {"POST", "/v1/agent/nodes/ghost/heartbeat", "{}", 404, ""},
+      {"POST", "/v1/agent/nodes/n1/heartbeat", R"({"gpus": [{"index": 5}]})", 400, "gpus[0].index"},
+      {"POST", "/v1/agent/nodes/n1/heartbeat", R"({"gpus": [{"index": 0, "utilization": 7}]})", 400, "gpus[0].utilization"},
+      {"POST", "/v1/agent/nodes/n1/pods/status", R"({"events": [{"workload": 1, "rank": 0, "phase": "dancing"}]})", 400, "events[0].phase"},
+      {"POST", "/v1/agent/nodes/n1/pods/status", R"({"events": {}})", 400, "events"},
+      {"GET", "/v1/no-such-route", "", 404, ""},
+  };
+  for (const BadCase& c : cases) {
+    const std::string token = c.path.find("/agent/") != std::string::npos ? kAgentToken : kAdminToken;
+    const HttpReply r = c.method == "GET" ? s.Get(c.path, token) : s.Post(c.path, token, c.body);
+    const std::string what = c.method + " " + c.path + " " + c.body.substr(0, 120) + " -> " + r.body.substr(0, 300);
+    ASSERT_NE(r.status, 0) << "the server stopped answering after: " << what;
+    EXPECT_EQ(r.status, c.status) << what;
+    const json err = r.json();
+    if (c.status != 413) {
+      ASSERT_TRUE(err.is_object() && err.contains("error")) << what;
+      EXPECT_FALSE(err["error"]["message"].get<std::string>().empty()) << what;
+    }
+    if (!c.field.empty()) {
+      EXPECT_EQ(err["error"]["field"], c.field) << what;
+      EXPECT_NE(err["error"]["message"].get<std::string>().find(c.field), std::string::npos) << what;
+    }
+  }
+  // Nothing changed: the same workloads, no new audit row.
+  EXPECT_EQ(s.Get("/v1/workloads", kAdminToken).body, workloads_before);
+  EXPECT_EQ(request_audit(), audit_before);
+  EXPECT_EQ(s.Get("/healthz", "").status, 200);
+}
+
+}  // namespace
+}  // namespace tidal::testing

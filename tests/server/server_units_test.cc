@@ -1,0 +1,171 @@
+// In-process unit tests of the server's pieces: token hashing and checks,
+// the store's group commit and recovery, the metrics text, report arithmetic,
+// and strict submit parsing.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "server/auth.h"
+#include "server/metrics.h"
+#include "server/report.h"
+#include "server/store.h"
+#include "server/workload_codec.h"
+
+namespace tidal::server {
+namespace {
+
+TEST(Auth, Sha256MatchesTheStandardVector) {
+  // FIPS 180-2 test vector for "abc".
+  EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST(Auth, TokensAreKnownOnlyByDigest) {
+  Authenticator auth;
+  ASSERT_TRUE(auth.AddToken(Sha256Hex("s3cret"), {"alice", Role::kUser, "research"}).ok());
+  auto ok = auth.Authenticate("Bearer s3cret");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->name, "alice");
+  EXPECT_EQ(auth.Authenticate("Bearer wrong").status().code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(auth.Authenticate("").status().code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(auth.Authenticate("Basic s3cret").status().code(), StatusCode::kUnauthenticated);
+  // A user token without a tenant, or a malformed digest, is refused.
+  EXPECT_FALSE(auth.AddToken(Sha256Hex("x"), {"bob", Role::kUser, ""}).ok());
+  EXPECT_FALSE(auth.AddToken("abc", {"carol", Role::kAdmin, ""}).ok());
+}
+
+TEST(Auth, TenantAndRoleChecks) {
+  const Principal user{"alice", Role::kUser, "research"};
+  const Principal admin{"root", Role::kAdmin, ""};
+  const Principal agent{"node", Role::kAgent, ""};
+  EXPECT_TRUE(CheckTenantAccess(user, "research").ok());
+  EXPECT_EQ(CheckTenantAccess(user, "ads").code(), StatusCode::kPermissionDenied);
+  EXPECT_TRUE(CheckTenantAccess(admin, "ads").ok());
+  EXPECT_EQ(CheckTenantAccess(agent, "research").code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(RequireRole(user, {Role::kAdmin}).code(), StatusCode::kPermissionDenied);
+  EXPECT_TRUE(RequireRole(agent, {Role::kAgent, Role::kAdmin}).ok());
+}
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/tidal-store-test-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string url() const { return "sqlite:" + dir_ + "/t.db"; }
+  std::string dir_;
+};
+
+TEST_F(StoreTest, ConcurrentMutationsCommitInOrderAndSurviveReopen) {
+  {
+    auto store = OpenStore(url());
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < 50; ++i) {
+          const uint64_t id = t * 100 + i + 1;
+          Mutation m;
+          m.workloads.emplace_back(id, "{\"v\":" + std::to_string(id) + "}");
+          m.idempotency.push_back({"k" + std::to_string(id), id});
+          const uint64_t seq = (*store)->Enqueue(std::move(m));
+          ASSERT_TRUE((*store)->WaitDurable(seq).ok());
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    // 400 mutations; concurrent waiters share transactions.
+    EXPECT_EQ((*store)->committed_mutations(), 400u);
+    EXPECT_LE((*store)->commits(), 400u);
+  }
+  auto reopened = OpenStore(url());
+  ASSERT_TRUE(reopened.ok());
+  auto rec = (*reopened)->Load();
+  ASSERT_TRUE(rec.ok());
+  EXPECT_EQ(rec->workloads.size(), 400u);
+  EXPECT_EQ(rec->idempotency.size(), 400u);
+  EXPECT_EQ(rec->workloads.front().first, 1u);
+  EXPECT_EQ(rec->workloads.front().second, "{\"v\":1}");
+}
+
+TEST_F(StoreTest, AuditIsAppendOnlyAndQueryable) {
+  auto store = OpenStore(url());
+  ASSERT_TRUE(store.ok());
+  Mutation m;
+  m.audit.push_back({1, 1000, "alice", "admit", 7, "research", "vision", "{}"});
+  m.audit.push_back({2, 2000, "scheduler", "place", 7, "research", "vision", "{\"wait_s\":1}"});
+  m.audit.push_back({3, 3000, "bob", "admit", 8, "ads", "ads-ranking", "{}"});
+  ASSERT_TRUE((*store)->WaitDurable((*store)->Enqueue(std::move(m))).ok());
+  AuditQuery q;
+  q.workload = 7;
+  auto rows = (*store)->QueryAudit(q);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ((*rows)[1].action, "place");
+  AuditQuery by_tenant;
+  by_tenant.tenant = "ads";
+  EXPECT_EQ((*store)->QueryAudit(by_tenant)->size(), 1u);
+  AuditQuery range;
+  range.from_ms = 1500;
+  range.to_ms = 2500;
+  EXPECT_EQ((*store)->QueryAudit(range)->size(), 1u);
+  EXPECT_EQ((*store)->Load()->last_audit_seq, 3);
+}
+
+TEST(Store, RejectsUnknownUrls) {
+  EXPECT_EQ(OpenStore("etcd://x").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(OpenStore("sqlite:").status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(Metrics, RendersCountersAndCumulativeHistograms) {
+  Metrics m;
+  m.DefineCounter("tidal_x_total", "X.");
+  m.DefineHistogram("tidal_y_seconds", "Y.", {1, 5});
+  m.Inc("tidal_x_total", {{"queue", "a"}}, 2);
+  m.Observe("tidal_y_seconds", {}, 0.5);
+  m.Observe("tidal_y_seconds", {}, 3);
+  m.Observe("tidal_y_seconds", {}, 10);
+  const std::string text = m.Render();
+  EXPECT_NE(text.find("# TYPE tidal_x_total counter\ntidal_x_total{queue=\"a\"} 2\n"), std::string::npos) << text;
+  // Buckets are cumulative: <=1: 1, <=5: 2, +Inf: 3; sum 0.5 + 3 + 10 = 13.5.
+  EXPECT_NE(text.find("tidal_y_seconds_bucket{le=\"1\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("tidal_y_seconds_bucket{le=\"5\"} 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("tidal_y_seconds_bucket{le=\"+Inf\"} 3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("tidal_y_seconds_sum 13.5\n"), std::string::npos) << text;
+  EXPECT_EQ(FormatLabels({{"k", "a\"b"}}), "{k=\"a\\\"b\"}");
+}
+
+TEST(Report, PercentileInterpolates) {
+  // Sorted {1, 2, 3, 4}: p50 rank 1.5 -> 2.5; p100 -> 4; p0 -> 1.
+  EXPECT_DOUBLE_EQ(Percentile({4, 1, 3, 2}, 50), 2.5);
+  EXPECT_DOUBLE_EQ(Percentile({4, 1, 3, 2}, 100), 4);
+  EXPECT_DOUBLE_EQ(Percentile({4, 1, 3, 2}, 0), 1);
+  EXPECT_DOUBLE_EQ(Percentile({}, 99), 0);
+}
+
+TEST(Report, OverlapCountsOnlyTheRange) {
+  // Run [1000, 5000) ms on 2 GPUs, range [2000, 10000): 3 s x 2 = 6 GPU-s.
+  EXPECT_DOUBLE_EQ(OverlapGpuSeconds(1000, 5000, 2, 2000, 10000), 6);
+  EXPECT_DOUBLE_EQ(OverlapGpuSeconds(1000, 5000, 2, 6000, 10000), 0);
+}
+
+TEST(SubmitParsing, DefaultsAndBounds) {
+  auto spec = ParseSubmit({{"name", "x"}, {"gpus_per_replica", 8}, {"replicas", 4}});
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->record.w.min_pods, 4);  // training: rigid gang
+  EXPECT_EQ(spec->record.w.max_pods, 4);
+  auto inf = ParseSubmit({{"name", "s"}, {"kind", "inference"}, {"replicas", 3}, {"replica_capacity_rps", 10}});
+  ASSERT_TRUE(inf.ok());
+  EXPECT_EQ(inf->record.w.min_pods, 1);  // inference: replicas are independent
+  auto big = ParseSubmit({{"name", "x"}, {"gpus_per_replica", 64}, {"replicas", 65}});
+  ASSERT_FALSE(big.ok());
+  // 65 x 64 = 4160 GPUs > 4096.
+  EXPECT_EQ(big.status().message().rfind("max_replicas:", 0), 0u) << big.status().message();
+  auto prio = ParseSubmit({{"name", "x"}, {"priority", 1}});
+  EXPECT_EQ(prio.status().message().rfind("priority:", 0), 0u);
+  EXPECT_EQ(MaskToIndices(0b1011), (std::vector<int>{0, 1, 3}));
+}
+
+}  // namespace
+}  // namespace tidal::server

@@ -1,0 +1,199 @@
+#include "sim/simulator.h"
+
+#include <gtest/gtest.h>
+
+#include "config/cluster_loader.h"
+#include "config/policy_loader.h"
+#include "sim/report.h"
+#include "sim/sim_output.h"
+#include "tests/support/sim_fixtures.h"
+
+namespace tidal::sim {
+namespace {
+
+SimInput SmallInput(int reserved, int shared, int training) {
+  SimInput in;
+  auto cluster = config::ParseClusterYaml(testing::SmallClusterYaml(reserved, shared, training));
+  EXPECT_TRUE(cluster.ok()) << cluster.status().ToString();
+  in.cluster = *cluster;
+  in.policy = config::DefaultPolicy();
+  return in;
+}
+
+SimWorkload Training(const SimInput& in, const std::string& name, int pods, int gpus_per_pod,
+                     double duration_s, double submit_s) {
+  SimWorkload s;
+  Workload& w = s.workload;
+  const Project* p = in.cluster.FindProject("research");
+  w.name = name;
+  w.kind = WorkloadKind::kTraining;
+  w.project = p->id;
+  w.tenant = p->tenant;
+  w.queue = p->default_queue;
+  w.pods = w.min_pods = w.max_pods = pods;
+  w.gpus_per_pod = gpus_per_pod;
+  w.expected_duration = SecondsF(duration_s);
+  w.training.checkpoint_interval = seconds(600);
+  s.submit_s = submit_s;
+  return s;
+}
+
+SimWorkload Service(const SimInput& in, const std::string& name) {
+  SimWorkload s;
+  Workload& w = s.workload;
+  const Project* p = in.cluster.FindProject("online");
+  w.name = name;
+  w.kind = WorkloadKind::kInference;
+  w.project = p->id;
+  w.tenant = p->tenant;
+  w.queue = p->default_queue;
+  w.pods = 1;
+  w.min_pods = 1;
+  w.max_pods = 16;
+  w.preemptible = false;
+  w.inference.replica_capacity_rps = 10;
+  w.inference.target_p99 = milliseconds(1000);
+  w.inference.cold_start = seconds(60);
+  return s;
+}
+
+TEST(SimulatorTest, OneJobRunsForItsDuration) {
+  SimInput in = SmallInput(1, 1, 2);
+  in.workloads.push_back(Training(in, "solo", 1, 8, 1000, 0));
+  SimOptions o;
+  o.wall_times = false;
+  auto r = RunSimulation(in, o, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const Summary& s = r->summary;
+  EXPECT_EQ(s.training.jobs, 1);
+  EXPECT_EQ(s.training.completed, 1);
+  EXPECT_DOUBLE_EQ(s.training.queue_wait_mean_s, 0);
+  EXPECT_DOUBLE_EQ(s.training.jct_mean_s, 1000);
+  EXPECT_DOUBLE_EQ(s.sim_duration_s, 1000);
+  // 8 of 32 GPUs for the whole 1000 s: 8 * 1000 / (32 * 1000) = 0.25.
+  EXPECT_DOUBLE_EQ(s.cluster.gpu_allocation_ratio, 0.25);
+  EXPECT_EQ(s.scheduler.invalid_decisions, 0);
+  EXPECT_GE(s.scheduler.cycles, 1);
+}
+
+TEST(SimulatorTest, QueueWaitIsMeasuredFromSubmitToStart) {
+  // 16 training GPUs; two 16-GPU gangs: the second waits for the first (500 s).
+  SimInput in = SmallInput(1, 0, 2);
+  in.workloads.push_back(Training(in, "first", 2, 8, 500, 0));
+  in.workloads.push_back(Training(in, "second", 2, 8, 500, 100));
+  SimOptions o;
+  o.wall_times = false;
+  auto r = RunSimulation(in, o, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const Summary& s = r->summary;
+  EXPECT_EQ(s.training.completed, 2);
+  // Waits 0 and 500 - 100 = 400: mean 200; JCTs 500 and 1000 - 100 = 900.
+  EXPECT_DOUBLE_EQ(s.training.queue_wait_mean_s, 200);
+  EXPECT_DOUBLE_EQ(s.training.queue_wait_p99_s, 400);
+  EXPECT_DOUBLE_EQ(s.training.jct_mean_s, 700);
+  EXPECT_EQ(s.training.gang_partial_starts, 0);
+  EXPECT_DOUBLE_EQ(s.training.gang_start_success_rate, 1.0);
+}
+
+TEST(SimulatorTest, ScoresServiceMinutesFromTheLatencyModel) {
+  SimInput in = SmallInput(2, 0, 1);
+  in.workloads.push_back(Service(in, "chat"));
+  auto load = ParseLoadCsv("time_s,service,rps\n0,chat,30\n", "load.csv");
+  ASSERT_TRUE(load.ok());
+  in.load = *load;
+  SimOptions o;
+  o.wall_times = false;
+  o.end_s = 3600;
+  auto r = RunSimulation(in, o, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const Summary& s = r->summary;
+  EXPECT_EQ(s.inference.services, 1);
+  // Scored from the minute after the first replicas are ready (cold start 60 s)
+  // to the end: 58 or 59 minutes, all met at 30 req/s with enough replicas.
+  EXPECT_GE(s.inference.service_minutes, 57);
+  EXPECT_LE(s.inference.service_minutes, 59);
+  EXPECT_DOUBLE_EQ(s.inference.slo_attainment, 1.0);
+  EXPECT_GT(s.inference.latency_p99_ms, 100);  // at least the service time's P99 tail
+  EXPECT_LT(s.inference.latency_p99_ms, 1000);
+  ASSERT_EQ(r->series.services.size(), 1u);
+  EXPECT_EQ(r->series.services[0].name, "chat");
+  EXPECT_GE(r->series.services[0].ready.back(), 4);  // 30 req/s over 10 req/s replicas
+}
+
+TEST(SimulatorTest, SameInputsAndSeedGiveByteIdenticalOutput) {
+  SimInput in = SmallInput(1, 2, 2);
+  in.workloads.push_back(Service(in, "chat"));
+  for (int i = 0; i < 12; ++i)
+    in.workloads.push_back(Training(in, "job-" + std::to_string(i), 1 + i % 2, 4 + 4 * (i % 2),
+                                    900 + 300 * i, 120.0 * i));
+  auto load = ParseLoadCsv("time_s,service,rps\n0,chat,10\n1800,chat,60\n3600,chat,20\n", "load.csv");
+  ASSERT_TRUE(load.ok());
+  in.load = *load;
+  SimOptions o;
+  o.wall_times = false;
+  o.seed = 7;
+  o.load_noise = 0.2;
+  o.end_s = 3 * 3600;
+  const std::string a = testing::MakeScratchDir("det-a");
+  const std::string b = testing::MakeScratchDir("det-b");
+  ASSERT_TRUE(RunToDirectory(in, o, a).ok());
+  ASSERT_TRUE(RunToDirectory(in, o, b).ok());
+  for (const char* f : {"summary.json", "events.jsonl", "report.html", "timeseries.csv"}) {
+    const std::string fa = testing::ReadWholeFile(a + "/" + f);
+    EXPECT_FALSE(fa.empty()) << f;
+    EXPECT_EQ(fa, testing::ReadWholeFile(b + "/" + f)) << f;
+  }
+  // A different seed draws different load noise.
+  o.seed = 8;
+  const std::string c = testing::MakeScratchDir("det-c");
+  ASSERT_TRUE(RunToDirectory(in, o, c).ok());
+  EXPECT_NE(testing::ReadWholeFile(a + "/timeseries.csv"), testing::ReadWholeFile(c + "/timeseries.csv"));
+}
+
+TEST(SimulatorTest, RejectsBadWorkloads) {
+  SimInput in = SmallInput(1, 0, 1);
+  SimWorkload w = Training(in, "bad", 0, 8, 100, 0);
+  in.workloads.push_back(w);
+  auto r = RunSimulation(in, SimOptions{}, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("workload bad"), std::string::npos);
+}
+
+TEST(ReportTest, IsSelfContainedHtmlWithTheCharts) {
+  SimInput in = SmallInput(1, 1, 1);
+  in.workloads.push_back(Service(in, "chat"));
+  in.workloads.push_back(Training(in, "t", 1, 8, 600, 0));
+  auto load = ParseLoadCsv("time_s,service,rps\n0,chat,15\n", "load.csv");
+  ASSERT_TRUE(load.ok());
+  in.load = *load;
+  SimOptions o;
+  o.end_s = 1800;
+  auto r = RunSimulation(in, o, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const std::string html = RenderReport(*r, "test <run>");
+  EXPECT_NE(html.find("<!DOCTYPE html>"), std::string::npos);
+  EXPECT_NE(html.find("test &lt;run&gt;"), std::string::npos);
+  for (const char* title : {"GPUs held", "lent to training", "chat: load and ready capacity",
+                            "chat: modelled P99", "Pending training jobs"})
+    EXPECT_NE(html.find(title), std::string::npos) << title;
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("src="), std::string::npos);
+  EXPECT_EQ(html.find("href="), std::string::npos);
+  EXPECT_EQ(html.find("@import"), std::string::npos);
+}
+
+TEST(CompareTest, TablesEveryRunSideBySide) {
+  std::vector<ComparedRun> runs = {
+      {"static", {{"colocation", "static"}, {"training", {{"queue_wait_mean_s", 100.0}}}}},
+      {"predictive", {{"colocation", "predictive"}, {"training", {{"queue_wait_mean_s", 25.5}}}}}};
+  const std::string text = RenderComparisonText(runs);
+  EXPECT_NE(text.find("training.queue_wait_mean_s"), std::string::npos);
+  EXPECT_NE(text.find("25.5"), std::string::npos);
+  EXPECT_NE(text.find("predictive"), std::string::npos);
+  const std::string html = RenderComparisonHtml(runs);
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tidal::sim
