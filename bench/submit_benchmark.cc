@@ -5,6 +5,7 @@
 // throughput, latency percentiles and the mean group-commit size.
 //
 //   build/bench/submit_benchmark [--tidal build/tidal] [--clients 64] [--seconds 10]
+//                                [--interval-ms 1000]
 //
 // (Not a Google Benchmark: the thing measured is another process.)
 #include <httplib.h>
@@ -45,17 +46,20 @@ int main(int argc, char** argv) {
   std::string tidal = "build/tidal";
   int clients = 64;
   double seconds = 10;
+  int interval_ms = 1000;  // scheduling loop timer (and minimum gap)
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--tidal") tidal = argv[i + 1];
     if (a == "--clients") clients = std::atoi(argv[i + 1]);
     if (a == "--seconds") seconds = std::atof(argv[i + 1]);
+    if (a == "--interval-ms") interval_ms = std::atoi(argv[i + 1]);
   }
   char tmpl[] = "/tmp/tidal-submit-bench-XXXXXX";
   const std::string dir = mkdtemp(tmpl);
   std::ofstream(dir + "/server.yaml")
       << "store: sqlite:" << dir << "/tidal.db\n"
-      << "schedule_interval_ms: 1000\nmin_pass_gap_ms: 1000\nhttp_threads: " << clients + 8 << "\n"
+      << "schedule_interval_ms: " << interval_ms << "\nmin_pass_gap_ms: " << interval_ms
+      << "\nhttp_threads: " << clients + 8 << "\n"
       << "tokens:\n  - {name: bench, role: user, tenant: research, token: bench-token}\n";
   int out[2];
   if (pipe(out) != 0) return 1;

@@ -395,7 +395,7 @@ void ControlPlane::GiveNotice(WorkloadRecord& r, const std::string& cause, Time 
   r.w.state = WorkloadState::kTerminating;
 }
 
-void ControlPlane::Release(WorkloadRecord& r, WorkloadState state, const std::string& reason,
+void ControlPlane::Release(WorkloadRecord& r, WorkloadState state, std::string reason,
                            Time now, Mutation& m, const std::string& actor) {
   IndexAllocation(r, false);
   const int64_t now_ms = ToMillis(now);

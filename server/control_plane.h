@@ -125,7 +125,8 @@ class ControlPlane {
   const WorkloadRecord* Find(uint64_t id) const;
   void IndexAllocation(const WorkloadRecord& r, bool add);
   // Frees a workload's GPUs and moves it to `state` (pending = requeued).
-  void Release(WorkloadRecord& r, WorkloadState state, const std::string& reason, Time now,
+  // `reason` is taken by value: callers pass r.stop->cause, which this clears.
+  void Release(WorkloadRecord& r, WorkloadState state, std::string reason, Time now,
                Mutation& m, const std::string& actor);
   void GiveNotice(WorkloadRecord& r, const std::string& cause, Time now, Time grace_deadline);
   void MarkNodeLost(NodeId n, Time now, Mutation& m);

@@ -405,8 +405,10 @@ StatusOr<json> ControlPlane::PodStatus(const Principal& who, const std::string& 
         {"workload", "rank", "phase", "time_ms", "exit_code", "signal", "reason",
          "checkpoint_time_ms", "cold_start_ms", "load", "utilization"}));
     Event ev;
-    TIDAL_RETURN_IF_ERROR(er.Int64("workload", reinterpret_cast<int64_t*>(&ev.workload), 1, INT64_MAX));
     if (!er.Has("workload")) return config::FieldError(er.FieldPath("workload"), "required field is missing");
+    int64_t workload = 0;
+    TIDAL_RETURN_IF_ERROR(er.Int64("workload", &workload, 1, INT64_MAX));
+    ev.workload = static_cast<uint64_t>(workload);
     TIDAL_RETURN_IF_ERROR(er.Int("rank", &ev.rank, 0, kMaxTotalGpus, true));
     TIDAL_RETURN_IF_ERROR(er.String("phase", &ev.phase));
     if (!ev.phase.empty() && ev.phase != "running" && ev.phase != "ready" && ev.phase != "exited") {

@@ -78,6 +78,24 @@ SchedulingPass::SchedulingPass(const PolicyConfig& policy, const Snapshot& snaps
     if (it != index_of_.end()) alloc_of_[it->second] = static_cast<int>(i);
   }
   reserved_queue_.assign(snapshot.queues.size(), 0);
+  leaving_claimed_.assign(snapshot.allocations.size(), 0);
+  for (uint32_t i = 0; i < snapshot.allocations.size(); ++i) {
+    const Allocation& a = snapshot.allocations[i];
+    if (a.leaving.empty()) continue;
+    std::vector<uint8_t>& removed = removed_pods_[i];
+    removed.assign(a.pods.size(), 0);
+    for (const PodPlacement& gone : a.leaving) {
+      for (size_t k = 0; k < a.pods.size(); ++k) {
+        if (!removed[k] && a.pods[k] == gone) {
+          removed[k] = 1;
+          break;
+        }
+      }
+    }
+    // Their exit time is not in the snapshot: assume a full grace period.
+    const QueueId q = workload_of_[i] < 0 ? QueueId() : snapshot.workloads[workload_of_[i]].queue;
+    placed_releases_.push_back({now_ + policy.preemption.default_grace, {q, a.leaving}});
+  }
 }
 
 Decisions SchedulingPass::Run() {
@@ -129,6 +147,7 @@ void SchedulingPass::ShrinkServices() {
     const int ai = alloc_of_[wi];
     if (w.kind != WorkloadKind::kInference || ai < 0 || alloc_state_[ai] != AllocState::kLive) continue;
     const Allocation& a = snapshot_.allocations[ai];
+    if (!a.leaving.empty()) continue;  // already scaling down
     const int want = std::max({w.pods, w.min_pods, 1});
     const int have = static_cast<int>(a.pods.size());
     if (have <= want) continue;
@@ -364,7 +383,7 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
     tried = r;
     const ShapeKey key{e.key_id, g, r.pods, static_cast<int>(r.topology.level), r.topology.required,
                        static_cast<int>(usable)};
-    if (auto plan = TryPlace(w, e, r, usable, key)) {
+    if (auto plan = TryPlace(e, r, usable, key)) {
       const bool borrowed = v.admission == quota::Admission::kBorrow || IsBorrowedPlacement(e, *plan);
       Commit(wi, std::move(*plan), borrowed);
       return true;
@@ -385,7 +404,7 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
   if ((usable & all) != all) {
     const ShapeKey open_key{e.key_id, g, tried.pods, static_cast<int>(tried.topology.level),
                             tried.topology.required, static_cast<int>(all)};
-    if (TryPlace(w, e, tried, all, open_key)) {
+    if (TryPlace(e, tried, all, open_key)) {
       const Reservation* holder = nullptr;
       for (size_t i = 0; i < reservations_.size() && holder == nullptr; ++i) {
         if ((usable & (1u << i)) == 0) holder = &reservations_[i];
@@ -430,7 +449,7 @@ void SchedulingPass::ProcessServiceGrow(uint32_t wi) {
   r.from_pods = from;
   for (int pods = from; pods < w.pods; ++pods) {
     if (quota_.Check(w.queue, w.gpus_per_pod, FreeUsableGpus()).admission == quota::Admission::kDenied) break;
-    auto plan = TryPlace(w, e, one, usable, key);
+    auto plan = TryPlace(e, one, usable, key);
     if (!plan) break;
     for (const PodPlacement& p : *plan) state_.Take(p.node, p.gpus);
     quota_.Add(w.queue, w.gpus_per_pod);
@@ -442,12 +461,10 @@ void SchedulingPass::ProcessServiceGrow(uint32_t wi) {
   out_.resizes.push_back(std::move(r));
 }
 
-std::optional<std::vector<PodPlacement>> SchedulingPass::TryPlace(const Workload& w,
-                                                                  const Eligibility& e,
+std::optional<std::vector<PodPlacement>> SchedulingPass::TryPlace(const Eligibility& e,
                                                                   const PlacementRequest& r,
                                                                   uint32_t usable_mask,
                                                                   const ShapeKey& key) {
-  (void)w;
   if (fit_failures_.count(key) != 0) return std::nullopt;
   auto plan = placer_.Place(state_, e, r, BlockedFor(usable_mask));
   if (!plan) fit_failures_.emplace(key, FitFailure{});
@@ -496,9 +513,27 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
   for (uint32_t i = 0; i < snapshot_.allocations.size(); ++i) {
     const AllocState st = alloc_state_[i];
     if (st == AllocState::kClaimed || st == AllocState::kVictim) continue;
-    // Already shrinking in this pass: it is giving GPUs back, leave it be.
-    if (removed_pods_.count(i) != 0) continue;
     const Allocation& a = snapshot_.allocations[i];
+    // Pods leaving since an earlier pass: their GPUs are coming back.
+    if (!a.leaving.empty() && !leaving_claimed_[i] && st == AllocState::kLive) {
+      const bool helps = std::any_of(a.leaving.begin(), a.leaving.end(), [&](const PodPlacement& p) {
+        return p.node.value() < cluster.nodes.size() && e.ok(state_.class_of(p.node));
+      });
+      if (helps) {
+        preemption::Candidate c;
+        c.allocation = i;
+        c.workload = a.workload;
+        c.terminating = true;
+        c.shrink = true;  // marks "the leaving pods", not the allocation
+        c.pods = a.leaving.data();
+        c.pod_count = static_cast<uint32_t>(a.leaving.size());
+        for (const PodPlacement& p : a.leaving) c.gpus += std::popcount(p.gpus);
+        c.start = a.start_time;
+        candidates.push_back(c);
+      }
+    }
+    // Already shrinking: it is giving GPUs back, leave it be.
+    if (removed_pods_.count(i) != 0) continue;
     const Workload* v = nullptr;
     if (st == AllocState::kLive) {
       if (workload_of_[i] < 0) continue;
@@ -608,7 +643,11 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
   for (int idx : selection->chosen) {
     const preemption::Candidate& c = candidates[idx];
     freed += c.gpus;
-    if (c.terminating) {
+    if (c.terminating && c.shrink) {
+      leaving_claimed_[c.allocation] = 1;
+      ready = std::max(ready, now_ + cfg.default_grace);
+      ++n_terminating;
+    } else if (c.terminating) {
       alloc_state_[c.allocation] = AllocState::kClaimed;
       ready = std::max(ready, EndOf(c.allocation) == kInfiniteFuture ? now_ : EndOf(c.allocation));
       ++n_terminating;

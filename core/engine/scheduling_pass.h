@@ -84,8 +84,7 @@ class SchedulingPass {
   std::optional<RejectDecision> NeverFits(const Workload& w, const placement::Eligibility& e,
                                           int min_gpus);
 
-  std::optional<std::vector<PodPlacement>> TryPlace(const Workload& w,
-                                                    const placement::Eligibility& e,
+  std::optional<std::vector<PodPlacement>> TryPlace(const placement::Eligibility& e,
                                                     const placement::PlacementRequest& r,
                                                     uint32_t usable_mask, const ShapeKey& key);
   void Commit(uint32_t wi, std::vector<PodPlacement> pods, bool borrowed);
@@ -132,8 +131,11 @@ class SchedulingPass {
   std::vector<int> alloc_gpus_;      // per allocation
   std::vector<AllocState> alloc_state_;
   std::vector<Time> alloc_end_override_;  // victims end at their grace deadline
-  // Pods already chosen for a shrink in this pass, per allocation.
+  // Pods already leaving (Allocation::leaving) or chosen for a shrink in
+  // this pass, per allocation.
   std::map<uint32_t, std::vector<uint8_t>> removed_pods_;
+  // Allocations whose snapshot `leaving` pods a preemptor waits for.
+  std::vector<uint8_t> leaving_claimed_;
 
   std::vector<Reservation> reservations_;
   std::vector<uint8_t> reserved_queue_;  // per queue: holds a reservation

@@ -29,6 +29,12 @@ struct Allocation {
   // Placed on capacity borrowed from another queue's guarantee or from the
   // shared pool's loan.
   bool borrowed = false;
+  // Pods a shrink (ResizeDecision::removed) gave notice to that have not
+  // exited yet: still listed in `pods` and still holding their GPUs. The
+  // engine neither shrinks them again nor grows the job meanwhile, and a
+  // preemptor may wait for them instead of preempting more. Added by the
+  // engine (issue #2); empty when the caller removes shrunk pods at once.
+  std::vector<PodPlacement> leaving;
 
   int gpu_count() const;
 };

@@ -69,7 +69,8 @@ class CliTest : public ::testing::Test {
   void WaitForPass() {
     for (int i = 0; i < 200; ++i) {
       bool all = true;
-      for (const auto& w : server_->Get("/v1/workloads", kAdminToken).json()["workloads"]) {
+      const nlohmann::json list = server_->Get("/v1/workloads", kAdminToken).json();
+      for (const auto& w : list["workloads"]) {
         all = all && (w["state"] != "pending" || !w["wait"].is_null());
       }
       if (all) return;

@@ -95,6 +95,34 @@ TEST(PreemptionScenarioTest, ElasticJobShrinksBeforeAnyGangIsEvicted) {
   EXPECT_EQ(r.grace_deadline, s.now + seconds(60));
 }
 
+TEST(PreemptionScenarioTest, LeavingPodsAreWaitedForNotShrunkAgain) {
+  Snapshot s = testing::SimpleCluster(1, 2);
+  s.now = kT0 + hours(2);
+  Workload elastic = Job(1, QueueId(0), 2, 8, hours(10), 0);
+  elastic.min_pods = 1;
+  elastic.max_pods = 2;
+  testing::AddRunning(s, elastic, {{NodeId(0), GpuRange(0, 8)}, {NodeId(1), GpuRange(0, 8)}}, kT0, kT0);
+  s.workloads.push_back(Job(9, QueueId(0), 1, 8, hours(1), 100, s.now));
+  EngineDriver driver(s, Policy());
+  driver.set_shrunk_pods_linger(true);
+  driver.Step();
+  ASSERT_EQ(driver.resizes().size(), 1u);
+  // 30 s later the shrunk pod still holds node 1: the preemptor waits for it
+  // and nothing is shrunk or preempted again.
+  driver.AdvanceTo(s.now + seconds(30));
+  const Decisions& again = driver.Step();
+  EXPECT_TRUE(again.resizes.empty());
+  EXPECT_TRUE(again.preempts.empty());
+  ASSERT_EQ(again.waits.size(), 1u);
+  EXPECT_EQ(again.waits[0].reason, ReasonCode::kAwaitingVictims);
+  // At the grace deadline the pod is gone and the preemptor starts there.
+  driver.AdvanceTo(s.now + seconds(60));
+  const Decisions& after = driver.Step();
+  ASSERT_EQ(after.places.size(), 1u);
+  EXPECT_EQ(after.places[0].pods[0].node, NodeId(1));
+  EXPECT_EQ(driver.resizes().size(), 1u);
+}
+
 TEST(PreemptionScenarioTest, GangsAreEvictedWholeWhenShrinkingIsNotEnough) {
   Snapshot s = testing::SimpleCluster(1, 4);
   s.now = kT0 + hours(2);

@@ -1,6 +1,7 @@
 // Small end-to-end scenarios through the simulator, the co-location
 // controller and the engine, checked on named summary.json metrics.
 #include <cmath>
+#include <numbers>
 
 #include <gtest/gtest.h>
 
@@ -116,7 +117,7 @@ SimInput Diurnal() {
   in.workloads.push_back(Service(in, "chat", 10));
   std::string csv = "time_s,service,rps\n";
   for (int m = 0; m < 24 * 60; m += 10) {
-    const double phase = 2 * M_PI * (m / 60.0 - 14) / 24;
+    const double phase = 2 * std::numbers::pi * (m / 60.0 - 14) / 24;
     const double rps = 30 + 170 * (1 + std::cos(phase)) / 2;  // 30 at 02:00, 200 at 14:00
     csv += std::to_string(m * 60) + ",chat," + std::to_string(rps) + "\n";
   }

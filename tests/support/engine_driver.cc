@@ -48,9 +48,14 @@ void EngineDriver::Apply(const Decisions& d) {
   for (const ResizeDecision& r : d.resizes) {
     Allocation* a = FindAllocation(snapshot_, r.workload);
     if (a == nullptr) continue;
-    for (const PodPlacement& gone : r.removed) {
-      auto it = std::find(a->pods.begin(), a->pods.end(), gone);
-      if (it != a->pods.end()) a->pods.erase(it);
+    if (linger_ && !r.removed.empty()) {
+      a->leaving.insert(a->leaving.end(), r.removed.begin(), r.removed.end());
+      leave_at_[r.workload] = std::max(leave_at_[r.workload], r.grace_deadline);
+    } else {
+      for (const PodPlacement& gone : r.removed) {
+        auto it = std::find(a->pods.begin(), a->pods.end(), gone);
+        if (it != a->pods.end()) a->pods.erase(it);
+      }
     }
     a->pods.insert(a->pods.end(), r.added.begin(), r.added.end());
     resizes_.push_back(r);
@@ -85,6 +90,13 @@ void EngineDriver::AdvanceTo(Time t) {
       finished_.emplace(w->id, a.start_time + w->expected_duration);
       w->state = WorkloadState::kSucceeded;
       continue;
+    }
+    if (!a.leaving.empty() && leave_at_[a.workload] <= t) {
+      for (const PodPlacement& gone : a.leaving) {
+        auto it = std::find(a.pods.begin(), a.pods.end(), gone);
+        if (it != a.pods.end()) a.pods.erase(it);
+      }
+      a.leaving.clear();
     }
     const Duration interval = w->training.checkpoint_interval;
     if (interval > Duration::zero()) {

@@ -2,8 +2,9 @@
 // Step() schedules and applies the decisions; AdvanceTo() moves the clock,
 // finishes running work at start + expected_duration and ends preempted
 // victims at their grace deadline (they go back to pending, as a re-queued
-// job would). Shrunk pods are released at once; evicted gangs hold their GPUs
-// until their grace deadline.
+// job would). Evicted gangs hold their GPUs until their grace deadline;
+// shrunk pods are released at once, or, with `set_shrunk_pods_linger(true)`,
+// stay listed as Allocation::leaving until the shrink's grace deadline.
 #ifndef TIDAL_TESTS_SUPPORT_ENGINE_DRIVER_H_
 #define TIDAL_TESTS_SUPPORT_ENGINE_DRIVER_H_
 
@@ -22,6 +23,7 @@ class EngineDriver {
   Snapshot& snapshot() { return snapshot_; }
   Time now() const { return snapshot_.now; }
 
+  void set_shrunk_pods_linger(bool linger) { linger_ = linger; }
   void Submit(Workload w);
   const Decisions& Step();
   void AdvanceTo(Time t);
@@ -49,6 +51,8 @@ class EngineDriver {
   std::map<WorkloadId, Time> finished_;
   std::vector<PreemptDecision> preempts_;
   std::vector<ResizeDecision> resizes_;
+  bool linger_ = false;
+  std::map<WorkloadId, Time> leave_at_;  // when an allocation's leaving pods exit
 };
 
 }  // namespace tidal::testing
