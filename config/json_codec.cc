@@ -457,7 +457,6 @@ json NodeToJson(const Node& n, const Cluster& cluster) {
 }
 
 json ClusterToJson(const Cluster& cluster) {
-  const NameScope scope{&cluster, nullptr, nullptr, nullptr};
   json zones = json::array();
   for (const Zone& z : cluster.zones) zones.push_back(z.name);
   json racks = json::array();

@@ -61,7 +61,7 @@ SchedulingPass::SchedulingPass(const PolicyConfig& policy, const Snapshot& snaps
       snapshot_(snapshot),
       now_(snapshot.now),
       state_(snapshot),
-      eligibility_(snapshot, state_),
+      eligibility_(snapshot, state_, &policy.templates),
       quota_(snapshot) {
   const std::vector<Workload>& ws = snapshot.workloads;
   index_of_.reserve(ws.size());

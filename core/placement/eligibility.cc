@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <bit>
 
+#include "core/priority/priority_deriver.h"
+
 namespace tidal::placement {
 namespace {
 
@@ -45,8 +47,15 @@ void AppendKey(std::string& key, const Workload& w) {
 
 }  // namespace
 
-EligibilityIndex::EligibilityIndex(const Snapshot& snapshot, const engine::ClusterState& state)
-    : snapshot_(snapshot), state_(state) {}
+EligibilityIndex::EligibilityIndex(const Snapshot& snapshot, const engine::ClusterState& state,
+                                   const std::vector<PriorityTemplate>* templates)
+    : snapshot_(snapshot), state_(state), templates_(templates) {}
+
+bool EligibilityIndex::MayBorrowSharedPool(const Workload& w) const {
+  if (templates_ == nullptr) return true;
+  const PriorityTemplate* tmpl = FindTemplate(*templates_, w);
+  return tmpl == nullptr || MayBorrowShared(w, *tmpl);
+}
 
 bool QueueWithin(const std::vector<Queue>& queues, QueueId q, QueueId ancestor) {
   for (int depth = 0; q.valid() && q.value() < queues.size() && depth < 64; ++depth) {
@@ -58,12 +67,17 @@ bool QueueWithin(const std::vector<Queue>& queues, QueueId q, QueueId ancestor) 
 
 const Eligibility& EligibilityIndex::For(const Workload& w) {
   AppendKey(key_, w);
+  const bool may_borrow_shared = MayBorrowSharedPool(w);
+  key_ += may_borrow_shared ? "|b" : "|n";
   auto [it, inserted] = ids_.emplace(key_, static_cast<int>(entries_.size()));
-  if (inserted) entries_.push_back(std::make_unique<Eligibility>(Compute(w, it->second)));
+  if (inserted) {
+    entries_.push_back(std::make_unique<Eligibility>(Compute(w, it->second, may_borrow_shared)));
+  }
   return *entries_[it->second];
 }
 
-Eligibility EligibilityIndex::Compute(const Workload& w, int key_id) const {
+Eligibility EligibilityIndex::Compute(const Workload& w, int key_id,
+                                      bool may_borrow_shared) const {
   const Cluster& cluster = snapshot_.cluster;
   const bool inference = w.kind == WorkloadKind::kInference;
   const Queue* queue =
@@ -97,7 +111,9 @@ Eligibility EligibilityIndex::Compute(const Workload& w, int key_id) const {
     switch (pool.kind) {
       case PoolKind::kInferenceReserved: pool_ok = inference; break;
       case PoolKind::kTraining: pool_ok = !inference; break;
-      case PoolKind::kShared: pool_ok = true; borrowed = !inference; break;
+      // Training that the template requires to checkpoint before borrowing
+      // may not use the shared pool without checkpoints.
+      case PoolKind::kShared: pool_ok = inference || may_borrow_shared; borrowed = !inference; break;
       case PoolKind::kDedicated:
         pool_ok = own_pool = QueueWithin(snapshot_.queues, w.queue, pool.owner);
         break;

@@ -30,6 +30,7 @@
 
 #include "core/engine/cluster_state.h"
 #include "core/engine/snapshot.h"
+#include "core/model/policy.h"
 
 namespace tidal::placement {
 
@@ -62,20 +63,25 @@ bool QueueWithin(const std::vector<Queue>& queues, QueueId q, QueueId ancestor);
 
 class EligibilityIndex {
  public:
-  // Both must outlive the index.
-  EligibilityIndex(const Snapshot& snapshot, const engine::ClusterState& state);
-  EligibilityIndex(Snapshot&&, const engine::ClusterState&) = delete;
+  // All must outlive the index. `templates` (may be null) carries the
+  // policy's require_checkpoint_to_borrow rule for the shared pool.
+  EligibilityIndex(const Snapshot& snapshot, const engine::ClusterState& state,
+                   const std::vector<PriorityTemplate>* templates = nullptr);
+  EligibilityIndex(Snapshot&&, const engine::ClusterState&,
+                   const std::vector<PriorityTemplate>* = nullptr) = delete;
 
-  // Cached by (inference or not, queue, constraints): the many workloads of
-  // one shape share one entry.
+  // Cached by (inference or not, queue, constraints, may borrow the shared
+  // pool): the many workloads of one shape share one entry.
   const Eligibility& For(const Workload& w);
   int size() const { return static_cast<int>(entries_.size()); }
 
  private:
-  Eligibility Compute(const Workload& w, int key_id) const;
+  Eligibility Compute(const Workload& w, int key_id, bool may_borrow_shared) const;
+  bool MayBorrowSharedPool(const Workload& w) const;
 
   const Snapshot& snapshot_;
   const engine::ClusterState& state_;
+  const std::vector<PriorityTemplate>* templates_;
   std::map<std::string, int> ids_;
   std::vector<std::unique_ptr<Eligibility>> entries_;
   std::string key_;  // reused buffer

@@ -152,3 +152,34 @@ TEST(EligibilityTest, SameShapeSharesOneCacheEntry) {
 
 }  // namespace
 }  // namespace tidal::placement
+
+namespace tidal::placement {
+namespace {
+
+// A template with require_checkpoint_to_borrow keeps preemptible training
+// that never checkpoints off the shared pool, even when it is lent; the same
+// job with checkpoints may borrow it.
+TEST(EligibilityTest, TemplateRequiresCheckpointsToBorrowTheSharedPool) {
+  Fixture f;
+  Snapshot s = f.b.Build();
+  s.lent_nodes = {false, true, false, false, false};  // the shared node is lent
+  engine::ClusterState state(s);
+  PriorityTemplate tmpl;
+  tmpl.name = "strict";
+  tmpl.require_checkpoint_to_borrow = true;
+  const std::vector<PriorityTemplate> templates = {tmpl};
+  EligibilityIndex index(s, state, &templates);
+
+  Workload no_checkpoints = Job(1, f.vision, 1, 1, seconds(1));
+  no_checkpoints.training.checkpoint_interval = seconds(0);
+  const Eligibility& refused = index.For(no_checkpoints);
+  EXPECT_EQ(refused.verdict[1], ClassVerdict::kPool);  // shared: refused
+  EXPECT_TRUE(refused.ok(2));                           // training pool still fine
+
+  Workload checkpoints = Job(2, f.vision, 1, 1, seconds(1));
+  checkpoints.training.checkpoint_interval = minutes(30);
+  EXPECT_TRUE(index.For(checkpoints).ok(1));
+}
+
+}  // namespace
+}  // namespace tidal::placement

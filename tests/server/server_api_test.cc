@@ -309,11 +309,12 @@ namespace {
 TEST(ServerApi, ReclaimIsAuditedWithLostWorkAndRecoveryTime) {
   ServerProcess s;
   // Research may hold 40 guaranteed + 8 borrowed GPUs: six 8-GPU sandbox
-  // jobs fill the training and shared pools.
+  // jobs fill the training and shared pools. They checkpoint, since the
+  // policy lets only checkpointing training borrow the shared pool.
   std::vector<uint64_t> low;
   for (int i = 0; i < 6; ++i) {
     low.push_back(Submit(s, kResearchToken, {{"name", "low" + std::to_string(i)}, {"project", "sandbox"},
-                                             {"gpus_per_replica", 8}})["id"]);
+                                             {"gpus_per_replica", 8}, {"checkpoint_interval_s", 600}})["id"]);
   }
   for (uint64_t id : low) WaitFor(s, id, [](const json& x) { return x["state"] == "running"; });
   json ads = Submit(s, kAdsToken, {{"name", "owner"}, {"gpus_per_replica", 8}});
