@@ -143,7 +143,10 @@ Eligibility EligibilityIndex::Compute(const Workload& w, int key_id,
         pc.preferred_gpu_models.empty() ||
         std::find(pc.preferred_gpu_models.begin(), pc.preferred_gpu_models.end(),
                   node.gpu_model) != pc.preferred_gpu_models.end();
-    e.rank[c] = static_cast<uint8_t>((nc.degraded ? 8 : 0) + (borrowed ? 4 : 0) +
+    // Inference takes shared nodes that are not lent first, so a replica
+    // does not land on a loan and stop its training.
+    const bool lent_to_training = inference && pool.kind == PoolKind::kShared && nc.lent;
+    e.rank[c] = static_cast<uint8_t>((nc.degraded ? 8 : 0) + (borrowed || lent_to_training ? 4 : 0) +
                                      (owns_a_pool && !own_pool ? 2 : 0) + (preferred ? 0 : 1));
     e.any_ok = true;
   }

@@ -183,3 +183,31 @@ TEST(EligibilityTest, TemplateRequiresCheckpointsToBorrowTheSharedPool) {
 
 }  // namespace
 }  // namespace tidal::placement
+
+namespace tidal::placement {
+namespace {
+
+// Inference ranks a lent shared node (rank 4) after the reserved pool and an
+// unlent shared node (rank 0), so its replicas do not stop loaned training.
+TEST(EligibilityTest, InferencePrefersSharedNodesThatAreNotLent) {
+  Fixture f;
+  Workload serve = Job(1, f.vision, 1, 1, seconds(1));
+  serve.kind = WorkloadKind::kInference;
+
+  Snapshot lent = f.b.Build();
+  lent.lent_nodes = {false, true, false, false, false};
+  engine::ClusterState lent_state(lent);
+  EligibilityIndex lent_index(lent, lent_state);
+  const Eligibility& on_loan = lent_index.For(serve);
+  EXPECT_TRUE(on_loan.ok(1));
+  EXPECT_EQ(on_loan.rank[0], 0);
+  EXPECT_EQ(on_loan.rank[1], 4);
+
+  Snapshot returned = f.b.Build();
+  engine::ClusterState returned_state(returned);
+  EligibilityIndex returned_index(returned, returned_state);
+  EXPECT_EQ(returned_index.For(serve).rank[1], 0);
+}
+
+}  // namespace
+}  // namespace tidal::placement
