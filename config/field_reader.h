@@ -76,7 +76,8 @@ class ObjectReader {
     }
     std::string choices;
     for (const auto& [name, value] : names) {
-      choices += (choices.empty() ? "" : "|") + std::string(name);
+      if (!choices.empty()) choices += '|';
+      choices += name;
     }
     return FieldError(FieldPath(key), "expected one of " + choices + ", got " + Shown(v));
   }

@@ -17,6 +17,10 @@ void Catalog::Index() {
   queues_.clear();
   projects_.clear();
   pools_.clear();
+  zones_.clear();
+  racks_.clear();
+  for (size_t i = 0; i < cluster.zones.size(); ++i) zones_[cluster.zones[i].name] = ZoneId(i);
+  for (size_t i = 0; i < cluster.racks.size(); ++i) racks_[cluster.racks[i].name] = RackId(i);
   for (size_t i = 0; i < cluster.nodes.size(); ++i) nodes_[cluster.nodes[i].name] = NodeId(i);
   for (size_t i = 0; i < queues.size(); ++i) queues_[queues[i].name] = QueueId(i);
   for (size_t i = 0; i < projects.size(); ++i) projects_[projects[i].name] = ProjectId(i);
@@ -26,6 +30,35 @@ void Catalog::Index() {
 std::optional<NodeId> Catalog::FindNode(const std::string& name) const {
   return Lookup<NodeId>(nodes_, name);
 }
+std::optional<ZoneId> Catalog::FindZone(const std::string& name) const {
+  return Lookup<ZoneId>(zones_, name);
+}
+std::optional<RackId> Catalog::FindRack(const std::string& name) const {
+  return Lookup<RackId>(racks_, name);
+}
+
+NodeId Catalog::AddNode(Node node) {
+  const NodeId id(cluster.nodes.size());
+  node.id = id;
+  nodes_[node.name] = id;
+  cluster.nodes.push_back(std::move(node));
+  return id;
+}
+
+ZoneId Catalog::AddZone(const std::string& name) {
+  const ZoneId id(cluster.zones.size());
+  cluster.zones.push_back({id, name});
+  zones_[name] = id;
+  return id;
+}
+
+RackId Catalog::AddRack(const std::string& name, ZoneId zone) {
+  const RackId id(cluster.racks.size());
+  cluster.racks.push_back({id, name, zone});
+  racks_[name] = id;
+  return id;
+}
+
 std::optional<QueueId> Catalog::FindQueue(const std::string& name) const {
   return Lookup<QueueId>(queues_, name);
 }

@@ -20,7 +20,14 @@ struct Catalog {
 
   // Rebuilds the name indexes after the vectors changed.
   void Index();
+  // Appends a node, zone or rack and indexes it: O(log N), so that 10,000
+  // agents registering cost O(N log N), not a re-index each.
+  NodeId AddNode(Node node);
+  ZoneId AddZone(const std::string& name);
+  RackId AddRack(const std::string& name, ZoneId zone);
   std::optional<NodeId> FindNode(const std::string& name) const;
+  std::optional<ZoneId> FindZone(const std::string& name) const;
+  std::optional<RackId> FindRack(const std::string& name) const;
   std::optional<QueueId> FindQueue(const std::string& name) const;
   std::optional<ProjectId> FindProject(const std::string& name) const;
   std::optional<PoolId> FindPool(const std::string& name) const;
@@ -38,6 +45,8 @@ struct Catalog {
   std::map<std::string, QueueId> queues_;
   std::map<std::string, ProjectId> projects_;
   std::map<std::string, PoolId> pools_;
+  std::map<std::string, ZoneId> zones_;
+  std::map<std::string, RackId> racks_;
 };
 
 }  // namespace tidal::server

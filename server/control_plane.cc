@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -63,13 +64,13 @@ Status ControlPlane::Recover() {
   for (const auto& [name, text] : rec.nodes) {
     json j = json::parse(text, nullptr, false);
     if (j.is_discarded() || !j.contains("registration")) continue;
-    NodeId id;
-    Status s = ApplyRegistration(j["registration"], &id);
-    if (!s.ok()) {
+    auto reg = ParseRegistration(j["registration"]);
+    if (!reg.ok()) {
       std::fprintf(stderr, "tidal: stored node %s no longer applies: %s\n", name.c_str(),
-                   s.ToString().c_str());
+                   reg.status().ToString().c_str());
       continue;
     }
+    const NodeId id = CommitRegistration(std::move(reg).value(), j["registration"]);
     Node& node = config_.catalog.cluster.nodes[id.value()];
     node.cordoned = j.value("cordoned", false);
     node.failed_gpus = j.value("failed_gpus", GpuMask{0});
@@ -80,6 +81,8 @@ Status ControlPlane::Recover() {
   }
   node_workloads_.assign(config_.catalog.cluster.nodes.size(), {});
   queue_used_gpus_.assign(config_.catalog.queues.size(), 0);
+  project_closed_gpu_s_.assign(config_.catalog.projects.size(), 0);
+  for (const Project& p : config_.catalog.projects) project_base_used_h_.push_back(p.used_gpu_hours);
   for (const auto& [id, text] : rec.workloads) {
     json j = json::parse(text, nullptr, false);
     if (j.is_discarded()) return Internal(fmt::format("workload {}: stored record is not JSON", id));
@@ -87,8 +90,19 @@ Status ControlPlane::Recover() {
     if (!r.ok()) return Internal(fmt::format("workload {}: {}", id, r.status().message()));
     next_id_ = std::max(next_id_, id + 1);
     auto [it, inserted] = records_.emplace(id, std::move(r).value());
-    if (it->second.active()) active_.insert(id);
+    if (it->second.active()) {
+      active_.insert(id);
+      dirty_.insert(id);
+      if (it->second.w.batch.deadline != kInfiniteFuture) timed_.insert(id);
+    }
     IndexAllocation(it->second, true);
+    const WorkloadRecord& rec_w = it->second;
+    for (const RunInterval& run : rec_w.runs) {
+      if (run.end_ms != 0 && rec_w.w.project.value() < project_closed_gpu_s_.size()) {
+        project_closed_gpu_s_[rec_w.w.project.value()] +=
+            std::max<int64_t>(0, run.end_ms - run.start_ms) / 1000.0 * run.gpus;
+      }
+    }
   }
   for (const IdempotencyRow& k : rec.idempotency) idempotency_[k.key] = k.workload;
   next_audit_seq_ = rec.last_audit_seq + 1;
@@ -108,8 +122,9 @@ const WorkloadRecord* ControlPlane::Find(uint64_t id) const {
   return it == records_.end() ? nullptr : &it->second;
 }
 
-void ControlPlane::Persist(Mutation& m, const WorkloadRecord& r) const {
-  m.workloads.emplace_back(r.w.id.value(), RecordToJson(r, config_.catalog).dump());
+void ControlPlane::Persist(Mutation& m, const WorkloadRecord& r) {
+  m.workloads.emplace_back(r.w.id.value(), RecordToStoredJson(r, config_.catalog).dump());
+  dirty_.insert(r.w.id.value());
 }
 
 void ControlPlane::AddAudit(Mutation& m, const std::string& actor, const std::string& action,
@@ -136,55 +151,106 @@ uint64_t ControlPlane::Enqueue(Mutation m) {
 }
 
 void ControlPlane::IndexAllocation(const WorkloadRecord& r, bool add) {
-  auto touch = [&](const std::vector<PodPlacement>& pods) {
-    for (const PodPlacement& p : pods) {
-      if (p.node.value() >= node_workloads_.size()) continue;
-      if (add) {
-        node_workloads_[p.node.value()].insert(r.w.id.value());
-      } else {
-        node_workloads_[p.node.value()].erase(r.w.id.value());
-      }
-    }
-  };
-  if (r.allocation) {
-    touch(r.allocation->pods);
-    if (r.w.queue.valid() && r.w.queue.value() < queue_used_gpus_.size()) {
-      queue_used_gpus_[r.w.queue.value()] += (add ? 1 : -1) * r.allocation->gpu_count();
+  if (!r.allocation) return;
+  if (add) {
+    allocated_.insert(r.w.id.value());
+  } else {
+    allocated_.erase(r.w.id.value());
+  }
+  for (const PodPlacement& p : r.allocation->pods) {
+    if (p.node.value() >= node_workloads_.size()) continue;
+    if (add) {
+      node_workloads_[p.node.value()].insert(r.w.id.value());
+    } else {
+      node_workloads_[p.node.value()].erase(r.w.id.value());
     }
   }
-  touch(r.stopping_pods);
+  // Leaving pods are still in `pods`: their GPUs count until they exit.
+  if (r.w.queue.valid() && r.w.queue.value() < queue_used_gpus_.size()) {
+    queue_used_gpus_[r.w.queue.value()] += (add ? 1 : -1) * r.allocation->gpu_count();
+  }
 }
 
 GpuMask ControlPlane::UsedGpus(NodeId node) const {
   GpuMask used = 0;
   for (uint64_t id : node_workloads_[node.value()]) {
     const WorkloadRecord* r = Find(id);
-    if (!r) continue;
-    if (r->allocation) {
-      for (const PodPlacement& p : r->allocation->pods) {
-        if (p.node == node) used |= p.gpus;
-      }
-    }
-    for (const PodPlacement& p : r->stopping_pods) {
+    if (!r || !r->allocation) continue;
+    for (const PodPlacement& p : r->allocation->pods) {
       if (p.node == node) used |= p.gpus;
     }
   }
   return used;
 }
 
+void ControlPlane::CloseRuns(WorkloadRecord& r, int64_t now_ms, const std::string& reason) {
+  for (RunInterval& run : r.runs) {
+    if (run.end_ms != 0) continue;
+    run.end_ms = now_ms;
+    run.end_reason = reason;
+    if (r.w.project.valid() && r.w.project.value() < project_closed_gpu_s_.size()) {
+      project_closed_gpu_s_[r.w.project.value()] +=
+          std::max<int64_t>(0, run.end_ms - run.start_ms) / 1000.0 * run.gpus;
+    }
+  }
+}
+
+void ControlPlane::RemoveRank(WorkloadRecord& r, int rank) {
+  auto shift = [rank](std::set<int>& ranks) {
+    std::set<int> out;
+    for (int x : ranks) {
+      if (x != rank) out.insert(x > rank ? x - 1 : x);
+    }
+    ranks = std::move(out);
+  };
+  shift(r.exited_ranks);
+  shift(r.ready_ranks);
+  std::map<int, WorkloadRecord::ReplicaLoad> load;
+  for (auto& [x, l] : r.replica_load) {
+    if (x != rank) load[x > rank ? x - 1 : x] = l;
+  }
+  r.replica_load = std::move(load);
+  auto& pods = r.allocation->pods;
+  const PodPlacement gone = pods[rank];
+  pods.erase(pods.begin() + rank);
+  auto& leaving = r.allocation->leaving;
+  if (auto it = std::find(leaving.begin(), leaving.end(), gone); it != leaving.end()) leaving.erase(it);
+}
+
+void ControlPlane::DropLeaving(WorkloadRecord& r) {
+  if (!r.allocation) return;
+  IndexAllocation(r, false);
+  while (!r.allocation->leaving.empty()) {
+    const auto& pods = r.allocation->pods;
+    auto it = std::find(pods.begin(), pods.end(), r.allocation->leaving.front());
+    if (it == pods.end()) {
+      r.allocation->leaving.erase(r.allocation->leaving.begin());
+      continue;
+    }
+    RemoveRank(r, static_cast<int>(it - pods.begin()));
+  }
+  r.shrink_notice.reset();
+  IndexAllocation(r, true);
+}
+
 int ControlPlane::QueueUsedGpus(QueueId q) const {
   return q.value() < queue_used_gpus_.size() ? queue_used_gpus_[q.value()] : 0;
+}
+
+PreemptionRecord* ControlPlane::OpenPreemption(WorkloadRecord& r) {
+  if (!r.stop || r.preemptions.empty()) return nullptr;
+  PreemptionRecord& p = r.preemptions.back();
+  return p.time_ms == r.stop->notice_ms && p.recovery_s < 0 ? &p : nullptr;
 }
 
 // ---- admission ----
 
 StatusOr<ControlPlane::Admitted> ControlPlane::Admit(const Principal& who, const json& body,
                                                      Time now) const {
-  TIDAL_ASSIGN_OR_RETURN(SubmitSpec spec, ParseSubmit(body));
+  TIDAL_ASSIGN_OR_RETURN(SubmitNames names, ReadSubmitNames(body));
   const Catalog& cat = config_.catalog;
-  Workload& w = spec.record.w;
   // Tenant: a user submits only as its own tenant.
-  std::string tenant = spec.tenant;
+  std::string tenant = names.tenant;
   if (who.role == Role::kUser) {
     if (!tenant.empty() && tenant != who.tenant) {
       return PermissionDenied(fmt::format("tenant: token of tenant \"{}\" may not submit as \"{}\"",
@@ -194,21 +260,21 @@ StatusOr<ControlPlane::Admitted> ControlPlane::Admit(const Principal& who, const
   }
   // Project: named, or the tenant's only one.
   std::optional<ProjectId> project;
-  if (!spec.project.empty()) {
-    project = cat.FindProject(spec.project);
-    if (!project) return InvalidArgument(fmt::format("project: unknown project \"{}\"", spec.project));
+  if (!names.project.empty()) {
+    project = cat.FindProject(names.project);
+    if (!project) return InvalidArgument(fmt::format("project: unknown project \"{}\"", names.project));
   } else {
     std::vector<ProjectId> own;
     for (const Project& p : cat.projects) {
       if (p.tenant == tenant) own.push_back(p.id);
     }
     if (own.size() != 1) {
-      std::string names;
-      for (ProjectId p : own) names += (names.empty() ? "" : ", ") + cat.project(p).name;
+      std::string list;
+      for (ProjectId p : own) list += (list.empty() ? "" : ", ") + cat.project(p).name;
       return InvalidArgument(tenant.empty()
                                  ? std::string("project: required")
                                  : fmt::format("project: required (tenant \"{}\" has {} projects{}{})",
-                                               tenant, own.size(), own.empty() ? "" : ": ", names));
+                                               tenant, own.size(), own.empty() ? "" : ": ", list));
     }
     project = own[0];
   }
@@ -221,19 +287,20 @@ StatusOr<ControlPlane::Admitted> ControlPlane::Admit(const Principal& who, const
   }
   // Queue: named, or the project's default.
   QueueId queue = proj.default_queue;
-  if (!spec.queue.empty()) {
-    auto q = cat.FindQueue(spec.queue);
-    if (!q) return InvalidArgument(fmt::format("queue: unknown queue \"{}\"", spec.queue));
+  if (!names.queue.empty()) {
+    auto q = cat.FindQueue(names.queue);
+    if (!q) return InvalidArgument(fmt::format("queue: unknown queue \"{}\"", names.queue));
     queue = *q;
   }
   if (!queue.valid()) {
     return InvalidArgument(fmt::format("queue: required (project \"{}\" has no default queue)", proj.name));
   }
+  TIDAL_ASSIGN_OR_RETURN(SubmitSpec spec, ParseSubmit(body, cat, proj.name, now));
+  Workload& w = spec.record.w;
   w.tenant = tenant;
   w.project = *project;
   w.queue = queue;
   w.submit_time = now;
-  if (spec.deadline_s > 0) w.batch.deadline = now + SecondsF(spec.deadline_s);
   // Project and kind defaults for what the submitter left out.
   RunSpec& run = spec.record.run;
   if (auto d = config_.project_defaults.find(proj.name); d != config_.project_defaults.end()) {
@@ -244,10 +311,10 @@ StatusOr<ControlPlane::Admitted> ControlPlane::Admit(const Principal& who, const
       if (!spec.has_checkpoint && k->second.checkpoint_interval) {
         w.training.checkpoint_interval = *k->second.checkpoint_interval;
       }
-      if (!body.contains("max_runtime_s") && k->second.max_runtime) {
+      if (!spec.has_max_runtime && k->second.max_runtime) {
         w.debug.max_runtime = *k->second.max_runtime;
       }
-      if (!body.contains("gpus_per_replica") && k->second.gpus_per_replica) {
+      if (!spec.has_gpus_per_replica && k->second.gpus_per_replica) {
         w.gpus_per_pod = *k->second.gpus_per_replica;
       }
     }
@@ -284,6 +351,7 @@ StatusOr<ControlPlane::Admitted> ControlPlane::Admit(const Principal& who, const
   auto priority = DerivePriority(config_.policy.templates, w, proj, budget, now);
   if (!priority.ok()) return InvalidArgument("priority: " + priority.status().message());
   w.priority = *priority;
+  spec.record.derived_budget = budget;
   w.state = w.priority.awaiting_approval ? WorkloadState::kAwaitingApproval : WorkloadState::kPending;
   spec.record.submitted_by = who.name;
   return Admitted{std::move(spec.record), w.priority.derivation};
@@ -324,7 +392,7 @@ StatusOr<SubmitResult> ControlPlane::Submit(const Principal& who, const json& bo
                 {"awaiting_approval", r.w.priority.awaiting_approval}},
                now);
       json record = RecordToJson(r, config_.catalog);
-      m.workloads.emplace_back(r.w.id.value(), record.dump());
+      m.workloads.emplace_back(r.w.id.value(), RecordToStoredJson(r, config_.catalog).dump());
       if (!key.empty()) {
         m.idempotency.push_back({key, r.w.id.value()});
         idempotency_[key] = r.w.id.value();
@@ -335,6 +403,8 @@ StatusOr<SubmitResult> ControlPlane::Submit(const Principal& who, const json& bo
       result.workload = std::move(record);
       const uint64_t id = r.w.id.value();
       active_.insert(id);
+      dirty_.insert(id);
+      if (r.w.batch.deadline != kInfiniteFuture) timed_.insert(id);
       records_.emplace(id, std::move(r));
       seq = Enqueue(std::move(m));
     }
@@ -344,12 +414,22 @@ StatusOr<SubmitResult> ControlPlane::Submit(const Principal& who, const json& bo
   return result;
 }
 
+// Reads reply only with state the store already has (WaitDurable on the
+// last queued change): a client must never see a placement that a crash
+// would take back, nor a state whose audit rows are not yet queryable.
 StatusOr<json> ControlPlane::Get(const Principal& who, uint64_t id) const {
-  std::lock_guard lock(mu_);
-  const WorkloadRecord* r = Find(id);
-  if (!r) return NotFound(fmt::format("workload {} not found", id));
-  TIDAL_RETURN_IF_ERROR(CheckTenantAccess(who, r->w.tenant));
-  return RecordToJson(*r, config_.catalog);
+  json reply;
+  uint64_t seq = 0;
+  {
+    std::lock_guard lock(mu_);
+    const WorkloadRecord* r = Find(id);
+    if (!r) return NotFound(fmt::format("workload {} not found", id));
+    TIDAL_RETURN_IF_ERROR(CheckTenantAccess(who, r->w.tenant));
+    reply = RecordToJson(*r, config_.catalog);
+    seq = last_seq_;
+  }
+  TIDAL_RETURN_IF_ERROR(store_->WaitDurable(seq));
+  return reply;
 }
 
 StatusOr<json> ControlPlane::List(const Principal& who, const ListFilter& f) const {
@@ -364,7 +444,7 @@ StatusOr<json> ControlPlane::List(const Principal& who, const ListFilter& f) con
   if (!f.state.empty() && !ParseState(f.state)) {
     return InvalidArgument(fmt::format("state: unknown state \"{}\"", f.state));
   }
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   if (!f.queue.empty() && !config_.catalog.FindQueue(f.queue)) {
     return InvalidArgument(fmt::format("queue: unknown queue \"{}\"", f.queue));
   }
@@ -382,6 +462,9 @@ StatusOr<json> ControlPlane::List(const Principal& who, const ListFilter& f) con
     out.push_back(RecordToJson(r, config_.catalog));
     if (static_cast<int>(out.size()) >= f.limit) break;
   }
+  const uint64_t seq = last_seq_;
+  lock.unlock();
+  TIDAL_RETURN_IF_ERROR(store_->WaitDurable(seq));
   return json{{"workloads", out}};
 }
 
@@ -399,21 +482,30 @@ void ControlPlane::Release(WorkloadRecord& r, WorkloadState state, std::string r
                            Time now, Mutation& m, const std::string& actor) {
   IndexAllocation(r, false);
   const int64_t now_ms = ToMillis(now);
-  if (r.allocation) {
-    for (RunInterval& run : r.runs) {
-      if (run.end_ms == 0) {
-        run.end_ms = now_ms;
-        run.end_reason = reason;
-      }
-    }
-  }
+  if (r.allocation) CloseRuns(r, now_ms, reason);
   if (r.stop && r.allocation) {
     metrics_.Observe("tidal_preemption_latency_seconds", {{"cause", r.stop->cause}},
                      std::max<double>(0, (now_ms - r.stop->notice_ms) / 1000.0));
+    // The preemption this stop belongs to learns how the victim went.
+    if (PreemptionRecord* p = OpenPreemption(r)) {
+      if (p->exit_ms == 0) p->exit_ms = now_ms;
+      if (reason == "grace_expired") p->killed_at_deadline = true;
+      AddAudit(m, actor, "preempt_exit", &r,
+               {{"preemption_seq", p->audit_seq},
+                {"cause", p->cause},
+                {"notice_time_ms", r.stop->notice_ms},
+                {"grace_deadline_ms", r.stop->grace_deadline_ms},
+                {"agent_notice_time_ms", p->agent_notice_ms},
+                {"exit_time_ms", p->exit_ms},
+                {"killed_at_deadline", p->killed_at_deadline},
+                {"checkpointed_in_time", p->checkpointed_in_time},
+                {"reason", reason}},
+               now);
+    }
   }
   r.allocation.reset();
-  r.stopping_pods.clear();
   r.shrink_notice.reset();
+  r.replica_load.clear();
   r.stop.reset();
   r.exited_ranks.clear();
   r.ready_ranks.clear();
@@ -421,6 +513,7 @@ void ControlPlane::Release(WorkloadRecord& r, WorkloadState state, std::string r
   if (IsTerminal(state)) {
     r.finish_time_ms = now_ms;
     active_.erase(r.w.id.value());
+    timed_.erase(r.w.id.value());
   } else {
     // Requeued: waits again from now.
     r.w.submit_time = now;
@@ -430,17 +523,28 @@ void ControlPlane::Release(WorkloadRecord& r, WorkloadState state, std::string r
   Persist(m, r);
 }
 
+StatusOr<json> ControlPlane::Acknowledge(uint64_t seq, json reply) {
+  TIDAL_RETURN_IF_ERROR(store_->WaitDurable(seq));
+  Kick();
+  return reply;
+}
+
+StatusOr<WorkloadRecord*> ControlPlane::FindChangeable(const Principal& who, uint64_t id) {
+  WorkloadRecord* r = Find(id);
+  if (!r) return NotFound(fmt::format("workload {} not found", id));
+  TIDAL_RETURN_IF_ERROR(CheckTenantAccess(who, r->w.tenant));
+  if (IsTerminal(r->w.state)) {
+    return FailedPrecondition(fmt::format("workload {} already {}", id, WorkloadStateName(r->w.state)));
+  }
+  return r;
+}
+
 StatusOr<json> ControlPlane::Cancel(const Principal& who, uint64_t id) {
   uint64_t seq = 0;
   json reply;
   {
     std::lock_guard lock(mu_);
-    WorkloadRecord* r = Find(id);
-    if (!r) return NotFound(fmt::format("workload {} not found", id));
-    TIDAL_RETURN_IF_ERROR(CheckTenantAccess(who, r->w.tenant));
-    if (IsTerminal(r->w.state)) {
-      return FailedPrecondition(fmt::format("workload {} already {}", id, WorkloadStateName(r->w.state)));
-    }
+    TIDAL_ASSIGN_OR_RETURN(WorkloadRecord* r, FindChangeable(who, id));
     const Time now = clock_.Now();
     Mutation m;
     AddAudit(m, who.name, "cancel", r, {{"previous_state", WorkloadStateName(r->w.state)}}, now);
@@ -456,9 +560,7 @@ StatusOr<json> ControlPlane::Cancel(const Principal& who, uint64_t id) {
     reply = RecordToJson(*r, config_.catalog);
     seq = Enqueue(std::move(m));
   }
-  TIDAL_RETURN_IF_ERROR(store_->WaitDurable(seq));
-  Kick();
-  return reply;
+  return Acknowledge(seq, std::move(reply));
 }
 
 StatusOr<json> ControlPlane::Resize(const Principal& who, uint64_t id, const json& body) {
@@ -468,12 +570,7 @@ StatusOr<json> ControlPlane::Resize(const Principal& who, uint64_t id, const jso
   json reply;
   {
     std::lock_guard lock(mu_);
-    WorkloadRecord* r = Find(id);
-    if (!r) return NotFound(fmt::format("workload {} not found", id));
-    TIDAL_RETURN_IF_ERROR(CheckTenantAccess(who, r->w.tenant));
-    if (IsTerminal(r->w.state)) {
-      return FailedPrecondition(fmt::format("workload {} already {}", id, WorkloadStateName(r->w.state)));
-    }
+    TIDAL_ASSIGN_OR_RETURN(WorkloadRecord* r, FindChangeable(who, id));
     Workload w = r->w;
     TIDAL_RETURN_IF_ERROR(rd.Int("min_replicas", &w.min_pods, 1, kMaxTotalGpus));
     TIDAL_RETURN_IF_ERROR(rd.Int("max_replicas", &w.max_pods, 1, kMaxTotalGpus));
@@ -509,9 +606,7 @@ StatusOr<json> ControlPlane::Resize(const Principal& who, uint64_t id, const jso
     reply = RecordToJson(*r, config_.catalog);
     seq = Enqueue(std::move(m));
   }
-  TIDAL_RETURN_IF_ERROR(store_->WaitDurable(seq));
-  Kick();
-  return reply;
+  return Acknowledge(seq, std::move(reply));
 }
 
 StatusOr<json> ControlPlane::Approve(const Principal& who, uint64_t id) {
@@ -535,6 +630,8 @@ StatusOr<json> ControlPlane::Approve(const Principal& who, uint64_t id) {
     if (!priority.ok()) return Internal("priority: " + priority.status().message());
     Mutation m;
     AddAudit(m, who.name, "approve", r, {{"previous_value", r->w.priority.value}}, now);
+    r->approved = true;
+    r->derived_budget = budget;
     r->w.priority = *priority;
     r->w.priority.awaiting_approval = false;
     r->w.state = WorkloadState::kPending;
@@ -548,9 +645,7 @@ StatusOr<json> ControlPlane::Approve(const Principal& who, uint64_t id) {
     reply = RecordToJson(*r, config_.catalog);
     seq = Enqueue(std::move(m));
   }
-  TIDAL_RETURN_IF_ERROR(store_->WaitDurable(seq));
-  Kick();
-  return reply;
+  return Acknowledge(seq, std::move(reply));
 }
 
 // ---- loop thread ----
@@ -583,10 +678,16 @@ void ControlPlane::LoopMain() {
     if (stopping_) break;
     kicked_ = false;
     lock.unlock();
+    const auto started = std::chrono::steady_clock::now();
     RunPass();
+    const auto took = std::chrono::steady_clock::now() - started;
     lock.lock();
-    // Passes at least min_pass_gap apart: a burst of events costs one pass.
-    loop_cv_.wait_for(lock, config_.min_pass_gap, [&] { return stopping_; });
+    // Passes at least min_pass_gap apart, so a burst of events costs one
+    // pass; and at least as far apart as a pass takes, so that under a flood
+    // of submits the loop uses at most half a core and leaves the rest to
+    // the requests.
+    const auto gap = std::max<std::chrono::steady_clock::duration>(config_.min_pass_gap, took);
+    loop_cv_.wait_for(lock, gap, [&] { return stopping_; });
   }
 }
 

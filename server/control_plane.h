@@ -7,9 +7,11 @@
 // the in-memory state, queues the change in the store (under the lock, so the
 // store sees changes in state order), releases the lock and waits until the
 // change is durable before it returns; so a caller that got an answer knows
-// the change survives a crash. The engine runs on a copy of the state,
-// outside the lock; its decisions are re-checked against the state when they
-// are applied (a workload cancelled meanwhile is not placed).
+// the change survives a crash. Reads answer only with committed state. The
+// engine runs on the loop's own snapshot (synced, under the lock, from the
+// records that changed since the last pass) outside the lock; its decisions
+// are re-checked against the state when they are applied (a workload
+// cancelled meanwhile is not placed).
 #ifndef TIDAL_SERVER_CONTROL_PLANE_H_
 #define TIDAL_SERVER_CONTROL_PLANE_H_
 
@@ -17,9 +19,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -112,18 +117,40 @@ class ControlPlane {
     std::vector<std::string> priority_lines;
   };
 
-  // All private helpers expect mu_ held.
+  // Private helpers expect mu_ held unless they say otherwise.
   StatusOr<Admitted> Admit(const Principal& who, const nlohmann::json& body, Time now) const;
+  // A full copy of the state for the engine (dry runs).
   Snapshot BuildSnapshot(Time now) const;
+  // Brings snap_ up to date: copies only the records changed since the last
+  // pass (dirty_), so a pass over 50,000 pending workloads does not copy
+  // them all while holding the lock that submits need.
+  void SyncSnapshot(Time now);
   int QueueUsedGpus(QueueId q) const;
   GpuMask UsedGpus(NodeId node) const;
-  void Persist(Mutation& m, const WorkloadRecord& r) const;
+  // Journals the record and marks it changed for the next pass's snapshot.
+  void Persist(Mutation& m, const WorkloadRecord& r);
   void AddAudit(Mutation& m, const std::string& actor, const std::string& action,
                 const WorkloadRecord* r, nlohmann::json detail, Time now);
   uint64_t Enqueue(Mutation m);
   WorkloadRecord* Find(uint64_t id);
+  // A workload `who` may change: found, of its tenant, not yet ended.
+  StatusOr<WorkloadRecord*> FindChangeable(const Principal& who, uint64_t id);
+  // Replies once change `seq` is durable, and wakes the loop. mu_ not held.
+  StatusOr<nlohmann::json> Acknowledge(uint64_t seq, nlohmann::json reply);
   const WorkloadRecord* Find(uint64_t id) const;
   void IndexAllocation(const WorkloadRecord& r, bool add);
+  // Ends the open run intervals (usage reports, project budget spent).
+  void CloseRuns(WorkloadRecord& r, int64_t now_ms, const std::string& reason);
+  // Removes pod `rank` from the allocation; later ranks move down by one.
+  // The caller re-indexes the allocation.
+  void RemoveRank(WorkloadRecord& r, int rank);
+  // The shrink is over: leaving pods give their GPUs back.
+  void DropLeaving(WorkloadRecord& r);
+  // The preemption the current stop notice belongs to, if any.
+  PreemptionRecord* OpenPreemption(WorkloadRecord& r);
+  // Re-derives priorities whose inputs changed (budget state, deadlines).
+  void RefreshPriorities(Time now, Mutation& m);
+  void RecordReplicaLoad(WorkloadRecord& w, int rank, double rps, double p95, double p99, Time at);
   // Frees a workload's GPUs and moves it to `state` (pending = requeued).
   // `reason` is taken by value: callers pass r.stop->cause, which this clears.
   void Release(WorkloadRecord& r, WorkloadState state, std::string reason, Time now,
@@ -135,7 +162,14 @@ class ControlPlane {
   nlohmann::json PodsFor(NodeId node) const;
   nlohmann::json NodeToJsonLocked(NodeId n) const;
   void PersistNode(NodeId n, Mutation& m) const;
-  Status ApplyRegistration(const nlohmann::json& body, NodeId* id);
+  struct ParsedRegistration {
+    Node node;
+    std::optional<NodeId> existing;
+    std::string zone, rack;  // "" = keep the node's
+    std::string address = "127.0.0.1";
+  };
+  StatusOr<ParsedRegistration> ParseRegistration(const nlohmann::json& body) const;
+  NodeId CommitRegistration(ParsedRegistration reg, const nlohmann::json& body);
   void LoopMain();
 
   ServerConfig config_;
@@ -143,14 +177,22 @@ class ControlPlane {
   const Clock& clock_;
   Metrics metrics_;
   Scheduler scheduler_;
-  ColocationController colocation_;  // the loop thread's only
+  ColocationController colocation_;  // under pass_mu_
 
   mutable std::mutex mu_;
   bool ready_ = false;
   std::map<uint64_t, WorkloadRecord> records_;
   std::set<uint64_t> active_;
+  std::set<uint64_t> allocated_;  // ids holding GPUs, kept by IndexAllocation
+  std::set<uint64_t> timed_;      // active ids with a deadline (priority moves with time)
+  // Inputs of the last priority refresh: a pass re-derives everything only
+  // when one of them moved.
+  std::vector<int> refreshed_queue_used_;
+  std::vector<char> refreshed_over_budget_;
   std::vector<std::set<uint64_t>> node_workloads_;  // by NodeId
   std::vector<int> queue_used_gpus_;                 // by QueueId, kept by IndexAllocation
+  std::vector<double> project_closed_gpu_s_;         // by ProjectId: ended runs' GPU-seconds
+  std::vector<double> project_base_used_h_;          // by ProjectId: used_gpu_hours in the config
   std::vector<NodeRuntime> node_rt_;                  // by NodeId
   std::map<std::string, uint64_t> idempotency_;
   std::set<std::string> idempotency_in_flight_;
@@ -162,12 +204,21 @@ class ControlPlane {
   int64_t last_pass_ms_ = 0;
   double last_pass_s_ = 0;
 
+  // The loop's working snapshot (touched only under pass_mu_, and synced
+  // from the records under mu_), with its index by workload id.
+  Snapshot snap_;
+  std::unordered_map<uint64_t, size_t> snap_index_;
+  std::unordered_set<uint64_t> snap_allocated_;  // ids with an allocation in snap_
+  std::set<uint64_t> dirty_;  // under mu_
+  bool cluster_dirty_ = true;  // under mu_: nodes registered, lost, drained
+  uint64_t cluster_version_ = 0;
+
   std::mutex loop_mu_;
   std::condition_variable loop_cv_;
   bool kicked_ = false;
   bool stopping_ = false;
   std::thread loop_;
-  std::mutex pass_mu_;  // one pass at a time
+  mutable std::mutex pass_mu_;  // one pass at a time; taken before mu_
 };
 
 }  // namespace tidal::server

@@ -24,26 +24,30 @@ Status AgentOnly(const Principal& who) { return RequireRole(who, {Role::kAgent, 
 
 }  // namespace
 
-Status ControlPlane::ApplyRegistration(const json& body, NodeId* id_out) {
+// Reads a registration into a Node without touching the state: a bad
+// request must change nothing, and validating first is what lets
+// RegisterNode avoid copying the whole cluster to roll back.
+StatusOr<ControlPlane::ParsedRegistration> ControlPlane::ParseRegistration(const json& body) const {
   TIDAL_ASSIGN_OR_RETURN(
       ObjectReader r,
       ObjectReader::Open(body, "",
                          {"name", "address", "pool", "rack", "zone", "gpu_model", "gpu_memory_gib",
                           "driver_version", "mig_capable", "network", "gpus", "nvlink_domains",
                           "labels", "taints"}));
-  Catalog& cat = config_.catalog;
+  const Catalog& cat = config_.catalog;
+  ParsedRegistration out;
+  Node& node = out.node;
   std::string name;
   TIDAL_RETURN_IF_ERROR(r.String("name", &name, /*required=*/true));
   if (name.empty() || name.size() > 253) return config::FieldError("name", "expected 1 to 253 characters");
-  auto existing = cat.FindNode(name);
-  Node node;
-  if (existing) {
-    node = cat.cluster.nodes[existing->value()];
+  out.existing = cat.FindNode(name);
+  if (out.existing) {
+    node = cat.cluster.nodes[out.existing->value()];
   } else {
+    if (cat.cluster.pools.empty()) return FailedPrecondition("pool: the cluster config declares no pools");
     node.name = name;
     auto training = cat.FindPool("training");
     node.pool = training ? *training : PoolId(0);
-    if (cat.cluster.pools.empty()) return FailedPrecondition("pool: the cluster config declares no pools");
   }
   if (r.Has("pool")) {
     std::string pool;
@@ -52,31 +56,12 @@ Status ControlPlane::ApplyRegistration(const json& body, NodeId* id_out) {
     if (!p) return config::FieldError("pool", fmt::format("unknown pool \"{}\"", pool));
     node.pool = *p;
   }
-  std::string zone_name, rack_name;
-  TIDAL_RETURN_IF_ERROR(r.String("zone", &zone_name));
-  TIDAL_RETURN_IF_ERROR(r.String("rack", &rack_name));
-  if (!zone_name.empty() || !node.zone.valid()) {
-    if (zone_name.empty()) zone_name = cat.cluster.zones.empty() ? "default" : cat.cluster.zones[0].name;
-    auto it = std::find_if(cat.cluster.zones.begin(), cat.cluster.zones.end(),
-                           [&](const Zone& z) { return z.name == zone_name; });
-    if (it == cat.cluster.zones.end()) {
-      cat.cluster.zones.push_back({ZoneId(cat.cluster.zones.size()), zone_name});
-      node.zone = cat.cluster.zones.back().id;
-    } else {
-      node.zone = it->id;
-    }
+  TIDAL_RETURN_IF_ERROR(r.String("zone", &out.zone));
+  TIDAL_RETURN_IF_ERROR(r.String("rack", &out.rack));
+  if (out.zone.empty() && !node.zone.valid()) {
+    out.zone = cat.cluster.zones.empty() ? "default" : cat.cluster.zones[0].name;
   }
-  if (!rack_name.empty() || !node.rack.valid()) {
-    if (rack_name.empty()) rack_name = "rack-" + name;
-    auto it = std::find_if(cat.cluster.racks.begin(), cat.cluster.racks.end(),
-                           [&](const Rack& rk) { return rk.name == rack_name; });
-    if (it == cat.cluster.racks.end()) {
-      cat.cluster.racks.push_back({RackId(cat.cluster.racks.size()), rack_name, node.zone});
-      node.rack = cat.cluster.racks.back().id;
-    } else {
-      node.rack = it->id;
-    }
-  }
+  if (out.rack.empty() && !node.rack.valid()) out.rack = "rack-" + name;
   TIDAL_RETURN_IF_ERROR(r.String("gpu_model", &node.gpu_model));
   TIDAL_RETURN_IF_ERROR(r.Int("gpu_memory_gib", &node.gpu_memory_gib, 0, 1 << 20));
   TIDAL_RETURN_IF_ERROR(r.String("driver_version", &node.driver_version));
@@ -130,32 +115,43 @@ Status ControlPlane::ApplyRegistration(const json& body, NodeId* id_out) {
       node.taints.push_back(taint);
     }
   }
-  std::string address = "127.0.0.1";
-  TIDAL_RETURN_IF_ERROR(r.String("address", &address));
+  TIDAL_RETURN_IF_ERROR(r.String("address", &out.address));
   node.health = node.failed_gpus ? Health::kDegraded : Health::kHealthy;
+  return out;
+}
+
+NodeId ControlPlane::CommitRegistration(ParsedRegistration reg, const json& body) {
+  Catalog& cat = config_.catalog;
+  cluster_dirty_ = true;
+  Node& node = reg.node;
+  if (!reg.zone.empty()) {
+    auto zone = cat.FindZone(reg.zone);
+    node.zone = zone ? *zone : cat.AddZone(reg.zone);
+  }
+  if (!reg.rack.empty()) {
+    auto rack = cat.FindRack(reg.rack);
+    node.rack = rack ? *rack : cat.AddRack(reg.rack, node.zone);
+  }
   NodeId id;
-  if (existing) {
-    id = *existing;
+  if (reg.existing) {
+    id = *reg.existing;
     node.id = id;
-    cat.cluster.nodes[id.value()] = node;
+    cat.cluster.nodes[id.value()] = std::move(node);
   } else {
-    id = NodeId(cat.cluster.nodes.size());
-    node.id = id;
-    cat.cluster.nodes.push_back(node);
-    cat.Index();
+    id = cat.AddNode(std::move(node));
     node_rt_.emplace_back();
     node_workloads_.emplace_back();
     if (!lent_nodes_.empty()) lent_nodes_.push_back(false);
   }
+  const int gpu_count = cat.cluster.nodes[id.value()].gpu_count;
   NodeRuntime& rt = node_rt_[id.value()];
   rt.registered = true;
   rt.lost = false;
-  rt.address = address;
+  rt.address = std::move(reg.address);
   rt.registration = body;
-  rt.gpu_utilization.assign(node.gpu_count, -1);
-  rt.gpu_memory_used_gib.assign(node.gpu_count, 0);
-  *id_out = id;
-  return Status::Ok();
+  rt.gpu_utilization.assign(gpu_count, -1);
+  rt.gpu_memory_used_gib.assign(gpu_count, 0);
+  return id;
 }
 
 void ControlPlane::PersistNode(NodeId n, Mutation& m) const {
@@ -175,21 +171,8 @@ StatusOr<json> ControlPlane::RegisterNode(const Principal& who, const json& body
   json reply;
   {
     std::lock_guard lock(mu_);
-    // Validate on a copy: a bad request changes nothing.
-    Catalog saved = config_.catalog;
-    auto saved_rt = node_rt_;
-    auto saved_nw = node_workloads_;
-    auto saved_lent = lent_nodes_;
-    NodeId id;
-    Status s = ApplyRegistration(body, &id);
-    if (!s.ok()) {
-      config_.catalog = std::move(saved);
-      config_.catalog.Index();
-      node_rt_ = std::move(saved_rt);
-      node_workloads_ = std::move(saved_nw);
-      lent_nodes_ = std::move(saved_lent);
-      return s;
-    }
+    TIDAL_ASSIGN_OR_RETURN(ParsedRegistration reg, ParseRegistration(body));
+    const NodeId id = CommitRegistration(std::move(reg), body);
     const Time now = clock_.Now();
     node_rt_[id.value()].last_heartbeat_ms = ToMillis(now);
     Mutation m;
@@ -250,6 +233,7 @@ StatusOr<json> ControlPlane::Heartbeat(const Principal& who, const std::string& 
     rt.last_heartbeat_ms = ToMillis(now);
     if (rt.lost) {
       rt.lost = false;
+      cluster_dirty_ = true;
       node.health = node.failed_gpus ? Health::kDegraded : Health::kHealthy;
       AddAudit(m, who.name, "node_back", nullptr, {{"node", node.name}}, now);
       PersistNode(*id, m);
@@ -288,6 +272,7 @@ StatusOr<json> ControlPlane::Heartbeat(const Principal& who, const std::string& 
       // workloads get notice and restart elsewhere.
       node.failed_gpus |= newly_failed;
       node.cordoned = true;
+      cluster_dirty_ = true;
       node.health = Health::kDegraded;
       PersistNode(*id, m);
       for (uint64_t wid : std::vector<uint64_t>(node_workloads_[id->value()].begin(),
@@ -314,7 +299,6 @@ StatusOr<json> ControlPlane::Heartbeat(const Principal& who, const std::string& 
 }
 
 json ControlPlane::PodsFor(NodeId node) const {
-  const Catalog& cat = config_.catalog;
   json pods = json::array();
   for (uint64_t wid : node_workloads_[node.value()]) {
     const WorkloadRecord* r = Find(wid);
@@ -324,6 +308,7 @@ json ControlPlane::PodsFor(NodeId node) const {
                   {"name", r->w.name},
                   {"kind", WorkloadKindName(r->w.kind)},
                   {"rank", rank},
+                  {"attempt", r->attempt},
                   {"world_size", world},
                   {"gpus", MaskToIndices(p.gpus)},
                   {"command", r->run.command},
@@ -346,21 +331,17 @@ json ControlPlane::PodsFor(NodeId node) const {
                              : json(nullptr);
       pods.push_back(pod);
     };
-    if (r->allocation) {
-      const int world = static_cast<int>(r->allocation->pods.size());
-      for (int i = 0; i < world; ++i) {
-        if (r->allocation->pods[i].node == node && !r->exited_ranks.count(i)) {
-          add(r->allocation->pods[i], i, world, r->stop);
-        }
-      }
-    }
-    for (size_t i = 0; i < r->stopping_pods.size(); ++i) {
-      if (r->stopping_pods[i].node != node) continue;
-      const int world = r->allocation ? static_cast<int>(r->allocation->pods.size()) : 0;
-      add(r->stopping_pods[i], world + static_cast<int>(i), world, r->shrink_notice);
+    if (!r->allocation) continue;
+    // Leaving pods keep their rank; world_size counts the pods that stay.
+    const auto& all = r->allocation->pods;
+    const auto& leaving = r->allocation->leaving;
+    const int world = static_cast<int>(all.size() - leaving.size());
+    for (int i = 0; i < static_cast<int>(all.size()); ++i) {
+      if (all[i].node != node || r->exited_ranks.count(i)) continue;
+      const bool is_leaving = std::find(leaving.begin(), leaving.end(), all[i]) != leaving.end();
+      add(all[i], i, world, r->stop ? r->stop : is_leaving ? r->shrink_notice : std::nullopt);
     }
   }
-  (void)cat;
   return pods;
 }
 
@@ -389,12 +370,16 @@ StatusOr<json> ControlPlane::PodStatus(const Principal& who, const std::string& 
   struct Event {
     uint64_t workload = 0;
     int rank = 0;
+    int64_t attempt = -1;  // -1 = not sent
     std::string phase;
     int64_t time_ms = 0;
     int exit_code = 0, signal = 0;
     std::string reason;
     int64_t checkpoint_ms = 0;
     int64_t cold_start_ms = -1;
+    int64_t notice_ms = 0;
+    bool has_stop_outcome = false;
+    bool killed_at_deadline = false, checkpointed_in_time = false;
     double rps = -1, p95 = -1, p99 = -1, util = -1;
   };
   std::vector<Event> events;
@@ -402,14 +387,16 @@ StatusOr<json> ControlPlane::PodStatus(const Principal& who, const std::string& 
   for (const json& e : r.at("events")) {
     const std::string path = config::IndexPath("events", i++);
     TIDAL_ASSIGN_OR_RETURN(ObjectReader er, ObjectReader::Open(e, path,
-        {"workload", "rank", "phase", "time_ms", "exit_code", "signal", "reason",
-         "checkpoint_time_ms", "cold_start_ms", "load", "utilization"}));
+        {"workload", "rank", "attempt", "phase", "time_ms", "exit_code", "signal", "reason",
+         "checkpoint_time_ms", "cold_start_ms", "load", "utilization", "notice_time_ms",
+         "killed_at_deadline", "checkpointed_in_time"}));
     Event ev;
     if (!er.Has("workload")) return config::FieldError(er.FieldPath("workload"), "required field is missing");
     int64_t workload = 0;
     TIDAL_RETURN_IF_ERROR(er.Int64("workload", &workload, 1, INT64_MAX));
     ev.workload = static_cast<uint64_t>(workload);
     TIDAL_RETURN_IF_ERROR(er.Int("rank", &ev.rank, 0, kMaxTotalGpus, true));
+    TIDAL_RETURN_IF_ERROR(er.Int64("attempt", &ev.attempt, 0, INT64_MAX));
     TIDAL_RETURN_IF_ERROR(er.String("phase", &ev.phase));
     if (!ev.phase.empty() && ev.phase != "running" && ev.phase != "ready" && ev.phase != "exited") {
       return config::FieldError(er.FieldPath("phase"), "expected one of running|ready|exited, got \"" + ev.phase + "\"");
@@ -420,6 +407,11 @@ StatusOr<json> ControlPlane::PodStatus(const Principal& who, const std::string& 
     TIDAL_RETURN_IF_ERROR(er.String("reason", &ev.reason));
     TIDAL_RETURN_IF_ERROR(er.Int64("checkpoint_time_ms", &ev.checkpoint_ms, 0, INT64_MAX));
     TIDAL_RETURN_IF_ERROR(er.Int64("cold_start_ms", &ev.cold_start_ms, 0, INT64_MAX));
+    TIDAL_RETURN_IF_ERROR(er.Int64("notice_time_ms", &ev.notice_ms, 0, INT64_MAX));
+    TIDAL_RETURN_IF_ERROR(er.Bool("killed_at_deadline", &ev.killed_at_deadline));
+    TIDAL_RETURN_IF_ERROR(er.Bool("checkpointed_in_time", &ev.checkpointed_in_time));
+    ev.has_stop_outcome = er.Has("notice_time_ms") || er.Has("killed_at_deadline") ||
+                          er.Has("checkpointed_in_time");
     TIDAL_RETURN_IF_ERROR(er.Double("utilization", &ev.util, 0, 1));
     if (er.Has("load")) {
       TIDAL_ASSIGN_OR_RETURN(ObjectReader lr, ObjectReader::Open(er.at("load"), er.FieldPath("load"), {"rps", "p95_ms", "p99_ms"}));
@@ -442,23 +434,23 @@ StatusOr<json> ControlPlane::PodStatus(const Principal& who, const std::string& 
     for (const Event& ev : events) {
       WorkloadRecord* w = Find(ev.workload);
       if (!w || !node_workloads_[node->value()].count(ev.workload)) continue;  // stale: ignore
+      // An event about an earlier placement (the agent had not yet seen the
+      // requeue) must not touch the new one.
+      if (ev.attempt >= 0 && ev.attempt != w->attempt) continue;
+      if (!w->allocation || ev.rank >= static_cast<int>(w->allocation->pods.size()) ||
+          w->allocation->pods[ev.rank].node != *node) {
+        continue;  // not a pod of this node (any more)
+      }
       ++accepted;
       const Time at = ev.time_ms > 0 ? TimeFromMillis(ev.time_ms) : now;
       bool dirty = false;
-      if (ev.checkpoint_ms > 0 && w->allocation) {
+      if (ev.checkpoint_ms > 0) {
         w->allocation->last_checkpoint = std::max(w->allocation->last_checkpoint, TimeFromMillis(ev.checkpoint_ms));
         dirty = true;
       }
       if (ev.util >= 0) w->utilization = w->utilization < 0 ? ev.util : 0.8 * w->utilization + 0.2 * ev.util;
       if (ev.rps >= 0 && w->w.kind == WorkloadKind::kInference) {
-        w->load_rps = ev.rps;
-        observed_load_.emplace_back(w->w.id, at, ev.rps);
-      }
-      if (ev.p95 >= 0) w->p95_ms = ev.p95;
-      if (ev.p99 >= 0) {
-        w->p99_ms = ev.p99;
-        ++w->slo_samples;
-        if (w->w.inference.target_p99.count() == 0 || ev.p99 <= w->w.inference.target_p99.count()) ++w->slo_met;
+        RecordReplicaLoad(*w, ev.rank, ev.rps, ev.p95, ev.p99, at);
       }
       if (ev.phase == "running" && w->pod_started_ms == 0) {
         w->pod_started_ms = ToMillis(at);
@@ -477,23 +469,46 @@ StatusOr<json> ControlPlane::PodStatus(const Principal& who, const std::string& 
         }
         dirty = true;
       } else if (ev.phase == "exited") {
-        // A pod removed by a shrink leaves the stopping list.
-        const int world = w->allocation ? static_cast<int>(w->allocation->pods.size()) : 0;
-        if (ev.rank >= world && ev.rank - world < static_cast<int>(w->stopping_pods.size())) {
+        auto& leaving = w->allocation->leaving;
+        const PodPlacement pod = w->allocation->pods[ev.rank];
+        if (!w->stop && std::find(leaving.begin(), leaving.end(), pod) != leaving.end()) {
+          // A pod removed by a shrink is gone: its GPUs are free now.
           IndexAllocation(*w, false);
-          w->stopping_pods.erase(w->stopping_pods.begin() + (ev.rank - world));
-          if (w->stopping_pods.empty()) w->shrink_notice.reset();
+          RemoveRank(*w, ev.rank);
+          if (leaving.empty()) w->shrink_notice.reset();
           IndexAllocation(*w, true);
+          AddAudit(m, actor, "pod_exit", w, {{"rank", ev.rank}, {"exit_code", ev.exit_code},
+                                             {"signal", ev.signal}, {"reason", ev.reason},
+                                             {"cause", "shrink"}}, at);
           freed = true;
           Persist(m, *w);
           continue;
         }
-        if (!w->allocation || ev.rank >= world) continue;
         w->exited_ranks.insert(ev.rank);
-        AddAudit(m, actor, "pod_exit", w, {{"rank", ev.rank}, {"exit_code", ev.exit_code},
-                                           {"signal", ev.signal}, {"reason", ev.reason}}, at);
+        w->replica_load.erase(ev.rank);
+        json detail = {{"rank", ev.rank}, {"exit_code", ev.exit_code},
+                       {"signal", ev.signal}, {"reason", ev.reason}};
+        if (PreemptionRecord* p = OpenPreemption(*w)) {
+          // A gang stopped in time only if every pod checkpointed in time.
+          if (ev.has_stop_outcome) {
+            p->checkpointed_in_time = (p->exited_pods == 0 || p->checkpointed_in_time) && ev.checkpointed_in_time;
+            p->killed_at_deadline = p->killed_at_deadline || ev.killed_at_deadline;
+            if (ev.notice_ms > 0) p->agent_notice_ms = std::max(p->agent_notice_ms, ev.notice_ms);
+          } else {
+            p->checkpointed_in_time = false;  // the agent did not say: assume not
+          }
+          ++p->exited_pods;
+          p->exit_ms = std::max(p->exit_ms, ToMillis(at));
+          detail["preemption_seq"] = p->audit_seq;
+        }
+        if (ev.has_stop_outcome) {
+          detail["notice_time_ms"] = ev.notice_ms;
+          detail["killed_at_deadline"] = ev.killed_at_deadline;
+          detail["checkpointed_in_time"] = ev.checkpointed_in_time;
+        }
+        AddAudit(m, actor, "pod_exit", w, std::move(detail), at);
         dirty = true;
-        const bool all_exited = static_cast<int>(w->exited_ranks.size()) >= world;
+        const bool all_exited = w->exited_ranks.size() >= w->allocation->pods.size();
         if (w->stop) {
           if (all_exited) {
             Release(*w, w->stop->requeue ? WorkloadState::kPending : WorkloadState::kCancelled,
@@ -518,7 +533,7 @@ StatusOr<json> ControlPlane::PodStatus(const Principal& who, const std::string& 
           continue;
         }
       }
-      if (ev.phase == "running" && w->w.is_gang() && w->allocation && ev.rank == 0) {
+      if (ev.phase == "running" && w->w.is_gang() && ev.rank == 0) {
         metrics_.Inc("tidal_gang_starts_total", {{"result", "ok"}});
       }
       if (ev.cold_start_ms >= 0) {
@@ -531,6 +546,47 @@ StatusOr<json> ControlPlane::PodStatus(const Principal& who, const std::string& 
   TIDAL_RETURN_IF_ERROR(store_->WaitDurable(seq));
   if (freed) Kick();
   return json{{"accepted", accepted}};
+}
+
+// The service's load is the sum of its ready replicas' request rates (a
+// replica that is not ready serves nothing yet); its latency is the
+// rps-weighted mean of theirs, i.e. the latency of the average request.
+void ControlPlane::RecordReplicaLoad(WorkloadRecord& w, int rank, double rps, double p95,
+                                     double p99, Time at) {
+  WorkloadRecord::ReplicaLoad& mine = w.replica_load[rank];
+  mine.rps = rps;
+  if (p95 >= 0) mine.p95_ms = p95;
+  if (p99 >= 0) mine.p99_ms = p99;
+  double total = 0, p95_sum = 0, p99_sum = 0, weight = 0;
+  int counted = 0;
+  for (const auto& [r, load] : w.replica_load) {
+    if (!w.ready_ranks.empty() && !w.ready_ranks.count(r)) continue;
+    total += load.rps;
+    const double wt = load.rps > 0 ? load.rps : 0;
+    p95_sum += wt * load.p95_ms;
+    p99_sum += wt * load.p99_ms;
+    weight += wt;
+    ++counted;
+  }
+  if (counted == 0) return;
+  w.load_rps = total;
+  if (weight <= 0) {
+    // No traffic anywhere: a plain mean.
+    p95_sum = p99_sum = 0;
+    for (const auto& [r, load] : w.replica_load) {
+      if (!w.ready_ranks.empty() && !w.ready_ranks.count(r)) continue;
+      p95_sum += load.p95_ms;
+      p99_sum += load.p99_ms;
+    }
+    weight = counted;
+  }
+  w.p95_ms = p95_sum / weight;
+  w.p99_ms = p99_sum / weight;
+  if (p99 >= 0) {
+    ++w.slo_samples;
+    if (w.w.inference.target_p99.count() == 0 || w.p99_ms <= w.w.inference.target_p99.count()) ++w.slo_met;
+  }
+  observed_load_.emplace_back(w.w.id, at, total);
 }
 
 }  // namespace tidal::server

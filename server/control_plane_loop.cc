@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/priority/priority_deriver.h"
 #include "server/control_plane.h"
 #include "server/workload_codec.h"
 
@@ -46,11 +47,137 @@ Snapshot ControlPlane::BuildSnapshot(Time now) const {
   return s;
 }
 
+// The budget layer of a derived priority goes stale as the queue fills and
+// the project spends: re-derive each pass, but only where an input moved
+// (the budget state, or the clock for deadline bonuses), and audit only a
+// changed value. A pass costs O(active) cheap checks.
+void ControlPlane::RefreshPriorities(Time now, Mutation& m) {
+  const int64_t now_ms = ToMillis(now);
+  std::vector<double> used_s = project_closed_gpu_s_;
+  used_s.resize(config_.catalog.projects.size(), 0);
+  for (uint64_t id : allocated_) {
+    const WorkloadRecord& r = records_.at(id);
+    for (const RunInterval& run : r.runs) {
+      if (run.end_ms == 0 && r.w.project.value() < used_s.size()) {
+        used_s[r.w.project.value()] += std::max<int64_t>(0, now_ms - run.start_ms) / 1000.0 * run.gpus;
+      }
+    }
+  }
+  // Spent = what the config says was spent before + what ran here.
+  std::vector<char> over_budget(used_s.size(), 0);
+  for (size_t i = 0; i < used_s.size(); ++i) {
+    Project& p = config_.catalog.projects[i];
+    p.used_gpu_hours = (i < project_base_used_h_.size() ? project_base_used_h_[i] : 0) + used_s[i] / 3600.0;
+    over_budget[i] = p.budget_gpu_hours > 0 && p.used_gpu_hours >= p.budget_gpu_hours;
+  }
+  // Budget states move only with queue usage and budgets running out; when
+  // neither moved, only changed records and deadline bonuses need a look.
+  const bool inputs_moved = queue_used_gpus_ != refreshed_queue_used_ || over_budget != refreshed_over_budget_;
+  refreshed_queue_used_ = queue_used_gpus_;
+  refreshed_over_budget_ = std::move(over_budget);
+  std::vector<uint64_t> ids;
+  if (inputs_moved) {
+    ids.assign(active_.begin(), active_.end());
+  } else {
+    std::set_union(dirty_.begin(), dirty_.end(), timed_.begin(), timed_.end(), std::back_inserter(ids));
+  }
+  for (uint64_t id : ids) {
+    WorkloadRecord* rp = Find(id);
+    if (!rp || !rp->active()) continue;
+    WorkloadRecord& r = *rp;
+    Workload& w = r.w;
+    if (w.state == WorkloadState::kAwaitingApproval || w.state == WorkloadState::kTerminating) continue;
+    const Project& project = config_.catalog.project(w.project);
+    const int requested = r.allocation ? 0 : w.min_gpus();
+    const BudgetState budget =
+        ComputeBudgetState(project, config_.catalog.queue(w.queue), QueueUsedGpus(w.queue), requested);
+    const bool timed = w.batch.deadline != kInfiniteFuture;
+    if (r.derived_budget == budget && !timed) continue;
+    auto derived = [&] {
+      if (!r.approved) return DerivePriority(config_.policy.templates, w, project, budget, now);
+      Project approved = project;
+      approved.top_tier_approved = true;
+      return DerivePriority(config_.policy.templates, w, approved, budget, now);
+    }();
+    if (!derived.ok() || derived->awaiting_approval) continue;
+    r.derived_budget = budget;
+    if (derived->value == w.priority.value && derived->preemptibility == w.priority.preemptibility) {
+      continue;
+    }
+    const int previous = w.priority.value;
+    w.priority = *std::move(derived);
+    AddAudit(m, "scheduler", "priority", &r,
+             {{"value", w.priority.value},
+              {"previous_value", previous},
+              {"template", w.priority.template_name},
+              {"derivation", w.priority.derivation},
+              {"awaiting_approval", false}},
+             now);
+    Persist(m, r);
+  }
+}
+
+void ControlPlane::SyncSnapshot(Time now) {
+  snap_.now = now;
+  if (cluster_dirty_) {
+    snap_.cluster = config_.catalog.cluster;
+    // Lets the engine keep its node classes while the nodes stay the same.
+    snap_.cluster_version = ++cluster_version_;
+    cluster_dirty_ = false;
+  }
+  snap_.queues = config_.catalog.queues;
+  snap_.projects = config_.catalog.projects;
+  snap_.lent_nodes = lent_nodes_;
+  bool removed = false;
+  for (uint64_t id : dirty_) {
+    auto slot = snap_index_.find(id);
+    const WorkloadRecord* r = Find(id);
+    if (!r || !r->active()) {
+      if (slot != snap_index_.end()) {
+        snap_.workloads[slot->second].id = WorkloadId();  // compacted below
+        snap_index_.erase(slot);
+        removed = true;
+      }
+      continue;
+    }
+    if (slot != snap_index_.end()) {
+      snap_.workloads[slot->second] = r->w;
+    } else {
+      // Ids only grow, so appending keeps the workloads in id order.
+      snap_index_[id] = snap_.workloads.size();
+      snap_.workloads.push_back(r->w);
+    }
+  }
+  if (removed) {
+    std::erase_if(snap_.workloads, [](const Workload& w) { return !w.id.valid(); });
+    snap_index_.clear();
+    for (size_t i = 0; i < snap_.workloads.size(); ++i) snap_index_[snap_.workloads[i].id.value()] = i;
+  }
+  // Allocations are few (one per running workload): rebuilt when any changed.
+  bool allocations_changed = removed;
+  for (auto it = dirty_.begin(); it != dirty_.end() && !allocations_changed; ++it) {
+    const WorkloadRecord* r = Find(*it);
+    allocations_changed = (r && r->allocation) || snap_allocated_.count(*it) != 0;
+  }
+  if (allocations_changed) {
+    snap_.allocations.clear();
+    snap_allocated_.clear();
+    for (const Workload& w : snap_.workloads) {
+      const WorkloadRecord& r = records_.at(w.id.value());
+      if (!r.allocation) continue;
+      snap_.allocations.push_back(*r.allocation);
+      snap_allocated_.insert(w.id.value());
+    }
+  }
+  dirty_.clear();
+}
+
 void ControlPlane::MarkNodeLost(NodeId n, Time now, Mutation& m) {
   Node& node = config_.catalog.cluster.nodes[n.value()];
   NodeRuntime& rt = node_rt_[n.value()];
   rt.lost = true;
   node.health = Health::kFailed;
+  cluster_dirty_ = true;
   metrics_.Inc("tidal_nodes_lost_total", {});
   PersistNode(n, m);
   std::vector<uint64_t> victims(node_workloads_[n.value()].begin(), node_workloads_[n.value()].end());
@@ -58,19 +185,27 @@ void ControlPlane::MarkNodeLost(NodeId n, Time now, Mutation& m) {
            {{"node", node.name}, {"last_heartbeat_ms", rt.last_heartbeat_ms}, {"victims", victims}}, now);
   for (uint64_t id : victims) {
     WorkloadRecord* r = Find(id);
-    if (!r) continue;
-    if (r->allocation) {
-      // The pods are gone with the node: the whole gang restarts elsewhere.
-      const bool cancel = r->stop && !r->stop->requeue;
-      Release(*r, cancel ? WorkloadState::kCancelled : WorkloadState::kPending, "node_lost", now, m,
-              "scheduler");
-    } else {
-      r->stopping_pods.erase(std::remove_if(r->stopping_pods.begin(), r->stopping_pods.end(),
-                                            [&](const PodPlacement& p) { return p.node == n; }),
-                             r->stopping_pods.end());
-      node_workloads_[n.value()].erase(id);
+    if (!r || !r->allocation) continue;
+    const auto& pods = r->allocation->pods;
+    const auto& leaving = r->allocation->leaving;
+    const bool only_leaving = std::all_of(pods.begin(), pods.end(), [&](const PodPlacement& p) {
+      return p.node != n || std::find(leaving.begin(), leaving.end(), p) != leaving.end();
+    });
+    if (only_leaving && !r->stop) {
+      // Only pods a shrink was removing were there: they are gone early.
+      IndexAllocation(*r, false);
+      for (int rank = static_cast<int>(pods.size()) - 1; rank >= 0; --rank) {
+        if (pods[rank].node == n) RemoveRank(*r, rank);
+      }
+      if (leaving.empty()) r->shrink_notice.reset();
+      IndexAllocation(*r, true);
       Persist(m, *r);
+      continue;
     }
+    // The pods are gone with the node: the whole gang restarts elsewhere.
+    const bool cancel = r->stop && !r->stop->requeue;
+    Release(*r, cancel ? WorkloadState::kCancelled : WorkloadState::kPending, "node_lost", now, m,
+            "scheduler");
   }
 }
 
@@ -84,17 +219,15 @@ void ControlPlane::ExpireAndReap(Time now, Mutation& m) {
     }
   }
   // Victims past their grace deadline are gone: the agent SIGKILLs them then.
-  std::vector<uint64_t> ids(active_.begin(), active_.end());
+  // Only workloads holding GPUs can have any of the deadlines below.
+  std::vector<uint64_t> ids(allocated_.begin(), allocated_.end());
   for (uint64_t id : ids) {
     WorkloadRecord& r = records_.at(id);
     if (r.stop && r.allocation && now_ms >= r.stop->grace_deadline_ms + 1000) {
       Release(r, r.stop->requeue ? WorkloadState::kPending : WorkloadState::kCancelled,
               "grace_expired", now, m, "scheduler");
     } else if (r.shrink_notice && now_ms >= r.shrink_notice->grace_deadline_ms + 1000) {
-      IndexAllocation(r, false);
-      r.stopping_pods.clear();
-      r.shrink_notice.reset();
-      IndexAllocation(r, true);
+      DropLeaving(r);
       Persist(m, r);
     }
     // A scale-up that has not reached capacity in 15 minutes failed.
@@ -124,7 +257,7 @@ void ControlPlane::ExpireAndReap(Time now, Mutation& m) {
 void ControlPlane::RunPass() {
   std::lock_guard pass_lock(pass_mu_);
   const auto started = std::chrono::steady_clock::now();
-  Snapshot snap;
+  Snapshot& snap = snap_;
   Time now;
   uint64_t seq = 0;
   std::vector<std::tuple<WorkloadId, Time, double>> load;
@@ -134,7 +267,8 @@ void ControlPlane::RunPass() {
     now = clock_.Now();
     Mutation m;
     ExpireAndReap(now, m);
-    snap = BuildSnapshot(now);
+    RefreshPriorities(now, m);
+    SyncSnapshot(now);
     load.swap(observed_load_);
     seq = Enqueue(std::move(m));
   }
@@ -171,6 +305,14 @@ void ControlPlane::RunPass() {
     }
     ApplyDecisions(pre, snap, now, m);
     ApplyDecisions(eng, snap, now, m);
+    // Prepare changed the snapshot (targets, notices, leaving pods): what a
+    // decision did not carry into a record must be copied fresh next pass.
+    for (const Workload& w : snap.workloads) {
+      if (w.kind == WorkloadKind::kInference) dirty_.insert(w.id.value());
+    }
+    for (const PreemptDecision& p : pre.preempts) dirty_.insert(p.victim.value());
+    for (const ResizeDecision& rz : pre.resizes) dirty_.insert(rz.workload.value());
+    for (const RejectDecision& rj : pre.rejects) dirty_.insert(rj.workload.value());
     seq = Enqueue(std::move(m));
     last_pass_ms_ = ToMillis(now);
   }
@@ -225,14 +367,22 @@ void ControlPlane::ApplyDecisions(const Decisions& d, const Snapshot& snap, Time
     if (!r || !r->allocation || r->stop) continue;
     IndexAllocation(*r, false);
     auto& pods = r->allocation->pods;
+    auto& leaving = r->allocation->leaving;
+    // Removed pods stay in `pods` (and on their GPUs) as `leaving` until
+    // they exit or the grace deadline passes, as the engine expects.
+    bool removed_any = false;
     for (const PodPlacement& gone : rz.removed) {
-      auto it = std::find(pods.begin(), pods.end(), gone);
-      if (it == pods.end()) continue;
-      pods.erase(it);
-      r->stopping_pods.push_back(gone);
+      if (std::find(pods.begin(), pods.end(), gone) == pods.end()) continue;
+      if (std::find(leaving.begin(), leaving.end(), gone) != leaving.end()) continue;
+      leaving.push_back(gone);
+      removed_any = true;
     }
-    if (!rz.removed.empty()) {
-      r->shrink_notice = StopNotice{"shrink", ToMillis(now), ToMillis(rz.grace_deadline), true};
+    if (removed_any) {
+      const int64_t deadline_ms = ToMillis(rz.grace_deadline);
+      r->shrink_notice = StopNotice{"shrink", ToMillis(now),
+                                    r->shrink_notice ? std::max(r->shrink_notice->grace_deadline_ms, deadline_ms)
+                                                     : deadline_ms,
+                                    true};
     }
     bool fits = true;
     for (const PodPlacement& add : rz.added) {
@@ -243,16 +393,12 @@ void ControlPlane::ApplyDecisions(const Decisions& d, const Snapshot& snap, Time
     }
     IndexAllocation(*r, true);
     const int64_t now_ms = ToMillis(now);
-    for (RunInterval& run : r->runs) {
-      if (run.end_ms == 0) {
-        run.end_ms = now_ms;
-        run.end_reason = "resized";
-      }
-    }
+    CloseRuns(*r, now_ms, "resized");
     r->runs.push_back({now_ms, 0, r->allocation->gpu_count(), r->allocation->borrowed, "",
                        pods.empty() ? "" : cat.cluster.nodes[pods[0].node.value()].gpu_model});
+    const int staying = static_cast<int>(pods.size() - leaving.size());
     if (!r->scale_ups.empty() && r->scale_ups.back().placed_ms == 0 &&
-        static_cast<int>(pods.size()) >= r->scale_ups.back().to_pods) {
+        staying >= r->scale_ups.back().to_pods) {
       r->scale_ups.back().placed_ms = now_ms;
     }
     AddAudit(m, "scheduler", "resize", r,
@@ -288,6 +434,7 @@ void ControlPlane::ApplyDecisions(const Decisions& d, const Snapshot& snap, Time
     r->exited_ranks.clear();
     r->ready_ranks.clear();
     r->pod_started_ms = 0;
+    ++r->attempt;
     const int64_t now_ms = ToMillis(now);
     if (r->first_start_ms == 0) r->first_start_ms = now_ms;
     r->runs.push_back({now_ms, 0, a.gpu_count(), a.borrowed, "",
@@ -301,7 +448,7 @@ void ControlPlane::ApplyDecisions(const Decisions& d, const Snapshot& snap, Time
                  {{"queue", cat.QueueName(r->w.queue)},
                   {"kind", std::string(WorkloadKindName(r->w.kind))},
                   {"borrowed", pl.borrowed ? "true" : "false"}});
-    json detail = {{"pods", PodsJson(pl.pods, cat)}, {"borrowed", pl.borrowed},
+    json detail = {{"pods", PodsJson(pl.pods, cat)}, {"borrowed", pl.borrowed}, {"attempt", r->attempt},
                    {"gpus", PodsGpus(pl.pods)}, {"wait_s", wait_s},
                    {"priority", r->w.priority.value}};
     AddAudit(m, "scheduler", "place", r, detail, now);

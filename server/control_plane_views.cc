@@ -126,8 +126,14 @@ StatusOr<json> ControlPlane::Explain(const Principal& who, uint64_t id) const {
 StatusOr<json> ControlPlane::DryRun(const Principal& who, const json& body) const {
   Snapshot snap;
   WorkloadRecord probe;
+  // The co-location controller keeps state between passes (loans, load
+  // history): the dry run prepares its snapshot with a copy, so the answer
+  // matches what a real pass would decide, and the real one is untouched.
+  std::optional<ColocationController> colocation;
   {
+    std::lock_guard pass_lock(pass_mu_);
     std::lock_guard lock(mu_);
+    colocation.emplace(colocation_);
     const Time now = clock_.Now();
     TIDAL_ASSIGN_OR_RETURN(Admitted a, Admit(who, body, now));
     probe = std::move(a.record);
@@ -145,6 +151,7 @@ StatusOr<json> ControlPlane::DryRun(const Principal& who, const json& body) cons
   }
   snap.workloads.push_back(probe.w);
   // The engine is pure, so a pass on a copy changes nothing real.
+  (void)colocation->Prepare(snap);
   const Decisions d = scheduler_.Schedule(snap);
   out["would_start"] = false;
   out["reason"] = nullptr;
@@ -224,7 +231,7 @@ json ControlPlane::NodeToJsonLocked(NodeId n) const {
         }
         return false;
       };
-      if ((r->allocation && holds(r->allocation->pods)) || holds(r->stopping_pods)) used_by = wid;
+      if (r->allocation && holds(r->allocation->pods)) used_by = wid;
     }
     gpus.push_back({{"index", g},
                     {"used_by", used_by},
@@ -284,6 +291,24 @@ StatusOr<json> ControlPlane::Audit(const Principal& who, AuditQuery query) const
       }
     }
     out.push_back(std::move(j));
+  }
+  // Audit rows are append-only, so a preemption's row cannot be updated when
+  // the victim exits or runs again: the reply joins what is known since
+  // (the `preempt_exit` and `recovery` rows carry the same figures).
+  std::lock_guard lock(mu_);
+  for (json& j : out) {
+    if (j["action"] != "preempt" && j["action"] != "reclaim") continue;
+    const WorkloadRecord* r = Find(j["workload"].get<uint64_t>());
+    if (!r) continue;
+    for (const PreemptionRecord& p : r->preemptions) {
+      if (p.audit_seq != j["seq"].get<int64_t>()) continue;
+      j["recovery_s"] = p.recovery_s;
+      j["outcome"] = {{"agent_notice_time_ms", p.agent_notice_ms},
+                      {"exit_time_ms", p.exit_ms},
+                      {"killed_at_deadline", p.killed_at_deadline},
+                      {"checkpointed_in_time", p.checkpointed_in_time},
+                      {"recovery_s", p.recovery_s}};
+    }
   }
   return json{{"audit", out}};
 }

@@ -38,6 +38,9 @@ struct Row {
   int caused = 0, suffered = 0;
   double lost_gpu_s = 0;
   std::vector<double> recovery_s;
+  // How preempted victims stopped (agents' exit reports).
+  int stops_checkpointed = 0, stops_killed = 0;
+  std::vector<double> stop_s;  // notice to last pod gone
   double borrowed_gpu_s = 0, lent_gpu_s = 0;
   std::vector<double> waits_s;
   int gang_ok = 0, gang_failed = 0;
@@ -58,7 +61,8 @@ std::string ReportToCsv(const json& report) {
       "preemptions_suffered,lost_gpu_hours,recovery_p50_s,recovery_p95_s,borrowed_gpu_hours,"
       "lent_gpu_hours,queue_wait_p50_s,queue_wait_p95_s,queue_wait_p99_s,gang_starts_ok,"
       "gang_starts_failed,inference_p95_ms,inference_p99_ms,slo_attainment,scale_ups,"
-      "scale_up_success,time_to_capacity_p50_s\n";
+      "scale_up_success,time_to_capacity_p50_s,stops_checkpointed_in_time,stops_killed_at_deadline,"
+      "stop_p95_s\n";
   auto q = [](const std::string& s) {
     if (s.find_first_of(",\"\n") == std::string::npos) return s;
     std::string e = "\"";
@@ -68,7 +72,7 @@ std::string ReportToCsv(const json& report) {
   for (const json& r : report.at("rows")) {
     const json& g = r.at("gpu_hours");
     const json& inf = r.at("inference");
-    out += fmt::format("{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.2f},{},{:.4f},{},{},{:.4f},{:.1f},{:.1f},{:.4f},{:.4f},{:.1f},{:.1f},{:.1f},{},{},{:.1f},{:.1f},{:.4f},{},{:.4f},{:.1f}\n",
+    out += fmt::format("{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.2f},{},{:.4f},{},{},{:.4f},{:.1f},{:.1f},{:.4f},{:.4f},{:.1f},{:.1f},{:.1f},{},{},{:.1f},{:.1f},{:.4f},{},{:.4f},{:.1f},{},{},{:.1f}\n",
                        q(r.at("tenant")), q(r.at("project")), g.value("training", 0.0),
                        g.value("inference", 0.0), g.value("batch_inference", 0.0),
                        g.value("debug", 0.0), r.at("cost").get<double>(),
@@ -82,7 +86,10 @@ std::string ReportToCsv(const json& report) {
                        r.at("gang_starts").at("ok").get<int>(), r.at("gang_starts").at("failed").get<int>(),
                        inf.at("p95_ms").get<double>(), inf.at("p99_ms").get<double>(),
                        inf.at("slo_attainment").get<double>(), inf.at("scale_ups").get<int>(),
-                       inf.at("scale_up_success").get<double>(), inf.at("time_to_capacity_s").get<double>());
+                       inf.at("scale_up_success").get<double>(), inf.at("time_to_capacity_s").get<double>(),
+                       r.at("stops").at("checkpointed_in_time").get<int>(),
+                       r.at("stops").at("killed_at_deadline").get<int>(),
+                       r.at("stops").at("stop_s").at("p95").get<double>());
   }
   return out;
 }
@@ -156,6 +163,11 @@ StatusOr<json> ControlPlane::Report(const Principal& who, const ReportQuery& que
       ++row->suffered;
       row->lost_gpu_s += p.lost_gpu_seconds;
       if (p.recovery_s >= 0) row->recovery_s.push_back(p.recovery_s);
+      if (p.exit_ms > 0) {
+        row->stops_checkpointed += p.checkpointed_in_time ? 1 : 0;
+        row->stops_killed += p.killed_at_deadline ? 1 : 0;
+        row->stop_s.push_back(std::max<int64_t>(0, p.exit_ms - p.time_ms) / 1000.0);
+      }
     }
     if (r.w.kind == WorkloadKind::kInference) {
       if (r.p95_ms > 0) row->p95.push_back(r.p95_ms);
@@ -245,6 +257,10 @@ StatusOr<json> ControlPlane::Report(const Principal& who, const ReportQuery& que
         {"preemptions_caused", row.caused}, {"preemptions_suffered", row.suffered},
         {"lost_gpu_hours", Hours(row.lost_gpu_s)},
         {"recovery_s", {{"p50", Percentile(row.recovery_s, 50)}, {"p95", Percentile(row.recovery_s, 95)}}},
+        {"stops", {{"count", row.stop_s.size()},
+                   {"checkpointed_in_time", row.stops_checkpointed},
+                   {"killed_at_deadline", row.stops_killed},
+                   {"stop_s", {{"p50", Percentile(row.stop_s, 50)}, {"p95", Percentile(row.stop_s, 95)}}}}},
         {"borrowed_gpu_hours", Hours(row.borrowed_gpu_s)}, {"lent_gpu_hours", Hours(row.lent_gpu_s)},
         {"queue_wait_s", {{"p50", Percentile(row.waits_s, 50)}, {"p95", Percentile(row.waits_s, 95)},
                           {"p99", Percentile(row.waits_s, 99)}, {"count", row.waits_s.size()}}},

@@ -1,6 +1,12 @@
-// JSON for the API and the store. A submit body is read strictly (unknown
-// fields, wrong types and absurd sizes are errors naming the field); a record
-// is written with every field the server keeps, and read back at recovery.
+// JSON for the API and the store. The workload's own fields go through the
+// config codec (config/json_codec.h: the workload-file names, strict
+// parsing); this file adds what only the server keeps: the run spec the agent
+// needs, the allocation, stop notices and the history reports read.
+//
+// A submit body is read strictly (unknown fields, wrong types and absurd
+// sizes are errors naming the field). RecordToJson writes the API form (every
+// server field, defaults included); RecordToStoredJson the compact form the
+// store keeps (defaults omitted). RecordFromJson reads both.
 #ifndef TIDAL_SERVER_WORKLOAD_CODEC_H_
 #define TIDAL_SERVER_WORKLOAD_CODEC_H_
 
@@ -8,33 +14,46 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/json_codec.h"
 #include "core/common/status.h"
 #include "server/catalog.h"
 #include "server/workload_record.h"
 
 namespace tidal::server {
 
-inline constexpr int kMaxTotalGpus = 4096;
+inline constexpr int kMaxTotalGpus = config::kMaxWorkloadGpus;
+
+// The names a submit body gives; admission resolves them (a user's tenant
+// comes from its token, the project may be the tenant's only one).
+struct SubmitNames {
+  std::string tenant;   // "" = from the project
+  std::string project;  // "" = the tenant's only project
+  std::string queue;    // "" = the project's default queue
+};
+// Checks the body's keys and the types of its names.
+StatusOr<SubmitNames> ReadSubmitNames(const nlohmann::json& body);
 
 // What a submitter wrote, before admission fills in the rest.
 struct SubmitSpec {
-  WorkloadRecord record;  // id, state, priority, tenant, project, queue unset
-  std::string tenant;     // "" = from the project
-  std::string project;    // "" = the tenant's only project
-  std::string queue;      // "" = the project's default queue
-  double deadline_s = 0;  // batch, relative to submission; 0 = none
-  bool has_min = false, has_max = false, has_checkpoint = false;
+  WorkloadRecord record;  // id, state and priority unset
+  bool has_checkpoint = false;
   bool has_image = false, has_dataset = false, has_model_version = false;
+  bool has_max_runtime = false, has_gpus_per_replica = false;
 };
 
-StatusOr<SubmitSpec> ParseSubmit(const nlohmann::json& body);
+// Parses a submit body for `project` (resolved by admission), submitted at
+// `now` (deadline_s counts from it).
+StatusOr<SubmitSpec> ParseSubmit(const nlohmann::json& body, const Catalog& catalog,
+                                 const std::string& project, Time now);
+
+using config::PriorityToJson;
 
 // GPU indices of a mask, ascending.
-std::vector<int> MaskToIndices(GpuMask mask);
+inline std::vector<int> MaskToIndices(GpuMask mask) { return config::GpuIndices(mask); }
 
-nlohmann::json PriorityToJson(const Priority& p);
 nlohmann::json WaitToJson(const WaitDecision& w);
 nlohmann::json RecordToJson(const WorkloadRecord& r, const Catalog& catalog);
+nlohmann::json RecordToStoredJson(const WorkloadRecord& r, const Catalog& catalog);
 // Names that no longer resolve (a queue removed from the config) are errors.
 StatusOr<WorkloadRecord> RecordFromJson(const nlohmann::json& j, const Catalog& catalog);
 

@@ -14,6 +14,7 @@
 
 #include "core/engine/decision.h"
 #include "core/model/allocation.h"
+#include "core/model/policy.h"
 #include "core/model/workload.h"
 
 namespace tidal::server {
@@ -53,6 +54,12 @@ struct PreemptionRecord {
   uint64_t preemptor = 0;
   double lost_gpu_seconds = 0;
   double recovery_s = -1;  // until it ran again; -1 while waiting
+  // How the victim stopped, from the agents' exit events (pods/status):
+  int64_t agent_notice_ms = 0;  // when an agent delivered the notice; 0 = not reported
+  int64_t exit_ms = 0;          // when its last pod exited (or the grace ran out); 0 = not yet
+  bool killed_at_deadline = false;    // some pod was SIGKILLed at the grace deadline
+  bool checkpointed_in_time = false;  // every pod checkpointed between notice and exit
+  int exited_pods = 0;
 };
 
 // An inference scale-up, from the pass that wanted more replicas to the
@@ -80,12 +87,16 @@ struct WorkloadRecord {
   std::string submitted_by;
   std::optional<Allocation> allocation;
   std::optional<StopNotice> stop;
-  // Pods being removed by a shrink: still on their GPUs until they exit.
-  std::vector<PodPlacement> stopping_pods;
+  // The notice of allocation->leaving (pods a shrink removes: they keep
+  // their rank and GPUs until they exit or this grace deadline passes).
   std::optional<StopNotice> shrink_notice;
   std::set<int> exited_ranks;
   std::set<int> ready_ranks;
   int64_t pod_started_ms = 0;
+  // Placements so far: 1 after the first, +1 at each re-placement. Agents key
+  // pods by (workload, rank, attempt), so a requeued rank that lands on the
+  // same node again is restarted, not mistaken for the old process.
+  int64_t attempt = 0;
   std::optional<WaitDecision> last_wait;
   std::optional<RejectDecision> rejected;
   std::vector<RunInterval> runs;
@@ -97,6 +108,19 @@ struct WorkloadRecord {
   double load_rps = 0, p95_ms = 0, p99_ms = 0;
   int64_t slo_samples = 0, slo_met = 0;
   int gang_start_failures = 0;
+  // An admin approved its top tier: re-derivations keep the approved tier.
+  bool approved = false;
+
+  // Memory only (rebuilt after a restart):
+  // The latest load each inference replica reported, by rank; the service's
+  // load is their sum over ready replicas.
+  struct ReplicaLoad {
+    double rps = 0, p95_ms = 0, p99_ms = 0;
+  };
+  std::map<int, ReplicaLoad> replica_load;
+  // The budget state the current priority was derived with; unset = derive
+  // at the next pass.
+  std::optional<BudgetState> derived_budget;
 
   bool active() const {
     return w.state == WorkloadState::kAwaitingApproval || w.state == WorkloadState::kPending ||

@@ -20,7 +20,8 @@ enum class EventKind : uint8_t {
   kReplicaReady = 2, // an inference replica finished its cold start
   kArrival = 3,      // a workload is submitted
   kLoadStep = 4,     // a new load minute starts
-  kPass = 5,         // a scheduling pass
+  kCheckpoint = 5,   // a running job saved a checkpoint (before a pass prices victims)
+  kPass = 6,         // a scheduling pass
 };
 
 struct Event {

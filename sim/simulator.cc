@@ -60,6 +60,7 @@ struct Job {
   bool derived = false;               // priority derived at least once
   BudgetState budget = BudgetState::kWithinGuarantee;
   bool time_dependent_priority = false;  // has a deadline: re-derived every pass
+  bool watched = false;                  // in Run::watch_
 
   int snap_index = -1;   // in snapshot.workloads
   int alloc_index = -1;  // in snapshot.allocations
@@ -121,6 +122,7 @@ class Run {
   void HandleFinish(size_t job_index, uint64_t generation);
   void HandleVictimExit(size_t job_index, uint64_t generation);
   void HandleReplicaReady(size_t job_index);
+  void HandleCheckpoint(size_t job_index, Time at);
   void HandleLoadStep();
   void HandlePass();
   bool Done() const;
@@ -180,6 +182,13 @@ class Run {
   std::vector<int> project_gpus_;        // GPUs held per project
   std::vector<double> project_hours0_;   // used_gpu_hours at the start
   std::vector<double> project_area_;     // GPU-seconds used since the start
+  // Jobs whose budget state is checked at the next refresh even when no
+  // project's or queue's budget flag changed: new, pending, time-dependent,
+  // or changed phase since the last refresh.
+  std::vector<uint32_t> watch_;
+  std::vector<uint8_t> project_over_;  // per project: over its GPU-hour budget
+  std::vector<uint8_t> queue_over_;    // per queue: usage above its guarantee
+  bool budget_flags_known_ = false;
   int inference_workloads_ = 0;
   int pending_training_ = 0;
   int running_debug_ = 0;
@@ -238,6 +247,8 @@ Status Run::Init() {
   snap_.cluster = input_.cluster.cluster;
   snap_.queues = input_.cluster.queues;
   snap_.projects = input_.cluster.projects;
+  // The simulated cluster never changes: the engine keeps its node classes.
+  snap_.cluster_version = 1;
   const size_t nodes = snap_.cluster.nodes.size();
   used_.assign(nodes, 0);
   node_shared_.assign(nodes, false);
@@ -346,6 +357,7 @@ void Run::Loop() {
       case EventKind::kFinish: HandleFinish(e.subject, e.generation); break;
       case EventKind::kVictimExit: HandleVictimExit(e.subject, e.generation); break;
       case EventKind::kReplicaReady: HandleReplicaReady(e.subject); break;
+      case EventKind::kCheckpoint: HandleCheckpoint(e.subject, e.at); break;
       case EventKind::kLoadStep: HandleLoadStep(); break;
       case EventKind::kPass:
         if (e.at == next_pass_) HandlePass();
@@ -478,23 +490,43 @@ void Run::SetPhase(Job& j, Phase phase) {
   count(j.phase, -1);
   j.phase = phase;
   count(j.phase, +1);
+  if (!j.watched && phase != Phase::kDone) {
+    j.watched = true;
+    watch_.push_back(static_cast<uint32_t>(IndexOf(j)));
+  }
 }
 
 // The same derivation as DeriveSnapshotPriorities (core/priority), but a
 // workload is re-derived only when its budget state changed, it is new, or
-// its priority depends on time (a deadline): a pass stays O(workloads) in
-// cheap integer work even with tens of thousands of running jobs.
+// its priority depends on time (a deadline). A running job's budget state
+// depends only on two flags, its project over budget and its queue's usage
+// over the guarantee (others + its own GPUs = the queue's usage), so while no
+// flag changed only watched jobs (pending, new, time-dependent, or changed
+// phase) are looked at: a pass does not touch every running job.
 Status Run::RefreshPriorities() {
-  for (size_t p = 0; p < snap_.projects.size(); ++p)
-    snap_.projects[p].used_gpu_hours = project_hours0_[p] + project_area_[p] / 3600.0;
-  for (Workload& w : snap_.workloads) {
-    Job& j = *JobOf(w.id);
+  bool flags_changed = !budget_flags_known_;
+  project_over_.resize(snap_.projects.size(), 0);
+  queue_over_.resize(snap_.queues.size(), 0);
+  for (size_t p = 0; p < snap_.projects.size(); ++p) {
+    Project& project = snap_.projects[p];
+    project.used_gpu_hours = project_hours0_[p] + project_area_[p] / 3600.0;
+    const uint8_t over = project.budget_gpu_hours > 0 && project.used_gpu_hours >= project.budget_gpu_hours;
+    flags_changed = flags_changed || over != project_over_[p];
+    project_over_[p] = over;
+  }
+  for (size_t q = 0; q < snap_.queues.size(); ++q) {
+    const uint8_t over = queue_used_[q] > snap_.queues[q].guaranteed_gpus;
+    flags_changed = flags_changed || over != queue_over_[q];
+    queue_over_[q] = over;
+  }
+  budget_flags_known_ = true;
+  auto refresh = [&](Workload& w, Job& j) -> Status {
     const Queue& queue = snap_.queues[w.queue.value()];
     const Project& project = snap_.projects[w.project.value()];
     const int requested = j.gpus_held > 0 ? j.gpus_held : w.min_gpus();
     const int others = queue_used_[w.queue.value()] - j.gpus_held;
     const BudgetState budget = ComputeBudgetState(project, queue, others, requested);
-    if (j.derived && budget == j.budget && !j.time_dependent_priority) continue;
+    if (j.derived && budget == j.budget && !j.time_dependent_priority) return Status::Ok();
     TIDAL_ASSIGN_OR_RETURN(w.priority, DerivePriority(policy_.templates, w, project, budget, clock_.Now()));
     j.derived = true;
     j.budget = budget;
@@ -503,7 +535,27 @@ Status Run::RefreshPriorities() {
     } else if (w.state == WorkloadState::kAwaitingApproval && !w.priority.awaiting_approval) {
       w.state = WorkloadState::kPending;
     }
+    return Status::Ok();
+  };
+  if (flags_changed) {
+    for (Workload& w : snap_.workloads) TIDAL_RETURN_IF_ERROR(refresh(w, *JobOf(w.id)));
+  } else {
+    for (uint32_t i : watch_) {
+      Job& j = jobs_[i];
+      if (j.snap_index >= 0) TIDAL_RETURN_IF_ERROR(refresh(LiveWorkload(j), j));
+    }
   }
+  // Keep watching what stays pending or depends on time.
+  size_t kept = 0;
+  for (uint32_t i : watch_) {
+    Job& j = jobs_[i];
+    if (j.snap_index >= 0 && (j.phase == Phase::kPending || j.time_dependent_priority)) {
+      watch_[kept++] = i;
+    } else {
+      j.watched = false;
+    }
+  }
+  watch_.resize(kept);
   return Status::Ok();
 }
 
@@ -580,6 +632,9 @@ void Run::HandleVictimExit(size_t i, uint64_t generation) {
         pods.erase(pos);
         any = true;
       }
+      std::vector<PodPlacement>& leaving = LiveAllocation(j).leaving;
+      auto gone = std::find(leaving.begin(), leaving.end(), it->second);
+      if (gone != leaving.end()) leaving.erase(gone);
       it = j.shrinking.erase(it);
     }
     if (any && j.phase == Phase::kRunning) SetRate(j);
@@ -635,6 +690,17 @@ void Run::HandleReplicaReady(size_t i) {
   if (j.ready != before)
     LogEvent(fmt::format("\"event\":\"replica_ready\",\"workload\":{},\"ready\":{}", j.name_json,
                          j.ready));
+}
+
+// The checkpoint the engine sees when it prices victims. One event per
+// checkpoint of a running job, instead of a scan of every allocation per pass;
+// events of an earlier run (preempted since) no longer match next_checkpoint.
+void Run::HandleCheckpoint(size_t i, Time at) {
+  Job& j = jobs_[i];
+  if (j.phase != Phase::kRunning || j.alloc_index < 0 || at != j.next_checkpoint) return;
+  LiveAllocation(j).last_checkpoint = at;
+  j.next_checkpoint = at + j.checkpoint_interval;
+  queue_.Push(j.next_checkpoint, EventKind::kCheckpoint, i);
 }
 
 void Run::CheckScaleUps(ServiceTrack& s) {
@@ -743,14 +809,6 @@ void Run::HandlePass() {
   }
   last_pass_ = now;
   snap_.now = now;
-  // Checkpoints the engine sees when it prices victims.
-  for (Allocation& a : snap_.allocations) {
-    Job& j = *JobOf(a.workload);
-    if (now < j.next_checkpoint || j.phase != Phase::kRunning) continue;
-    const int64_t k = (now - j.run_start) / j.checkpoint_interval;
-    a.last_checkpoint = j.run_start + k * j.checkpoint_interval;
-    j.next_checkpoint = a.last_checkpoint + j.checkpoint_interval;
-  }
   const auto wall0 = std::chrono::steady_clock::now();
   Status s = RefreshPriorities();
   if (!s.ok()) {
@@ -896,7 +954,9 @@ void Run::ApplyResize(const ResizeDecision& d) {
       a.pods.erase(pos);
       if (k < j.pod_ready.size()) j.pod_ready.erase(j.pod_ready.begin() + static_cast<long>(k));
     } else {
-      // Removed pods keep their GPUs until they have saved and exited.
+      // Removed pods keep their GPUs until they have saved and exited; the
+      // engine sees them as leaving meanwhile (not to be stopped or regrown).
+      if (std::find(a.leaving.begin(), a.leaving.end(), p) == a.leaving.end()) a.leaving.push_back(p);
       Time grace = d.grace_deadline;
       if (grace < now || grace == kInfiniteFuture) grace = now + policy_.preemption.default_grace;
       const Time leave = j.checkpoint_interval.count() > 0
@@ -952,7 +1012,10 @@ void Run::ApplyPlace(const PlaceDecision& d) {
   snap_.allocations.push_back(std::move(a));
   w.state = WorkloadState::kRunning;
   SetPhase(j, Phase::kRunning);
-  if (j.checkpoint_interval.count() > 0) j.next_checkpoint = now + j.checkpoint_interval;
+  if (j.checkpoint_interval.count() > 0) {
+    j.next_checkpoint = now + j.checkpoint_interval;
+    queue_.Push(j.next_checkpoint, EventKind::kCheckpoint, IndexOf(j));
+  }
   if (!j.first_start) j.first_start = now;
   if (j.noticed_at) {
     if (j.kind == WorkloadKind::kTraining) recovery_s_.push_back(Sec(now - *j.noticed_at));

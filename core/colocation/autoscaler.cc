@@ -37,12 +37,19 @@ int Autoscaler::Update(const Workload& service, double current_rps, double forec
       << "autoscaling a " << WorkloadKindName(service.kind) << " workload";
   const int lo = std::max(0, service.min_pods);
   const int hi = std::max(lo, service.max_pods);
-  const int need = std::clamp(
-      RequiredReplicas(service.inference, std::max(current_rps, forecast_rps), options_.headroom),
-      lo, hi);
-
   auto [it, inserted] = state_.try_emplace(service.id);
   State& s = it->second;
+  const double rps = std::max(current_rps, forecast_rps);
+  const InferenceSpec& spec = service.inference;
+  if (rps != s.memo_rps || spec.replica_capacity_rps != s.memo_capacity_rps ||
+      spec.target_p99 != s.memo_target) {
+    s.memo_need = RequiredReplicas(spec, rps, options_.headroom);
+    s.memo_rps = rps;
+    s.memo_capacity_rps = spec.replica_capacity_rps;
+    s.memo_target = spec.target_p99;
+  }
+  const int need = std::clamp(s.memo_need, lo, hi);
+
   if (inserted) {
     // A service seen for the first time starts where it stands, or at its
     // need if that is higher.

@@ -64,6 +64,12 @@ class Autoscaler {
     int target = 0;
     Time since;  // first update or last scale-up
     std::deque<std::pair<Time, int>> needs;  // within scale_down_delay
+    // The last RequiredReplicas call: sizing runs a bisection per replica
+    // count tried, and the load often stays the same for many ticks.
+    double memo_rps = -1;
+    double memo_capacity_rps = 0;
+    Duration memo_target{0};
+    int memo_need = 0;
   };
 
   AutoscalerOptions options_;

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "core/common/check.h"
+#include "core/engine/workload_index.h"
 
 namespace tidal {
 namespace {
@@ -62,13 +63,21 @@ Decisions ColocationController::Prepare(Snapshot& snapshot) {
   const bool predictive = config_.mode == ColocationMode::kPredictive;
   const size_t node_count = snapshot.cluster.nodes.size();
 
+  // The active services, in id order.
   std::vector<Workload*> by_id;
-  by_id.reserve(snapshot.workloads.size());
-  for (Workload& w : snapshot.workloads) by_id.push_back(&w);
+  for (Workload& w : snapshot.workloads) {
+    if (w.kind == WorkloadKind::kInference && Active(w)) by_id.push_back(&w);
+  }
   std::sort(by_id.begin(), by_id.end(),
             [](const Workload* a, const Workload* b) { return a->id < b->id; });
-  std::unordered_map<WorkloadId, const Allocation*> allocation_of;
-  for (const Allocation& a : snapshot.allocations) allocation_of.emplace(a.workload, &a);
+  // Lookups by id through one flat index (ids are dense) instead of hash maps
+  // rebuilt every pass.
+  const engine::WorkloadIndex index(snapshot.workloads);
+  std::vector<const Allocation*> allocation_of(snapshot.workloads.size(), nullptr);
+  for (const Allocation& a : snapshot.allocations) {
+    const int wi = index.Find(a.workload);
+    if (wi >= 0 && allocation_of[wi] == nullptr) allocation_of[wi] = &a;
+  }
 
   // 1. Autoscale, and what each service needs over the look-ahead.
   ColocationStatus status;
@@ -94,8 +103,15 @@ Decisions ColocationController::Prepare(Snapshot& snapshot) {
     const double peak = predictive ? forecaster_.PeakForecast(w->id, now, now + lookahead) : current;
     const int lo = std::max(0, w->min_pods);
     const int hi = std::max(lo, w->max_pods);
-    const int forecast_replicas =
-        std::clamp(RequiredReplicas(w->inference, peak, config_.headroom), lo, hi);
+    ServiceMemo& memo = memo_[w->id];
+    if (peak != memo.need_rps || w->inference.replica_capacity_rps != memo.need_capacity_rps ||
+        w->inference.target_p99 != memo.need_target) {
+      memo.need = RequiredReplicas(w->inference, peak, config_.headroom);
+      memo.need_rps = peak;
+      memo.need_capacity_rps = w->inference.replica_capacity_rps;
+      memo.need_target = w->inference.target_p99;
+    }
+    const int forecast_replicas = std::clamp(memo.need, lo, hi);
 
     InferenceDemand d;
     d.service = w->id;
@@ -113,18 +129,27 @@ Decisions ColocationController::Prepare(Snapshot& snapshot) {
     s.forecast_replicas = forecast_replicas;
     s.cold_start = cold;
     s.target_p99 = w->inference.target_p99;
-    auto it = allocation_of.find(w->id);
-    if (it != allocation_of.end() && !it->second->terminating) {
-      s.running_replicas = static_cast<int>(it->second->pods.size());
+    const Allocation* own = allocation_of[static_cast<size_t>(w - snapshot.workloads.data())];
+    if (own != nullptr && !own->terminating) s.running_replicas = static_cast<int>(own->pods.size());
+    if (current != memo.latency_rps || s.running_replicas != memo.latency_replicas ||
+        w->inference.replica_capacity_rps != memo.latency_capacity_rps) {
+      const QueueLatency latency = ModelServiceLatency(w->inference, current, s.running_replicas);
+      memo.p95_ms = latency.p95_ms;
+      memo.p99_ms = latency.p99_ms;
+      memo.latency_rps = current;
+      memo.latency_replicas = s.running_replicas;
+      memo.latency_capacity_rps = w->inference.replica_capacity_rps;
     }
-    const QueueLatency latency = ModelServiceLatency(w->inference, current, s.running_replicas);
-    s.modelled_p95_ms = latency.p95_ms;
-    s.modelled_p99_ms = latency.p99_ms;
+    s.modelled_p95_ms = memo.p95_ms;
+    s.modelled_p99_ms = memo.p99_ms;
     status.services.push_back(std::move(s));
   }
   // Services that finished leave no hysteresis state behind.
   for (auto it = known_services_.begin(); it != known_services_.end(); ++it) {
-    if (services.count(*it) == 0) autoscaler_.Forget(*it);
+    if (services.count(*it) == 0) {
+      autoscaler_.Forget(*it);
+      memo_.erase(*it);
+    }
   }
   known_services_ = std::move(services);
 
@@ -136,11 +161,13 @@ Decisions ColocationController::Prepare(Snapshot& snapshot) {
     return n.value() < node_count &&
            snapshot.cluster.pool(snapshot.cluster.node(n).pool).kind == PoolKind::kShared;
   };
-  std::unordered_map<WorkloadId, const Workload*> workload_of;
-  for (const Workload* w : by_id) workload_of.emplace(w->id, w);
+  const auto workload_of = [&](WorkloadId id) -> const Workload* {
+    const int wi = index.Find(id);
+    return wi < 0 ? nullptr : &snapshot.workloads[wi];
+  };
   const auto is_inference = [&](WorkloadId id) {
-    auto it = workload_of.find(id);
-    return it != workload_of.end() && it->second->kind == WorkloadKind::kInference;
+    const Workload* w = workload_of(id);
+    return w != nullptr && w->kind == WorkloadKind::kInference;
   };
   // Notices whose grace has passed are forgotten.
   std::erase_if(noticed_, [&](const auto& entry) { return entry.second <= now; });
@@ -148,6 +175,7 @@ Decisions ColocationController::Prepare(Snapshot& snapshot) {
     if (a.terminating || is_inference(a.workload)) continue;
     for (const PodPlacement& p : a.pods) {
       // A pod shrunk off a returned node is leaving, not proof of a loan.
+      if (std::find(a.leaving.begin(), a.leaving.end(), p) != a.leaving.end()) continue;
       if (is_shared(p.node) && noticed_.count({a.workload, p.node}) == 0) {
         previously_lent[p.node.value()] = true;
       }
@@ -184,8 +212,7 @@ Decisions ColocationController::Prepare(Snapshot& snapshot) {
       }
     }
     if (leaving.empty()) continue;
-    auto wit = workload_of.find(a->workload);
-    const Workload* w = wit == workload_of.end() ? nullptr : wit->second;
+    const Workload* w = workload_of(a->workload);
     const std::string why = "shared node " + node_names + " returned to inference (" +
                             std::string(ColocationModeName(config_.mode)) + " mode)";
     const int total = static_cast<int>(a->pods.size());
@@ -227,7 +254,20 @@ Decisions ColocationController::Prepare(Snapshot& snapshot) {
 
   // The engine runs on this snapshot before the caller applies `out`: it
   // must see the victims as leaving (their GPUs claimable once they exit),
-  // not as live work to notice a second time.
+  // not as live work to notice a second time, and a shrunk job's removed pods
+  // as leaving (Allocation::leaving), so it neither stops the rest of the job
+  // nor grows it back.
+  if (!out.resizes.empty()) {
+    std::unordered_map<WorkloadId, const ResizeDecision*> shrink_of;
+    for (const ResizeDecision& r : out.resizes) shrink_of[r.workload] = &r;
+    for (Allocation& a : snapshot.allocations) {
+      auto it = shrink_of.find(a.workload);
+      if (it == shrink_of.end()) continue;
+      for (const PodPlacement& p : it->second->removed) {
+        if (std::find(a.leaving.begin(), a.leaving.end(), p) == a.leaving.end()) a.leaving.push_back(p);
+      }
+    }
+  }
   if (!out.preempts.empty()) {
     std::unordered_map<WorkloadId, Time> leaving_by;
     for (const PreemptDecision& stop : out.preempts) leaving_by[stop.victim] = stop.grace_deadline;

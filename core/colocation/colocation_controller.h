@@ -26,8 +26,10 @@
 //  5. Pending batch jobs that cannot meet their deadline are rejected.
 // Prepare marks its preempted victims terminating (with their grace deadline)
 // in the snapshot, as applying the decisions would, so the engine's pass sees
-// them leaving instead of noticing them again. Resized jobs are left as they
-// are in the snapshot (the caller removes the pods when they exit).
+// them leaving instead of noticing them again. A shrunk job's removed pods are
+// added to its Allocation::leaving (they stay in `pods`): the engine leaves the
+// rest of the job running. The caller keeps them listed as leaving until they
+// exit, then removes them from both lists.
 // Lent state persists inside the controller between passes; a shared node
 // that holds borrowed non-terminating work counts as lent (so a restarted
 // server recovers its loans from the allocations).
@@ -38,6 +40,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -109,6 +112,21 @@ class ColocationController {
   // not noticed twice.
   std::map<std::pair<WorkloadId, NodeId>, Time> noticed_;
   std::set<WorkloadId> known_services_;
+  // Per service, the last latency-model results and their inputs: P95/P99
+  // and replica sizing run bisections, so they are recomputed only when a
+  // service's load, replica count or spec changed.
+  struct ServiceMemo {
+    double need_rps = -1;
+    double need_capacity_rps = 0;
+    Duration need_target{0};
+    int need = 0;
+    double latency_rps = -1;
+    int latency_replicas = -1;
+    double latency_capacity_rps = 0;
+    double p95_ms = 0;
+    double p99_ms = 0;
+  };
+  std::unordered_map<WorkloadId, ServiceMemo> memo_;
   ColocationStatus status_;
 };
 

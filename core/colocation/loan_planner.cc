@@ -11,15 +11,11 @@
 #include <unordered_map>
 
 #include "core/common/check.h"
+#include "core/engine/workload_index.h"
+#include "core/placement/eligibility.h"
 
 namespace tidal {
 namespace {
-
-bool Tolerates(const std::vector<Taint>& tolerations, const Taint& taint) {
-  return std::any_of(tolerations.begin(), tolerations.end(), [&](const Taint& t) {
-    return t.key == taint.key && (t.value.empty() || t.value == taint.value);
-  });
-}
 
 int HealthyGpus(const Node& node) {
   return node.gpu_count - std::popcount(node.failed_gpus & node.all_gpus());
@@ -62,8 +58,7 @@ class Packer {
       : snapshot_(snapshot), previously_lent_(previously_lent) {
     const size_t n = snapshot.cluster.nodes.size();
     nodes_.resize(n);
-    std::unordered_map<WorkloadId, const Workload*> workloads;
-    for (const Workload& w : snapshot.workloads) workloads.emplace(w.id, &w);
+    const engine::WorkloadIndex workloads(snapshot.workloads);
     for (size_t i = 0; i < n; ++i) {
       const Node& node = snapshot.cluster.nodes[i];
       NodeState& s = nodes_[i];
@@ -76,8 +71,8 @@ class Packer {
     std::vector<std::pair<size_t, int>> pods_on;  // (node, pods) of one allocation
     std::vector<int> gpus_on;
     for (const Allocation& a : snapshot.allocations) {
-      auto wit = workloads.find(a.workload);
-      const Workload* w = wit == workloads.end() ? nullptr : wit->second;
+      const int wi = workloads.Find(a.workload);
+      const Workload* w = wi < 0 ? nullptr : &snapshot.workloads[wi];
       const bool inference = w != nullptr && w->kind == WorkloadKind::kInference;
       if (inference && !a.terminating) running_[a.workload] += static_cast<int>(a.pods.size());
       pods_on.clear();
@@ -281,18 +276,7 @@ class Packer {
 }  // namespace
 
 bool InferenceMayUseNode(const PlacementConstraints& constraints, const Node& node) {
-  const auto& models = constraints.required_gpu_models;
-  if (!models.empty() && std::find(models.begin(), models.end(), node.gpu_model) == models.end()) {
-    return false;
-  }
-  for (const auto& [key, value] : constraints.node_selector) {
-    auto it = node.labels.find(key);
-    if (it == node.labels.end() || it->second != value) return false;
-  }
-  for (const Taint& taint : node.taints) {
-    if (!Tolerates(constraints.tolerations, taint)) return false;
-  }
-  return true;
+  return placement::MatchesConstraints(node, constraints);
 }
 
 double ReturnCost(const Snapshot& snapshot, NodeId node) {

@@ -62,7 +62,8 @@ struct LoanPlan {
   int unplaced_replicas = 0;  // demand that fits nowhere
 };
 
-// True if `node` passes the workload's GPU-model, selector and taint rules.
+// True if `node` passes the workload's GPU-model, selector and taint rules:
+// placement::MatchesConstraints, the engine's own check.
 bool InferenceMayUseNode(const PlacementConstraints& constraints, const Node& node);
 
 // Lost GPU-seconds of returning lent `node` now (see above).

@@ -1,5 +1,6 @@
 #include "core/engine/cluster_state.h"
 
+#include <algorithm>
 #include <bit>
 #include <map>
 #include <string>
@@ -9,8 +10,9 @@
 namespace tidal::engine {
 namespace {
 
-// Everything a workload's eligibility can depend on, as one string.
-std::string ClassKey(const Node& n, bool lent) {
+// Everything a workload's eligibility can depend on except the loan state,
+// as one string.
+std::string ClassKey(const Node& n) {
   std::string key;
   key.reserve(96);
   key += std::to_string(n.pool.value());
@@ -26,7 +28,6 @@ std::string ClassKey(const Node& n, bool lent) {
   key += '|';
   key += static_cast<char>('0' + static_cast<int>(n.health));
   key += n.cordoned ? 'c' : '-';
-  key += lent ? 'l' : '-';
   for (const auto& [k, v] : n.labels) {
     key += '|';
     key += k;
@@ -43,52 +44,102 @@ std::string ClassKey(const Node& n, bool lent) {
   return key;
 }
 
+void AddTo(std::vector<std::pair<uint32_t, int>>& totals, uint32_t index, int gpus) {
+  auto it = std::lower_bound(totals.begin(), totals.end(), std::make_pair(index, 0),
+                             [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (it != totals.end() && it->first == index) {
+    it->second += gpus;
+  } else {
+    totals.insert(it, {index, gpus});
+  }
+}
+
 }  // namespace
 
-ClusterState::ClusterState(const Snapshot& snapshot) : cluster_(&snapshot.cluster) {
-  const std::vector<Node>& nodes = snapshot.cluster.nodes;
-  const size_t n_nodes = nodes.size();
-  class_of_.resize(n_nodes);
-  free_.resize(n_nodes);
-  bucket_pos_.resize(n_nodes);
-  whole_node_domains_.resize(n_nodes);
-
-  std::map<std::string, int> class_ids;
-  for (size_t i = 0; i < n_nodes; ++i) {
+std::shared_ptr<const StaticNodeClasses> StaticNodeClasses::Build(const Cluster& cluster) {
+  auto out = std::make_shared<StaticNodeClasses>();
+  const std::vector<Node>& nodes = cluster.nodes;
+  out->class_of.resize(nodes.size());
+  out->whole_node_domains.resize(nodes.size());
+  std::map<std::string, int> ids;
+  for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& node = nodes[i];
     TIDAL_CHECK(node.gpu_count >= 0 && node.gpu_count <= kMaxGpusPerNode)
         << "node " << node.name << " has " << node.gpu_count << " GPUs";
-    const bool lent = snapshot.is_lent(NodeId(static_cast<uint32_t>(i)));
-    auto [it, inserted] =
-        class_ids.emplace(ClassKey(node, lent), static_cast<int>(classes_.size()));
+    auto [it, inserted] = ids.emplace(ClassKey(node), static_cast<int>(out->classes.size()));
     if (inserted) {
+      Class c;
+      c.representative = NodeId(static_cast<uint32_t>(i));
+      c.max_domain_gpus = node.nvlink_domains.empty() ? node.gpu_count : 0;
+      for (GpuMask d : node.nvlink_domains) {
+        c.max_domain_gpus = std::max(c.max_domain_gpus, std::popcount(d));
+      }
+      out->classes.push_back(std::move(c));
+    }
+    Class& c = out->classes[it->second];
+    out->class_of[i] = it->second;
+    ++c.node_count;
+    AddTo(c.rack_gpus, node.rack.value(), node.gpu_count);
+    AddTo(c.zone_gpus, node.zone.value(), node.gpu_count);
+    if (node.nvlink_domains.empty()) out->whole_node_domains[i] = {node.all_gpus()};
+  }
+  return out;
+}
+
+ClusterState::ClusterState(const Snapshot& snapshot,
+                           std::shared_ptr<const StaticNodeClasses> statics,
+                           std::vector<int>* allocation_gpus)
+    : cluster_(&snapshot.cluster),
+      statics_(statics ? std::move(statics) : StaticNodeClasses::Build(snapshot.cluster)) {
+  const std::vector<Node>& nodes = snapshot.cluster.nodes;
+  const size_t n_nodes = nodes.size();
+  TIDAL_CHECK(statics_->class_of.size() == n_nodes)
+      << "node classes built for " << statics_->class_of.size() << " nodes, cluster has " << n_nodes;
+  class_of_.resize(n_nodes);
+  free_.resize(n_nodes);
+  bucket_pos_.resize(n_nodes);
+
+  // Class ids in order of first member, as a key of (static class, lent)
+  // would give them: the same partition and order on every path.
+  std::vector<int> dynamic_of(2 * statics_->classes.size(), -1);
+  for (size_t i = 0; i < n_nodes; ++i) {
+    const Node& node = nodes[i];
+    const int sc = statics_->class_of[i];
+    const bool lent = snapshot.is_lent(NodeId(static_cast<uint32_t>(i)));
+    int& id = dynamic_of[2 * static_cast<size_t>(sc) + (lent ? 1 : 0)];
+    if (id < 0) {
+      id = static_cast<int>(classes_.size());
       NodeClass c;
-      c.id = it->second;
+      c.id = id;
       c.representative = NodeId(static_cast<uint32_t>(i));
       c.pool = node.pool;
       c.usable = node.health != Health::kFailed && !node.cordoned;
       c.degraded = node.health == Health::kDegraded;
       c.lent = lent;
       c.gpu_count = node.gpu_count;
-      c.max_domain_gpus = node.nvlink_domains.empty() ? node.gpu_count : 0;
-      for (GpuMask d : node.nvlink_domains) {
-        c.max_domain_gpus = std::max(c.max_domain_gpus, std::popcount(d));
-      }
+      c.max_domain_gpus = statics_->classes[sc].max_domain_gpus;
       classes_.push_back(c);
+      static_of_.push_back(sc);
       buckets_.emplace_back(node.gpu_count + 1);
       class_free_.push_back(0);
     }
-    class_of_[i] = it->second;
-    ++classes_[it->second].node_count;
+    class_of_[i] = id;
+    ++classes_[id].node_count;
     free_[i] = node.all_gpus() & ~node.failed_gpus;
-    if (node.nvlink_domains.empty()) whole_node_domains_[i] = {node.all_gpus()};
   }
 
+  if (allocation_gpus != nullptr) {
+    allocation_gpus->clear();
+    allocation_gpus->reserve(snapshot.allocations.size());
+  }
   for (const Allocation& a : snapshot.allocations) {
+    int gpus = 0;
     for (const PodPlacement& p : a.pods) {
+      gpus += std::popcount(p.gpus);  // as Allocation::gpu_count()
       if (p.node.value() >= n_nodes) continue;  // a stale node id holds nothing
       free_[p.node.value()] &= ~p.gpus;
     }
+    if (allocation_gpus != nullptr) allocation_gpus->push_back(gpus);
   }
 
   for (size_t i = 0; i < n_nodes; ++i) {
@@ -105,7 +156,7 @@ int ClusterState::free_count(NodeId n) const { return std::popcount(free_[n.valu
 
 const std::vector<GpuMask>& ClusterState::domains(NodeId n) const {
   const std::vector<GpuMask>& own = cluster_->nodes[n.value()].nvlink_domains;
-  return own.empty() ? whole_node_domains_[n.value()] : own;
+  return own.empty() ? statics_->whole_node_domains[n.value()] : own;
 }
 
 void ClusterState::Move(uint32_t node, int from_count, int to_count) {

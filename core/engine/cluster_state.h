@@ -8,6 +8,8 @@
 #define TIDAL_CORE_ENGINE_CLUSTER_STATE_H_
 
 #include <cstdint>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/common/ids.h"
@@ -28,19 +30,51 @@ struct NodeClass {
   int node_count = 0;
 };
 
+// Node classes without the loan state: everything about a node that changes
+// only when the cluster does. Building it costs a string key per node, so a
+// caller that knows the cluster did not change (Snapshot::cluster_version)
+// builds it once and shares it across passes; ClusterState only splits each
+// static class by loan state, an integer step per node.
+struct StaticNodeClasses {
+  struct Class {
+    NodeId representative;
+    int node_count = 0;
+    int max_domain_gpus = 0;
+    // GPUs of its members per rack and per zone, (index, GPUs) ascending by
+    // index: the static capacity eligibility reports, without a node scan.
+    std::vector<std::pair<uint32_t, int>> rack_gpus;
+    std::vector<std::pair<uint32_t, int>> zone_gpus;
+  };
+  std::vector<Class> classes;  // in order of first member
+  std::vector<int> class_of;   // per node
+  // One whole-node domain for nodes that list no NVLink domains.
+  std::vector<std::vector<GpuMask>> whole_node_domains;
+
+  static std::shared_ptr<const StaticNodeClasses> Build(const Cluster& cluster);
+};
+
 class ClusterState {
  public:
   // Free GPUs are a node's GPUs minus failed GPUs minus every allocation in
   // the snapshot, terminating ones included (they hold GPUs until gone).
-  explicit ClusterState(const Snapshot& snapshot);
+  // `statics` must have been built from this snapshot's cluster; null builds
+  // it here. `allocation_gpus` (may be null) receives each allocation's GPU
+  // count, computed in the same scan.
+  explicit ClusterState(const Snapshot& snapshot,
+                        std::shared_ptr<const StaticNodeClasses> statics = nullptr,
+                        std::vector<int>* allocation_gpus = nullptr);
   // It keeps a reference to the snapshot's cluster, which must outlive it.
-  explicit ClusterState(Snapshot&&) = delete;
+  explicit ClusterState(Snapshot&&, std::shared_ptr<const StaticNodeClasses> = nullptr,
+                        std::vector<int>* = nullptr) = delete;
 
   const Cluster& cluster() const { return *cluster_; }
   int node_count() const { return static_cast<int>(free_.size()); }
   int class_count() const { return static_cast<int>(classes_.size()); }
   const NodeClass& node_class(int c) const { return classes_[c]; }
   int class_of(NodeId n) const { return class_of_[n.value()]; }
+  // The loan-independent class of class c.
+  int static_class_of(int c) const { return static_of_[c]; }
+  const StaticNodeClasses& statics() const { return *statics_; }
 
   GpuMask free_mask(NodeId n) const { return free_[n.value()]; }
   int free_count(NodeId n) const;
@@ -60,14 +94,15 @@ class ClusterState {
   void Move(uint32_t node, int from_count, int to_count);
 
   const Cluster* cluster_;
+  std::shared_ptr<const StaticNodeClasses> statics_;
   std::vector<NodeClass> classes_;
+  std::vector<int> static_of_;  // per class
   std::vector<int> class_of_;
   std::vector<GpuMask> free_;
   std::vector<int> class_free_;
   // buckets_[class][free count] and each node's index inside its bucket.
   std::vector<std::vector<std::vector<uint32_t>>> buckets_;
   std::vector<uint32_t> bucket_pos_;
-  std::vector<std::vector<GpuMask>> whole_node_domains_;
 };
 
 }  // namespace tidal::engine

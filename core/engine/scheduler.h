@@ -4,15 +4,34 @@
 #ifndef TIDAL_CORE_ENGINE_SCHEDULER_H_
 #define TIDAL_CORE_ENGINE_SCHEDULER_H_
 
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "core/engine/cluster_state.h"
 #include "core/engine/decision.h"
 #include "core/engine/snapshot.h"
 #include "core/model/policy.h"
 
 namespace tidal {
 
+// The only state kept between passes is a cache of node classes, keyed by
+// Snapshot::cluster_version (never used when it is 0), so the decisions stay a
+// pure function of policy and snapshot. Concurrent passes share the cache
+// under a spin lock held only to copy a pointer (core/ has no mutex), and at
+// worst both build it.
 class Scheduler {
  public:
   explicit Scheduler(PolicyConfig policy) : policy_(std::move(policy)) {}
+  // A copy starts with an empty cache.
+  Scheduler(const Scheduler& other) : policy_(other.policy_) {}
+  Scheduler& operator=(const Scheduler& other) {
+    if (this != &other) {
+      policy_ = other.policy_;
+      SetCache(nullptr);
+    }
+    return *this;
+  }
 
   const PolicyConfig& policy() const { return policy_; }
 
@@ -20,7 +39,20 @@ class Scheduler {
   Decisions Schedule(const Snapshot& snapshot) const;
 
  private:
+  std::shared_ptr<const engine::StaticNodeClasses> NodeClasses(const Snapshot& snapshot) const;
+
+  struct ClassCache {
+    uint64_t version = 0;
+    size_t nodes = 0;
+    std::shared_ptr<const engine::StaticNodeClasses> classes;
+  };
+
+  std::shared_ptr<const ClassCache> GetCache() const;
+  void SetCache(std::shared_ptr<const ClassCache> cache) const;
+
   PolicyConfig policy_;
+  mutable std::atomic_flag cache_busy_ = ATOMIC_FLAG_INIT;  // guards cache_
+  mutable std::shared_ptr<const ClassCache> cache_;
 };
 
 }  // namespace tidal

@@ -54,29 +54,53 @@ std::string DescribeConstraints(const PlacementConstraints& c) {
   return out;
 }
 
+std::vector<int> WorkloadsOfAllocations(const Snapshot& snapshot, const WorkloadIndex& index) {
+  std::vector<int> out;
+  out.reserve(snapshot.allocations.size());
+  for (const Allocation& a : snapshot.allocations) out.push_back(index.Find(a.workload));
+  return out;
+}
+
 }  // namespace
 
-SchedulingPass::SchedulingPass(const PolicyConfig& policy, const Snapshot& snapshot)
+SchedulingPass::SchedulingPass(const PolicyConfig& policy, const Snapshot& snapshot,
+                               std::shared_ptr<const StaticNodeClasses> classes)
     : policy_(policy),
       snapshot_(snapshot),
       now_(snapshot.now),
-      state_(snapshot),
+      index_(snapshot.workloads),
+      workload_of_(WorkloadsOfAllocations(snapshot, index_)),
+      state_(snapshot, std::move(classes), &alloc_gpus_),
       eligibility_(snapshot, state_, &policy.templates),
-      quota_(snapshot) {
+      quota_(snapshot, quota::QuotaTracker::QueuesOnly{}) {
   const std::vector<Workload>& ws = snapshot.workloads;
-  index_of_.reserve(ws.size());
-  for (uint32_t i = 0; i < ws.size(); ++i) index_of_.emplace(ws[i].id, i);
   alloc_of_.assign(ws.size(), -1);
   alloc_state_.resize(snapshot.allocations.size(), AllocState::kLive);
   alloc_end_override_.assign(snapshot.allocations.size(), kInfiniteFuture);
   for (uint32_t i = 0; i < snapshot.allocations.size(); ++i) {
     const Allocation& a = snapshot.allocations[i];
     if (a.terminating) alloc_state_[i] = AllocState::kTerminating;
-    auto it = index_of_.find(a.workload);
-    workload_of_.push_back(it == index_of_.end() ? -1 : static_cast<int>(it->second));
-    alloc_gpus_.push_back(a.gpu_count());
-    if (it != index_of_.end()) alloc_of_[it->second] = static_cast<int>(i);
+    if (workload_of_[i] >= 0) alloc_of_[workload_of_[i]] = static_cast<int>(i);
   }
+  // One scan of the workloads sorts out what each phase looks at, so no
+  // phase walks every workload again.
+  for (uint32_t wi = 0; wi < ws.size(); ++wi) {
+    const Workload& w = ws[wi];
+    const int ai = alloc_of_[wi];
+    if (ai >= 0) quota_.AddAllocation(w.queue, alloc_gpus_[ai], alloc_state_[ai] == AllocState::kTerminating);
+    if (ai < 0) {
+      if (w.state == WorkloadState::kPending || w.state == WorkloadState::kAwaitingApproval) {
+        unplaced_.push_back(wi);
+      }
+    } else if (w.kind == WorkloadKind::kInference) {
+      placed_services_.push_back(wi);
+    } else if (w.kind == WorkloadKind::kTraining && w.is_elastic()) {
+      placed_elastic_.push_back(wi);
+    } else if (w.kind == WorkloadKind::kDebug) {
+      debug_allocs_.push_back(static_cast<uint32_t>(ai));
+    }
+  }
+  std::sort(debug_allocs_.begin(), debug_allocs_.end());
   reserved_queue_.assign(snapshot.queues.size(), 0);
   leaving_claimed_.assign(snapshot.allocations.size(), 0);
   for (uint32_t i = 0; i < snapshot.allocations.size(); ++i) {
@@ -113,39 +137,56 @@ Decisions SchedulingPass::Run() {
 
 void SchedulingPass::ForcedStops() {
   const Cluster& cluster = snapshot_.cluster;
-  for (uint32_t i = 0; i < snapshot_.allocations.size(); ++i) {
-    if (alloc_state_[i] != AllocState::kLive) continue;
+  // Per class: a shared-pool class that is not lent.
+  std::vector<uint8_t> returned(state_.class_count(), 0);
+  bool any_returned = false;
+  for (int c = 0; c < state_.class_count(); ++c) {
+    const PoolId pool = state_.node_class(c).pool;
+    returned[c] = pool.valid() && pool.value() < cluster.pools.size() &&
+                  cluster.pool(pool).kind == PoolKind::kShared && !state_.node_class(c).lent;
+    any_returned = any_returned || returned[c];
+  }
+  const auto stop_debug = [&](uint32_t i) {
     const Allocation& a = snapshot_.allocations[i];
-    auto it = index_of_.find(a.workload);
-    if (it == index_of_.end()) continue;
-    const Workload& w = snapshot_.workloads[it->second];
-    if (w.kind != WorkloadKind::kInference) {
-      for (const PodPlacement& p : a.pods) {
-        if (p.node.value() >= cluster.nodes.size()) continue;
-        const Node& node = cluster.node(p.node);
-        if (node.pool.value() < cluster.pools.size() &&
-            cluster.pool(node.pool).kind == PoolKind::kShared && !snapshot_.is_lent(p.node)) {
-          Preempt(i, PreemptCause::kInferenceReturn, WorkloadId(),
-                  Str("inference return: shared node ", node.name, " is no longer lent"));
-          break;
-        }
-      }
-      if (alloc_state_[i] != AllocState::kLive) continue;
-    }
+    const Workload& w = snapshot_.workloads[workload_of_[i]];
     if (w.kind == WorkloadKind::kDebug && w.debug.max_runtime > Duration::zero() &&
         now_ - a.start_time >= w.debug.max_runtime) {
       Preempt(i, PreemptCause::kMaxRuntime, WorkloadId(),
               Str("debug: ran ", ToSeconds(now_ - a.start_time), " s, max_runtime is ",
                   ToSeconds(w.debug.max_runtime), " s"));
     }
+  };
+  if (!any_returned) {
+    // Only debug sessions can be stopped (in allocation order, as below).
+    for (uint32_t i : debug_allocs_) {
+      if (alloc_state_[i] == AllocState::kLive) stop_debug(i);
+    }
+    return;
+  }
+  for (uint32_t i = 0; i < snapshot_.allocations.size(); ++i) {
+    if (alloc_state_[i] != AllocState::kLive || workload_of_[i] < 0) continue;
+    const Allocation& a = snapshot_.allocations[i];
+    // Pods already leaving (an elastic job the co-location controller shrank
+    // off a returned node) are on their way out: the rest of the job stays.
+    auto removed = a.leaving.empty() ? removed_pods_.end() : removed_pods_.find(i);
+    for (size_t k = 0; k < a.pods.size(); ++k) {
+      const PodPlacement& p = a.pods[k];
+      if (p.node.value() >= cluster.nodes.size() || !returned[state_.class_of(p.node)]) continue;
+      if (removed != removed_pods_.end() && removed->second[k]) continue;
+      if (snapshot_.workloads[workload_of_[i]].kind == WorkloadKind::kInference) break;
+      Preempt(i, PreemptCause::kInferenceReturn, WorkloadId(),
+              Str("inference return: shared node ", cluster.node(p.node).name, " is no longer lent"));
+      break;
+    }
+    if (alloc_state_[i] == AllocState::kLive) stop_debug(i);
   }
 }
 
 void SchedulingPass::ShrinkServices() {
-  for (uint32_t wi = 0; wi < snapshot_.workloads.size(); ++wi) {
+  for (uint32_t wi : placed_services_) {
     const Workload& w = snapshot_.workloads[wi];
     const int ai = alloc_of_[wi];
-    if (w.kind != WorkloadKind::kInference || ai < 0 || alloc_state_[ai] != AllocState::kLive) continue;
+    if (alloc_state_[ai] != AllocState::kLive) continue;
     const Allocation& a = snapshot_.allocations[ai];
     if (!a.leaving.empty()) continue;  // already scaling down
     const int want = std::max({w.pods, w.min_pods, 1});
@@ -166,16 +207,11 @@ void SchedulingPass::ShrinkServices() {
 
 void SchedulingPass::MainPhase() {
   const std::vector<Workload>& ws = snapshot_.workloads;
-  std::vector<uint32_t> order;
-  for (uint32_t wi = 0; wi < ws.size(); ++wi) {
-    const Workload& w = ws[wi];
+  std::vector<uint32_t> order = unplaced_;
+  for (uint32_t wi : placed_services_) {
     const int ai = alloc_of_[wi];
-    if (ai < 0) {
-      if (w.state == WorkloadState::kPending || w.state == WorkloadState::kAwaitingApproval) {
-        order.push_back(wi);
-      }
-    } else if (w.kind == WorkloadKind::kInference && alloc_state_[ai] == AllocState::kLive &&
-               static_cast<int>(snapshot_.allocations[ai].pods.size()) < w.pods) {
+    if (alloc_state_[ai] == AllocState::kLive &&
+        static_cast<int>(snapshot_.allocations[ai].pods.size()) < ws[wi].pods) {
       order.push_back(wi);
     }
   }
@@ -223,11 +259,10 @@ void SchedulingPass::GrowPhase() {
   if (capacity_waits_) return;
   const std::vector<Workload>& ws = snapshot_.workloads;
   std::vector<uint32_t> elastic;
-  for (uint32_t wi = 0; wi < ws.size(); ++wi) {
+  for (uint32_t wi : placed_elastic_) {
     const int ai = alloc_of_[wi];
-    if (ai < 0 || alloc_state_[ai] != AllocState::kLive) continue;
+    if (alloc_state_[ai] != AllocState::kLive) continue;
     const Workload& w = ws[wi];
-    if (w.kind != WorkloadKind::kTraining || !w.is_elastic()) continue;
     if (removed_pods_.count(static_cast<uint32_t>(ai)) != 0) continue;  // shrinking now
     if (static_cast<int>(snapshot_.allocations[ai].pods.size()) < w.max_pods) elastic.push_back(wi);
   }
@@ -654,7 +689,7 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
     } else if (c.shrink) {
       shrinks[c.allocation].push_back(&c);
     } else {
-      const Workload& v = snapshot_.workloads[index_of_.at(c.workload)];
+      const Workload& v = snapshot_.workloads[workload_of_[c.allocation]];
       const std::string why =
           c.cause == PreemptCause::kReclaim
               ? Str("reclaim: queue ", quota_.tracked(w.queue) ? quota_.name(w.queue) : "", " takes back ",
@@ -707,7 +742,7 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
 
 void SchedulingPass::Preempt(uint32_t alloc, PreemptCause cause, WorkloadId preemptor, std::string detail) {
   const Allocation& a = snapshot_.allocations[alloc];
-  const int gpus = a.gpu_count();
+  const int gpus = alloc_gpus_[alloc];
   PreemptDecision d;
   d.victim = a.workload;
   d.preemptor = preemptor;
@@ -719,8 +754,8 @@ void SchedulingPass::Preempt(uint32_t alloc, PreemptCause cause, WorkloadId pree
   alloc_end_override_[alloc] = std::min(EndOf(alloc), d.grace_deadline);
   alloc_state_[alloc] = AllocState::kVictim;
   QueueId queue;
-  if (auto it = index_of_.find(a.workload); it != index_of_.end()) {
-    queue = snapshot_.workloads[it->second].queue;
+  if (workload_of_[alloc] >= 0) {
+    queue = snapshot_.workloads[workload_of_[alloc]].queue;
     quota_.RemoveLive(queue, gpus);
   }
   if (timeline_built_) timeline_.Add(EndOf(alloc), queue, a.pods, static_cast<int32_t>(alloc));
@@ -822,6 +857,16 @@ SchedulingPass::FitFailure SchedulingPass::ExplainFit(const Workload& w, const E
 
 void SchedulingPass::Wait(uint32_t wi, ReasonCode reason, std::string detail, std::optional<Time> start) {
   if (IsCapacityReason(reason)) capacity_waits_ = true;
+  // A batch job is rejected for its deadline only when even starting now
+  // misses it (certain). The estimated start is not a bound either way (work
+  // may end early, preemption may make room, higher-priority work may come
+  // first), so a miss projected from it is reported, not enforced.
+  const Workload& w = snapshot_.workloads[wi];
+  if (w.kind == WorkloadKind::kBatchInference && start && w.batch.deadline != kInfiniteFuture &&
+      w.expected_duration > Duration::zero() && *start + w.expected_duration > w.batch.deadline) {
+    detail += Str("; deadline at risk: starting at the estimated ", TimeText(*start), " it would finish ",
+                  ToSeconds(*start + w.expected_duration - w.batch.deadline), " s after its deadline");
+  }
   out_.waits.push_back({snapshot_.workloads[wi].id, reason, std::move(detail), start});
 }
 
@@ -856,8 +901,7 @@ const std::vector<ReleaseEvent>& SchedulingPass::Timeline() {
     timeline_ = ReleaseTimeline();
     for (uint32_t i = 0; i < snapshot_.allocations.size(); ++i) {
       const Allocation& a = snapshot_.allocations[i];
-      auto it = index_of_.find(a.workload);
-      const QueueId q = it == index_of_.end() ? QueueId() : snapshot_.workloads[it->second].queue;
+      const QueueId q = workload_of_[i] < 0 ? QueueId() : snapshot_.workloads[workload_of_[i]].queue;
       timeline_.Add(EndOf(i), q, a.pods, static_cast<int32_t>(i));
     }
     for (const auto& [at, held] : placed_releases_) timeline_.Add(at, held.first, held.second);

@@ -32,6 +32,7 @@
 #include "core/engine/decision.h"
 #include "core/engine/release_timeline.h"
 #include "core/engine/snapshot.h"
+#include "core/engine/workload_index.h"
 #include "core/model/policy.h"
 #include "core/placement/eligibility.h"
 #include "core/placement/gang_placer.h"
@@ -50,7 +51,9 @@ inline constexpr int kMaxPreemptionSearches = 32;
 
 class SchedulingPass {
  public:
-  SchedulingPass(const PolicyConfig& policy, const Snapshot& snapshot);
+  // `classes` (may be null) are the snapshot cluster's static node classes.
+  SchedulingPass(const PolicyConfig& policy, const Snapshot& snapshot,
+                 std::shared_ptr<const StaticNodeClasses> classes = nullptr);
   Decisions Run();
 
  private:
@@ -119,16 +122,16 @@ class SchedulingPass {
   const Time now_;
   Decisions out_;
 
+  WorkloadIndex index_;
+  std::vector<int> workload_of_;     // per allocation: its workload or -1
+  std::vector<int> alloc_gpus_;      // per allocation, filled by state_
   ClusterState state_;
   std::unique_ptr<ClusterState> start_state_;  // capacity before this pass placed anything
   placement::EligibilityIndex eligibility_;
   quota::QuotaTracker quota_;
   placement::GangPlacer placer_;
 
-  std::unordered_map<WorkloadId, uint32_t> index_of_;
   std::vector<int> alloc_of_;        // per workload: its allocation or -1
-  std::vector<int> workload_of_;     // per allocation: its workload or -1
-  std::vector<int> alloc_gpus_;      // per allocation
   std::vector<AllocState> alloc_state_;
   std::vector<Time> alloc_end_override_;  // victims end at their grace deadline
   // Pods already leaving (Allocation::leaving) or chosen for a shrink in
@@ -150,6 +153,13 @@ class SchedulingPass {
   std::vector<std::pair<Time, std::pair<QueueId, std::vector<PodPlacement>>>> placed_releases_;
 
   std::vector<uint32_t> deferred_;  // borrowers, in main-phase order
+  // Sorted out of the workloads in one scan, in index order: pending or
+  // awaiting approval without an allocation; services with an allocation;
+  // elastic training with an allocation; debug allocations.
+  std::vector<uint32_t> unplaced_;
+  std::vector<uint32_t> placed_services_;
+  std::vector<uint32_t> placed_elastic_;
+  std::vector<uint32_t> debug_allocs_;
   bool capacity_waits_ = false;
   int preemption_searches_ = 0;
   int highest_placed_priority_ = std::numeric_limits<int>::min();

@@ -3,6 +3,7 @@
 #ifndef TIDAL_CORE_ENGINE_SNAPSHOT_H_
 #define TIDAL_CORE_ENGINE_SNAPSHOT_H_
 
+#include <cstdint>
 #include <vector>
 
 #include "core/common/time.h"
@@ -26,6 +27,14 @@ struct Snapshot {
   // Shared-pool nodes currently lent to training, indexed by NodeId. Set by
   // the co-location planner; empty means none is lent.
   std::vector<bool> lent_nodes;
+  // Names the contents of `cluster.nodes` for the engine's node-class cache.
+  // A caller that sets a non-zero version must change it whenever a node is
+  // added or removed or a node's pool, rack, zone, GPU model or count, NVLink
+  // domains, health, cordon, labels or taints change (failed_gpus may change
+  // freely). 0 = unknown: node classes are recomputed every pass. (Added for
+  // the simulator, whose cluster never changes: it saves a string key per
+  // node per pass.)
+  uint64_t cluster_version = 0;
 
   bool is_lent(NodeId n) const {
     return n.value() < lent_nodes.size() && lent_nodes[n.value()];

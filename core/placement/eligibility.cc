@@ -8,6 +8,23 @@
 namespace tidal::placement {
 namespace {
 
+void AppendKey(std::string& key, const Workload& w) {
+  key.clear();
+  key += w.kind == WorkloadKind::kInference ? 'i' : 't';
+  key += std::to_string(w.queue.value());
+  const PlacementConstraints& c = w.constraints;
+  key += "|r";
+  for (const std::string& m : c.required_gpu_models) key += m + ',';
+  key += "|p";
+  for (const std::string& m : c.preferred_gpu_models) key += m + ',';
+  key += "|s";
+  for (const auto& [k, v] : c.node_selector) key += k + '=' + v + ',';
+  key += "|t";
+  for (const Taint& t : c.tolerations) key += t.key + '=' + t.value + ',';
+}
+
+}  // namespace
+
 bool Tolerates(const std::vector<Taint>& tolerations, const Taint& taint) {
   return std::any_of(tolerations.begin(), tolerations.end(), [&](const Taint& t) {
     return t.key == taint.key && (t.value.empty() || t.value == taint.value);
@@ -29,23 +46,6 @@ bool MatchesConstraints(const Node& node, const PlacementConstraints& c) {
   }
   return true;
 }
-
-void AppendKey(std::string& key, const Workload& w) {
-  key.clear();
-  key += w.kind == WorkloadKind::kInference ? 'i' : 't';
-  key += std::to_string(w.queue.value());
-  const PlacementConstraints& c = w.constraints;
-  key += "|r";
-  for (const std::string& m : c.required_gpu_models) key += m + ',';
-  key += "|p";
-  for (const std::string& m : c.preferred_gpu_models) key += m + ',';
-  key += "|s";
-  for (const auto& [k, v] : c.node_selector) key += k + '=' + v + ',';
-  key += "|t";
-  for (const Taint& t : c.tolerations) key += t.key + '=' + t.value + ',';
-}
-
-}  // namespace
 
 EligibilityIndex::EligibilityIndex(const Snapshot& snapshot, const engine::ClusterState& state,
                                    const std::vector<PriorityTemplate>* templates)
@@ -158,21 +158,28 @@ Eligibility EligibilityIndex::Compute(const Workload& w, int key_id,
   }
   std::sort(e.ranks.begin(), e.ranks.end());
 
+  // Static capacity from the loan-independent classes: checks 1 and 2 do not
+  // depend on the loan state, so a static class passes if any of its classes
+  // does, and its totals need no scan of the nodes.
+  const engine::StaticNodeClasses& statics = state_.statics();
+  std::vector<uint8_t> static_class_ok(statics.classes.size(), 0);
+  for (int c = 0; c < n_classes; ++c) {
+    if (static_ok[c]) static_class_ok[state_.static_class_of(c)] = 1;
+  }
   std::vector<int> rack_gpus(cluster.racks.size(), 0);
   std::vector<int> zone_gpus(cluster.zones.size(), 0);
-  for (size_t i = 0; i < cluster.nodes.size(); ++i) {
-    const Node& node = cluster.nodes[i];
-    const NodeId id(static_cast<uint32_t>(i));
-    if (!static_ok[state_.class_of(id)]) continue;
-    e.static_gpus += node.gpu_count;
-    e.static_max_node_gpus = std::max(e.static_max_node_gpus, node.gpu_count);
-    const std::vector<GpuMask>& domains = state_.domains(id);
-    for (GpuMask d : domains) e.static_max_domain_gpus = std::max(e.static_max_domain_gpus, std::popcount(d));
-    if (node.rack.value() < rack_gpus.size()) {
-      e.static_max_rack_gpus = std::max(e.static_max_rack_gpus, rack_gpus[node.rack.value()] += node.gpu_count);
+  for (size_t sc = 0; sc < statics.classes.size(); ++sc) {
+    if (!static_class_ok[sc]) continue;
+    const engine::StaticNodeClasses::Class& cls = statics.classes[sc];
+    const int node_gpus = cluster.node(cls.representative).gpu_count;
+    e.static_gpus += cls.node_count * node_gpus;
+    e.static_max_node_gpus = std::max(e.static_max_node_gpus, node_gpus);
+    e.static_max_domain_gpus = std::max(e.static_max_domain_gpus, cls.max_domain_gpus);
+    for (const auto& [rack, gpus] : cls.rack_gpus) {
+      if (rack < rack_gpus.size()) e.static_max_rack_gpus = std::max(e.static_max_rack_gpus, rack_gpus[rack] += gpus);
     }
-    if (node.zone.value() < zone_gpus.size()) {
-      e.static_max_zone_gpus = std::max(e.static_max_zone_gpus, zone_gpus[node.zone.value()] += node.gpu_count);
+    for (const auto& [zone, gpus] : cls.zone_gpus) {
+      if (zone < zone_gpus.size()) e.static_max_zone_gpus = std::max(e.static_max_zone_gpus, zone_gpus[zone] += gpus);
     }
   }
   return e;

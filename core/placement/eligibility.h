@@ -58,6 +58,14 @@ struct Eligibility {
   bool ok(int c) const { return verdict[c] == ClassVerdict::kOk; }
 };
 
+// Check 2: the node's GPU model is one of the required ones (if any), every
+// node_selector label matches, and every node taint has a toleration with its
+// key and an empty or equal value. The co-location loan planner applies the
+// same rule to inference replicas.
+bool MatchesConstraints(const Node& node, const PlacementConstraints& constraints);
+// Whether `tolerations` let a pod onto a node with `taint`.
+bool Tolerates(const std::vector<Taint>& tolerations, const Taint& taint);
+
 // Whether queue q is `ancestor` or lies below it (bounded against cycles).
 bool QueueWithin(const std::vector<Queue>& queues, QueueId q, QueueId ancestor);
 

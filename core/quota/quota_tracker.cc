@@ -23,6 +23,22 @@ void QuotaTracker::ForEachAncestor(QueueId q, F f) const {
 }
 
 QuotaTracker::QuotaTracker(const Snapshot& snapshot) : queues_(&snapshot.queues) {
+  InitQueues(snapshot);
+  std::unordered_map<WorkloadId, QueueId> queue_of;
+  queue_of.reserve(snapshot.workloads.size());
+  for (const Workload& w : snapshot.workloads) queue_of.emplace(w.id, w.queue);
+  for (const Allocation& a : snapshot.allocations) {
+    auto it = queue_of.find(a.workload);
+    if (it == queue_of.end()) continue;
+    AddAllocation(it->second, a.gpu_count(), a.terminating);
+  }
+}
+
+QuotaTracker::QuotaTracker(const Snapshot& snapshot, QueuesOnly) : queues_(&snapshot.queues) {
+  InitQueues(snapshot);
+}
+
+void QuotaTracker::InitQueues(const Snapshot& snapshot) {
   const size_t n = snapshot.queues.size();
   guarantee_.assign(n, 0);
   usage_.assign(n, 0);
@@ -40,19 +56,14 @@ QuotaTracker::QuotaTracker(const Snapshot& snapshot) : queues_(&snapshot.queues)
       roots_.push_back(static_cast<uint32_t>(i));
     }
   }
+}
 
-  std::unordered_map<WorkloadId, QueueId> queue_of;
-  queue_of.reserve(snapshot.workloads.size());
-  for (const Workload& w : snapshot.workloads) queue_of.emplace(w.id, w.queue);
-  for (const Allocation& a : snapshot.allocations) {
-    auto it = queue_of.find(a.workload);
-    if (it == queue_of.end() || !tracked(it->second)) continue;
-    const int gpus = a.gpu_count();
-    ForEachAncestor(it->second, [&](uint32_t x) {
-      usage_[x] += gpus;
-      if (!a.terminating) live_[x] += gpus;
-    });
-  }
+void QuotaTracker::AddAllocation(QueueId q, int gpus, bool terminating) {
+  if (!tracked(q)) return;
+  ForEachAncestor(q, [&](uint32_t x) {
+    usage_[x] += gpus;
+    if (!terminating) live_[x] += gpus;
+  });
 }
 
 int QuotaTracker::borrowed(QueueId q) const {

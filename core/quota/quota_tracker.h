@@ -41,8 +41,17 @@ struct QuotaVerdict {
 class QuotaTracker {
  public:
   explicit QuotaTracker(const Snapshot& snapshot);
+  // Queues only: the caller adds the snapshot's allocations with
+  // AddAllocation (the engine does it in its own scan of the workloads).
+  struct QueuesOnly {};
+  QuotaTracker(const Snapshot& snapshot, QueuesOnly);
   // It keeps a reference to the snapshot's queues, which must outlive it.
   explicit QuotaTracker(Snapshot&&) = delete;
+  QuotaTracker(Snapshot&&, QueuesOnly) = delete;
+
+  // An allocation of the snapshot: `gpus` held by queue q (live unless
+  // terminating).
+  void AddAllocation(QueueId q, int gpus, bool terminating);
 
   // False for a workload without a (known) queue: no quota applies.
   bool tracked(QueueId q) const { return q.valid() && q.value() < queues_->size(); }
@@ -69,6 +78,7 @@ class QuotaTracker {
   const std::string& name(QueueId q) const { return (*queues_)[q.value()].name; }
 
  private:
+  void InitQueues(const Snapshot& snapshot);
   // Ancestry of q, q first; bounded against cycles in bad input.
   template <typename F>
   void ForEachAncestor(QueueId q, F f) const;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/engine/scheduler.h"
 #include "tests/support/colocation_fixtures.h"
 
 namespace tidal {
@@ -205,6 +206,81 @@ TEST(ColocationControllerTest, ReturnIsWholeNodeAndElasticJobsShrink) {
   EXPECT_EQ(s.lent_nodes, (std::vector<bool>{false, false, true}));
   EXPECT_TRUE(controller.status().newly_lent.empty());
   EXPECT_TRUE(controller.status().returned.empty());
+}
+
+// The controller shrinks an elastic job off a returned node; the engine, run
+// on the same snapshot, must not then stop the whole job (its backstop for
+// borrowed work on unlent shared nodes skips pods already leaving), and the
+// job keeps running at its smaller size once the removed pod has exited.
+TEST(ColocationControllerTest, PredictiveReturnShrinksElasticJobWhichKeepsRunning) {
+  Snapshot s = ColocationSnapshot(1, 2, 0);
+  s.now = At(hours(1));
+  Workload svc = InferenceService(kService.value(), 8, 10, 1, 2);
+  svc.inference.cold_start = seconds(30);
+  AddRunning(s, svc, {{N(0), Gpus(0, 8)}}, At(hours(0)), At(hours(0)));
+  // Elastic job 60: one pod on node 1, two on node 2; min 1, max 3.
+  Workload elastic = TrainingJob(60, 2, 3);
+  elastic.min_pods = 1;
+  elastic.max_pods = 3;
+  AddRunning(s, elastic, {{N(1), Gpus(2, 2)}, {N(2), Gpus(0, 2)}, {N(2), Gpus(2, 2)}},
+             At(minutes(0)), At(minutes(0)));
+  const PolicyConfig policy = Policy(ColocationMode::kPredictive);
+  ColocationController controller(policy);
+  const Scheduler scheduler(policy);
+  controller.ObserveLoad(kService, s.now, 0);
+  EXPECT_TRUE(controller.Prepare(s).resizes.empty());
+  EXPECT_EQ(s.lent_nodes, (std::vector<bool>{false, true, true}));
+
+  // 50 rps: with under a day of history the forecast is 1.2 x the last
+  // hour's peak = 60 rps, which wants more than max_pods = 2 replicas, so one
+  // more 8-GPU replica needs a whole shared node. Both nodes cost 0 (the job
+  // can shrink off either and keep >= 1 pod); node 1 holds fewer borrowed
+  // GPUs (2 < 4), so it goes back, and the job shrinks 3 -> 2.
+  s.now += minutes(1);
+  controller.ObserveLoad(kService, s.now, 50);
+  const Decisions pre = controller.Prepare(s);
+  EXPECT_EQ(controller.status().returned, std::vector<NodeId>{N(1)});
+  EXPECT_TRUE(pre.preempts.empty());
+  ASSERT_EQ(pre.resizes.size(), 1u);
+  EXPECT_EQ(pre.resizes[0].workload, WorkloadId(60));
+  EXPECT_EQ(pre.resizes[0].to_pods, 2);
+  const Allocation* job = nullptr;
+  for (const Allocation& a : s.allocations) {
+    if (a.workload == WorkloadId(60)) job = &a;
+  }
+  ASSERT_NE(job, nullptr);
+  EXPECT_EQ(job->leaving, (std::vector<PodPlacement>{{N(1), Gpus(2, 2)}}));
+
+  const Decisions eng = scheduler.Schedule(s);
+  for (const PreemptDecision& p : eng.preempts) EXPECT_NE(p.victim, WorkloadId(60)) << p.detail;
+  for (const ResizeDecision& r : eng.resizes) EXPECT_NE(r.workload, WorkloadId(60)) << r.detail;
+
+  // The removed pod exits at its grace deadline; the job runs on with 2 pods
+  // on node 2 (free to grow again on that lent node only) and the service's
+  // replica takes node 1.
+  for (Allocation& a : s.allocations) {
+    if (a.workload != WorkloadId(60)) continue;
+    std::erase(a.pods, PodPlacement{N(1), Gpus(2, 2)});
+    a.leaving.clear();
+  }
+  s.now += seconds(60);
+  controller.ObserveLoad(kService, s.now, 50);
+  const Decisions pre2 = controller.Prepare(s);
+  const Decisions eng2 = scheduler.Schedule(s);
+  EXPECT_TRUE(pre2.preempts.empty());
+  EXPECT_TRUE(pre2.resizes.empty());
+  EXPECT_TRUE(eng2.preempts.empty());
+  const ResizeDecision* replica = nullptr;
+  for (const ResizeDecision& r : eng2.resizes) {
+    if (r.workload == kService) replica = &r;
+    if (r.workload != WorkloadId(60)) continue;
+    EXPECT_TRUE(r.removed.empty()) << r.detail;
+    for (const PodPlacement& p : r.added) EXPECT_EQ(p.node, N(2)) << r.detail;
+  }
+  ASSERT_NE(replica, nullptr);
+  ASSERT_EQ(replica->added.size(), 1u);
+  EXPECT_EQ(replica->added[0].node, N(1));
+  EXPECT_EQ(s.lent_nodes, (std::vector<bool>{false, false, true}));
 }
 
 TEST(ColocationControllerTest, AutoscalesAndReportsModelledLatency) {

@@ -124,6 +124,30 @@ TEST(ExplainScenarioTest, CapacityWaitEstimatesFromRunningWork) {
   EXPECT_EQ(d.waits[0].estimated_start, TimeFromMillis(0) + minutes(40));
 }
 
+// Batch deadlines: starting now meets the deadline, so no reject; starting at
+// the estimated start does not, and the wait says so with the numbers.
+TEST(ExplainScenarioTest, BatchWaitProjectsItsDeadlineFromTheEstimatedStart) {
+  Snapshot s = testing::SimpleCluster(1, 1);
+  testing::AddRunning(s, Job(1, QueueId(0), 1, 8, minutes(40)), {{NodeId(0), GpuRange(0, 8)}}, Time(), Time());
+  Workload batch = Job(2, QueueId(0), 1, 4, minutes(30));
+  batch.kind = WorkloadKind::kBatchInference;
+  batch.batch.deadline = TimeFromMillis(0) + minutes(60);
+  s.workloads.push_back(batch);
+  const Decisions d = Scheduler(PolicyConfig{}).Schedule(s);
+  EXPECT_TRUE(d.rejects.empty());
+  ASSERT_EQ(d.waits.size(), 1u);
+  // Estimated start 40 min (job 1 ends) + 30 min = 70 min: 600 s late.
+  EXPECT_EQ(d.waits[0].estimated_start, TimeFromMillis(0) + minutes(40));
+  EXPECT_NE(d.waits[0].detail.find("deadline at risk"), std::string::npos) << d.waits[0].detail;
+  EXPECT_NE(d.waits[0].detail.find("600 s after its deadline"), std::string::npos) << d.waits[0].detail;
+
+  // With a deadline at 80 min the projected finish (70 min) is in time.
+  s.workloads.back().batch.deadline = TimeFromMillis(0) + minutes(80);
+  const Decisions ok = Scheduler(PolicyConfig{}).Schedule(s);
+  ASSERT_EQ(ok.waits.size(), 1u);
+  EXPECT_EQ(ok.waits[0].detail.find("deadline at risk"), std::string::npos) << ok.waits[0].detail;
+}
+
 TEST(ExplainScenarioTest, HigherPriorityWorkTakingTheGpusIsNamed) {
   Snapshot s = testing::SimpleCluster(1, 1);
   s.workloads.push_back(Job(1, QueueId(0), 1, 8, hours(1), 5));

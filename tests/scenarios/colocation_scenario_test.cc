@@ -2,6 +2,7 @@
 // controller and the engine, checked on named summary.json metrics.
 #include <cmath>
 #include <numbers>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -14,50 +15,17 @@ namespace tidal::sim {
 namespace {
 
 SimInput Input(int reserved, int shared, int training) {
-  SimInput in;
-  auto cluster = config::ParseClusterYaml(testing::SmallClusterYaml(reserved, shared, training));
-  EXPECT_TRUE(cluster.ok()) << cluster.status().ToString();
-  in.cluster = *cluster;
-  in.policy = config::DefaultPolicy();
-  return in;
+  return testing::SmallSimInput(reserved, shared, training);
 }
 
+// 8-GPU pods, checkpoints every 15 min.
 SimWorkload Training(const SimInput& in, const std::string& name, int pods, double duration_s,
                      double submit_s) {
-  SimWorkload s;
-  Workload& w = s.workload;
-  const Project* p = in.cluster.FindProject("research");
-  w.name = name;
-  w.kind = WorkloadKind::kTraining;
-  w.project = p->id;
-  w.tenant = p->tenant;
-  w.queue = p->default_queue;
-  w.pods = w.min_pods = w.max_pods = pods;
-  w.gpus_per_pod = 8;
-  w.expected_duration = SecondsF(duration_s);
-  w.training.checkpoint_interval = seconds(900);
-  s.submit_s = submit_s;
-  return s;
+  return testing::SimTraining(in, name, pods, 8, duration_s, submit_s, seconds(900));
 }
 
 SimWorkload Service(const SimInput& in, const std::string& name, double capacity_rps) {
-  SimWorkload s;
-  Workload& w = s.workload;
-  const Project* p = in.cluster.FindProject("online");
-  w.name = name;
-  w.kind = WorkloadKind::kInference;
-  w.project = p->id;
-  w.tenant = p->tenant;
-  w.queue = p->default_queue;
-  w.pods = w.min_pods = 1;
-  w.max_pods = 64;
-  w.gpus_per_pod = 1;
-  w.preemptible = false;
-  w.inference.replica_capacity_rps = capacity_rps;
-  w.inference.target_p99 = milliseconds(1500);
-  w.inference.cold_start = seconds(120);
-  s.submit_s = 0;
-  return s;
+  return testing::SimService(in, name, capacity_rps, 64, milliseconds(1500), seconds(120));
 }
 
 TEST(GangScenarioTest, GangsNeverStartPartially) {
@@ -107,6 +75,42 @@ TEST(PreemptionScenarioTest, AReturnedLoanPreemptsAndRecoveryIsMeasured) {
   // Checkpoints every 15 min bound the loss: at most 16 GPUs x 15 min = 4 GPU-hours.
   EXPECT_LE(s.training.lost_gpu_hours, 4.0 + 1e-9);
   EXPECT_EQ(s.training.gang_partial_starts, 0);
+}
+
+// Issue #3, session 2: a return in predictive mode shrinks an elastic job off
+// the returned node, and the job keeps running at its smaller size instead of
+// being preempted by the engine's backstop.
+TEST(PreemptionScenarioTest, AReturnShrinksAnElasticJobThatKeepsRunning) {
+  // Reserved 1 node (8 GPUs), shared 2 nodes, no training pool. The elastic
+  // job (2 x 8 GPUs, min 1) can only run on the two lent shared nodes.
+  SimInput in = Input(1, 2, 0);
+  in.workloads.push_back(Service(in, "chat", 10));
+  SimWorkload job = Training(in, "elastic", 2, 4 * 3600, 300);
+  job.workload.min_pods = 1;
+  in.workloads.push_back(job);
+  // 5 req/s needs 1 replica; 60 req/s (from 1 h) needs more than the 8
+  // reserved GPUs, so one shared node comes back.
+  auto load = ParseLoadCsv("time_s,service,rps\n0,chat,5\n3600,chat,60\n", "load.csv");
+  ASSERT_TRUE(load.ok());
+  in.load = *load;
+  SimOptions o;
+  o.wall_times = false;
+  o.colocation = ColocationMode::kPredictive;
+  o.end_s = 12 * 3600;
+  std::ostringstream events;
+  auto r = RunSimulation(in, o, &events);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const Summary& s = r->summary;
+  EXPECT_GE(s.cluster.reclaims, 1);
+  EXPECT_EQ(s.training.preemptions, 0) << events.str();
+  EXPECT_EQ(s.training.completed, 1);
+  EXPECT_EQ(s.scheduler.invalid_decisions, 0);
+  // The job was shrunk 2 -> 1 on the return.
+  EXPECT_NE(events.str().find("\"event\":\"resize\",\"workload\":\"elastic\",\"from\":2,\"to\":1"),
+            std::string::npos);
+  // At half speed after 1 h at full speed it needs more than 4 h in all, so
+  // it finishes after 300 s + 4 h but well before the 12 h end.
+  EXPECT_GT(s.training.jct_mean_s, 4 * 3600);
 }
 
 // Two days of a daily cycle: inference peaks at 14:00 and needs most of the

@@ -54,7 +54,7 @@ TEST(ServerBadInput, EveryBadRequestIsA4xxNamingTheFieldAndChangesNothing) {
       {"POST", "/v1/workloads", R"({"name": "x", "project": "vision", "replicas": 1.5})", 400, "replicas"},
       {"POST", "/v1/workloads", R"({"name": "x", "project": "vision", "gpus_per_replica": 1000})", 400, "gpus_per_replica"},
       {"POST", "/v1/workloads", R"({"name": "x", "project": "vision", "gpus_per_replica": 16})", 400, "gpus_per_replica"},
-      {"POST", "/v1/workloads", R"({"name": "x", "project": "vision", "gpus_per_replica": 8, "replicas": 600})", 400, "max_replicas"},
+      {"POST", "/v1/workloads", R"({"name": "x", "project": "vision", "gpus_per_replica": 8, "replicas": 600})", 400, "replicas"},
       {"POST", "/v1/workloads", R"({"name": "x", "project": "vision", "replicas": 2, "min_replicas": 3})", 400, "min_replicas"},
       {"POST", "/v1/workloads", R"({"name": "x", "project": "vision", "gpu": 1})", 400, "gpu"},
       {"POST", "/v1/workloads", R"({"name": "x", "project": "vision", "priority": 9000})", 400, "priority"},

@@ -150,21 +150,82 @@ TEST(Report, OverlapCountsOnlyTheRange) {
   EXPECT_DOUBLE_EQ(OverlapGpuSeconds(1000, 5000, 2, 6000, 10000), 0);
 }
 
+// One project "p" of tenant "t" with default queue "q".
+Catalog OneProjectCatalog() {
+  Catalog c;
+  c.queues.push_back(Queue{});
+  c.queues[0].id = QueueId(0);
+  c.queues[0].name = "q";
+  c.projects.push_back(Project{ProjectId(0), "p", "t", "standard", QueueId(0)});
+  c.Index();
+  return c;
+}
+
 TEST(SubmitParsing, DefaultsAndBounds) {
-  auto spec = ParseSubmit({{"name", "x"}, {"gpus_per_replica", 8}, {"replicas", 4}});
+  const Catalog cat = OneProjectCatalog();
+  const Time now = TimeFromMillis(1'000'000);
+  auto spec = ParseSubmit({{"name", "x"}, {"gpus_per_replica", 8}, {"replicas", 4}}, cat, "p", now);
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->record.w.kind, WorkloadKind::kTraining);  // the server's default kind
   EXPECT_EQ(spec->record.w.min_pods, 4);  // training: rigid gang
   EXPECT_EQ(spec->record.w.max_pods, 4);
-  auto inf = ParseSubmit({{"name", "s"}, {"kind", "inference"}, {"replicas", 3}, {"replica_capacity_rps", 10}});
-  ASSERT_TRUE(inf.ok());
+  EXPECT_EQ(spec->record.w.tenant, "t");  // from the project
+  auto inf = ParseSubmit({{"name", "s"}, {"kind", "inference"}, {"replicas", 3}, {"replica_capacity_rps", 10}},
+                         cat, "p", now);
+  ASSERT_TRUE(inf.ok()) << inf.status().ToString();
   EXPECT_EQ(inf->record.w.min_pods, 1);  // inference: replicas are independent
-  auto big = ParseSubmit({{"name", "x"}, {"gpus_per_replica", 64}, {"replicas", 65}});
+  // min_replicas alone sets the starting size.
+  auto min_only = ParseSubmit({{"name", "e"}, {"min_replicas", 2}, {"max_replicas", 6}}, cat, "p", now);
+  ASSERT_TRUE(min_only.ok()) << min_only.status().ToString();
+  EXPECT_EQ(min_only->record.w.pods, 2);
+  // deadline_s counts from the submission: 1,000 s + 60 s.
+  auto batch = ParseSubmit({{"name", "b"}, {"kind", "batch_inference"}, {"deadline_s", 60}}, cat, "p", now);
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  EXPECT_EQ(ToMillis(batch->record.w.batch.deadline), 1'060'000);
+  auto big = ParseSubmit({{"name", "x"}, {"gpus_per_replica", 64}, {"replicas", 65}}, cat, "p", now);
   ASSERT_FALSE(big.ok());
   // 65 x 64 = 4160 GPUs > 4096.
-  EXPECT_EQ(big.status().message().rfind("max_replicas:", 0), 0u) << big.status().message();
-  auto prio = ParseSubmit({{"name", "x"}, {"priority", 1}});
+  EXPECT_EQ(big.status().message().rfind("replicas:", 0), 0u) << big.status().message();
+  auto prio = ParseSubmit({{"name", "x"}, {"priority", 1}}, cat, "p", now);
   EXPECT_EQ(prio.status().message().rfind("priority:", 0), 0u);
+  auto at = ParseSubmit({{"name", "x"}, {"submit_at_s", 5}}, cat, "p", now);
+  EXPECT_EQ(at.status().message().rfind("submit_at_s:", 0), 0u) << at.status().message();
+  // Readiness port 0: no fixed port (the agent picks one); 65536 is refused.
+  auto port0 = ParseSubmit({{"name", "s"}, {"kind", "inference"}, {"replica_capacity_rps", 5},
+                            {"readiness", {{"port", 0}, {"path", "/ready"}}}}, cat, "p", now);
+  ASSERT_TRUE(port0.ok()) << port0.status().ToString();
+  EXPECT_EQ(port0->record.run.readiness->port, 0);
+  auto bad_port = ParseSubmit({{"name", "s"}, {"readiness", {{"port", 65536}}}}, cat, "p", now);
+  EXPECT_EQ(bad_port.status().message().rfind("readiness.port:", 0), 0u) << bad_port.status().message();
   EXPECT_EQ(MaskToIndices(0b1011), (std::vector<int>{0, 1, 3}));
+}
+
+TEST(RecordCodec, StoredFormIsCompactAndRoundTrips) {
+  const Catalog cat = OneProjectCatalog();
+  auto spec = ParseSubmit({{"name", "x"}, {"kind", "training"}, {"checkpoint_interval_s", 600},
+                           {"deadline_s", 100}, {"labels", {{"k", "v"}}}},
+                          cat, "p", TimeFromMillis(5000));
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  WorkloadRecord r = spec->record;
+  r.w.id = WorkloadId(7);
+  r.attempt = 3;
+  r.approved = true;
+  r.w.submit_time = TimeFromMillis(9000);  // a requeue moves the submit time
+  nlohmann::json stored = RecordToStoredJson(r, cat);
+  // Defaults are left out of the stored form but kept in the API form.
+  EXPECT_FALSE(stored.contains("env"));
+  EXPECT_FALSE(stored.contains("runs"));
+  EXPECT_FALSE(stored.contains("wait"));
+  EXPECT_TRUE(RecordToJson(r, cat).contains("env"));
+  auto back = RecordFromJson(stored, cat);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->w.id, WorkloadId(7));
+  EXPECT_EQ(back->attempt, 3);
+  EXPECT_TRUE(back->approved);
+  EXPECT_EQ(back->run.labels.at("k"), "v");
+  EXPECT_EQ(ToSeconds(back->w.training.checkpoint_interval), 600);
+  // The deadline stays absolute (5 s + 100 s), not relative to the new submit time.
+  EXPECT_EQ(ToMillis(back->w.batch.deadline), 105'000);
 }
 
 }  // namespace

@@ -12,49 +12,17 @@ namespace tidal::sim {
 namespace {
 
 SimInput SmallInput(int reserved, int shared, int training) {
-  SimInput in;
-  auto cluster = config::ParseClusterYaml(testing::SmallClusterYaml(reserved, shared, training));
-  EXPECT_TRUE(cluster.ok()) << cluster.status().ToString();
-  in.cluster = *cluster;
-  in.policy = config::DefaultPolicy();
-  return in;
+  return testing::SmallSimInput(reserved, shared, training);
 }
 
+// Checkpoints every 10 min.
 SimWorkload Training(const SimInput& in, const std::string& name, int pods, int gpus_per_pod,
                      double duration_s, double submit_s) {
-  SimWorkload s;
-  Workload& w = s.workload;
-  const Project* p = in.cluster.FindProject("research");
-  w.name = name;
-  w.kind = WorkloadKind::kTraining;
-  w.project = p->id;
-  w.tenant = p->tenant;
-  w.queue = p->default_queue;
-  w.pods = w.min_pods = w.max_pods = pods;
-  w.gpus_per_pod = gpus_per_pod;
-  w.expected_duration = SecondsF(duration_s);
-  w.training.checkpoint_interval = seconds(600);
-  s.submit_s = submit_s;
-  return s;
+  return testing::SimTraining(in, name, pods, gpus_per_pod, duration_s, submit_s, seconds(600));
 }
 
 SimWorkload Service(const SimInput& in, const std::string& name) {
-  SimWorkload s;
-  Workload& w = s.workload;
-  const Project* p = in.cluster.FindProject("online");
-  w.name = name;
-  w.kind = WorkloadKind::kInference;
-  w.project = p->id;
-  w.tenant = p->tenant;
-  w.queue = p->default_queue;
-  w.pods = 1;
-  w.min_pods = 1;
-  w.max_pods = 16;
-  w.preemptible = false;
-  w.inference.replica_capacity_rps = 10;
-  w.inference.target_p99 = milliseconds(1000);
-  w.inference.cold_start = seconds(60);
-  return s;
+  return testing::SimService(in, name, 10, 16, milliseconds(1000), seconds(60));
 }
 
 TEST(SimulatorTest, OneJobRunsForItsDuration) {

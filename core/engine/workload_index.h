@@ -1,0 +1,43 @@
+// WorkloadId -> index into Snapshot::workloads, built once per pass. Ids are
+// usually close to dense (both the server and the simulator number workloads
+// in submit order), so when the live ids span at most 16x their count plus
+// 4096 the index is a flat vector over [min id, max id]: one store per
+// workload and one load per lookup, no hashing and no allocation per entry.
+// Sparser ids fall back to a hash map.
+#ifndef TIDAL_CORE_ENGINE_WORKLOAD_INDEX_H_
+#define TIDAL_CORE_ENGINE_WORKLOAD_INDEX_H_
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "core/common/ids.h"
+#include "core/model/workload.h"
+
+namespace tidal::engine {
+
+class WorkloadIndex {
+ public:
+  explicit WorkloadIndex(const std::vector<Workload>& workloads);
+
+  // The index of `id`, or -1 when it is not in the snapshot.
+  int Find(WorkloadId id) const {
+    if (dense_) {
+      const uint64_t v = id.value();
+      if (v < min_ || v - min_ >= flat_.size()) return -1;
+      return flat_[v - min_];
+    }
+    auto it = sparse_.find(id);
+    return it == sparse_.end() ? -1 : it->second;
+  }
+
+ private:
+  bool dense_ = true;
+  uint64_t min_ = 0;
+  std::vector<int> flat_;
+  std::unordered_map<WorkloadId, int> sparse_;
+};
+
+}  // namespace tidal::engine
+
+#endif  // TIDAL_CORE_ENGINE_WORKLOAD_INDEX_H_

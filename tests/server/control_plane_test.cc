@@ -1,0 +1,365 @@
+// In-process tests of ControlPlane on a manual clock: each scheduling pass is
+// run by the test (RunPass), so the agent protocol, shrink bookkeeping and
+// priority refresh are checked step by step, without timing.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "server/control_plane.h"
+#include "server/server_config.h"
+#include "server/store.h"
+
+namespace tidal::server {
+namespace {
+
+using nlohmann::json;
+
+const Principal kAdmin{"admin", Role::kAdmin, ""};
+const Principal kAlice{"alice", Role::kUser, "research"};
+const Principal kAgent{"node-agent", Role::kAgent, ""};
+
+class ControlPlaneTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/tidal-cp-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    const char* src = std::getenv("TIDAL_SOURCE_DIR");
+    const std::string testdata = std::string(src ? src : ".") + "/tests/server/testdata";
+    auto config = ParseServerConfig("cluster_file: cluster.yaml\npolicy_file: policy.yaml\nstore: sqlite:" +
+                                        dir_ + "/tidal.db\n",
+                                    "test.yaml", testdata);
+    ASSERT_TRUE(config.ok()) << config.status().ToString();
+    config_ = *config;
+    clock_.Set(TimeFromMillis(1'764'000'000'000));
+    Open();
+  }
+  void TearDown() override {
+    cp_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  void Open() {
+    auto store = OpenStore(config_.store);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    cp_ = std::make_unique<ControlPlane>(config_, std::move(store).value(), clock_);
+    ASSERT_TRUE(cp_->Recover().ok());
+  }
+  // A crash-free restart on the same store.
+  void Restart() {
+    cp_.reset();
+    Open();
+  }
+
+  uint64_t Submit(const json& body, const Principal& who = kAlice) {
+    auto r = cp_->Submit(who, body, "");
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? r->workload["id"].get<uint64_t>() : 0;
+  }
+  json Get(uint64_t id) { return cp_->Get(kAdmin, id).value(); }
+  json Pods(const std::string& node) { return cp_->NodePods(kAgent, node).value()["pods"]; }
+  json Events(const std::string& node, const json& events) {
+    auto r = cp_->PodStatus(kAgent, node, json{{"events", events}});
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : json();
+  }
+  json AuditOf(uint64_t id, const std::string& action) {
+    AuditQuery q;
+    q.workload = id;
+    q.action = action;
+    return cp_->Audit(kAdmin, q).value()["audit"];
+  }
+  void Register(const std::string& name, int gpus) {
+    json list = json::array();
+    for (int g = 0; g < gpus; ++g) list.push_back({{"index", g}});
+    auto r = cp_->RegisterNode(kAgent, {{"name", name}, {"pool", "training"}, {"gpus", list},
+                                        {"labels", {{"host", name}}}});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+  json NodeView(const std::string& name) {
+    const json nodes = cp_->Nodes(kAdmin).value()["nodes"];
+    for (const json& n : nodes) {
+      if (n["name"] == name) return n;
+    }
+    return json();
+  }
+
+  std::string dir_;
+  ServerConfig config_;
+  ManualClock clock_;
+  std::unique_ptr<ControlPlane> cp_;
+};
+
+TEST_F(ControlPlaneTest, ABadRegistrationChangesNothing) {
+  // A new node whose GPU list is bad: refused, and neither the node nor its
+  // new zone and rack appear.
+  auto bad = cp_->RegisterNode(kAgent, {{"name", "n1"}, {"zone", "z-new"}, {"rack", "r-new"},
+                                        {"gpus", json::array({json{{"index", 5}}})}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message().rfind("gpus[0].index:", 0), 0u) << bad.status().message();
+  EXPECT_TRUE(NodeView("n1").is_null());
+  Register("n1", 2);
+  EXPECT_EQ(NodeView("n1")["rack"], "rack-n1");
+  EXPECT_EQ(NodeView("n1")["zone"], "dc1");  // the first configured zone
+  // Re-registering with a bad taint keeps everything the node had.
+  auto again = cp_->RegisterNode(kAgent, {{"name", "n1"}, {"rack", "r-other"}, {"labels", {{"a", "b"}}},
+                                          {"taints", json::array({json{{"value", "v"}}})}});
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().message().rfind("taints[0].key:", 0), 0u) << again.status().message();
+  EXPECT_EQ(NodeView("n1")["rack"], "rack-n1");
+  EXPECT_EQ(NodeView("n1")["gpu_count"], 2);
+  // And a registered node survives a restart.
+  Restart();
+  EXPECT_EQ(NodeView("n1")["gpu_count"], 2);
+}
+
+TEST_F(ControlPlaneTest, AttemptChangesOnEveryPlacementAndSurvivesRestart) {
+  Register("x", 1);
+  const uint64_t id = Submit({{"name", "t"}, {"project", "vision"}, {"node_selector", {{"host", "x"}}}});
+  cp_->RunPass();
+  ASSERT_EQ(Get(id)["state"], "running");
+  ASSERT_EQ(Pods("x").size(), 1u);
+  EXPECT_EQ(Pods("x")[0]["attempt"], 1);
+  // The node misses its lease (30 s): the job is requeued...
+  clock_.Advance(seconds(31));
+  cp_->RunPass();
+  ASSERT_EQ(Get(id)["state"], "pending");
+  // ...the node comes back, and the job lands on it again: a new attempt, so
+  // the agent restarts the rank instead of keeping the old process.
+  ASSERT_TRUE(cp_->Heartbeat(kAgent, "x", json::object()).ok());
+  cp_->RunPass();
+  ASSERT_EQ(Get(id)["state"], "running");
+  EXPECT_EQ(Pods("x")[0]["attempt"], 2);
+  EXPECT_EQ(AuditOf(id, "place").back()["detail"]["attempt"], 2);
+  Restart();
+  EXPECT_EQ(Pods("x")[0]["attempt"], 2);
+  // An event of the old attempt is stale; one of the current one counts.
+  EXPECT_EQ(Events("x", json::array({json{{"workload", id}, {"rank", 0}, {"attempt", 1},
+                                          {"phase", "exited"}, {"exit_code", 1}}}))["accepted"], 0);
+  EXPECT_EQ(Get(id)["state"], "running");
+  EXPECT_EQ(Events("x", json::array({json{{"workload", id}, {"rank", 0}, {"attempt", 2},
+                                          {"phase", "exited"}, {"exit_code", 0}}}))["accepted"], 1);
+  EXPECT_EQ(Get(id)["state"], "succeeded");
+}
+
+TEST_F(ControlPlaneTest, StopOutcomeIsRecordedAgainstThePreemption) {
+  Register("d", 2);
+  const uint64_t id = Submit({{"name", "gang"}, {"project", "vision"}, {"replicas", 2},
+                              {"node_selector", {{"host", "d"}}}});
+  cp_->RunPass();
+  ASSERT_EQ(Get(id)["state"], "running");
+  const int64_t notice_ms = ToMillis(clock_.Now());
+  // A GPU fault drains the node: both pods get notice (cause drain).
+  ASSERT_TRUE(cp_->Heartbeat(kAgent, "d", {{"gpus", json::array({json{{"index", 1}, {"xid", 79}}})}}).ok());
+  ASSERT_EQ(Get(id)["state"], "terminating");
+  clock_.Advance(seconds(5));
+  const int64_t exit0 = ToMillis(clock_.Now());
+  Events("d", json::array({json{{"workload", id}, {"rank", 0}, {"phase", "exited"}, {"signal", 15},
+                                {"time_ms", exit0}, {"notice_time_ms", notice_ms + 100},
+                                {"killed_at_deadline", false}, {"checkpointed_in_time", true}}}));
+  clock_.Advance(seconds(25));
+  const int64_t exit1 = ToMillis(clock_.Now());
+  Events("d", json::array({json{{"workload", id}, {"rank", 1}, {"phase", "exited"}, {"signal", 9},
+                                {"time_ms", exit1}, {"notice_time_ms", notice_ms + 200},
+                                {"killed_at_deadline", true}, {"checkpointed_in_time", false}}}));
+  json w = Get(id);
+  ASSERT_EQ(w["state"], "pending");
+  const json& p = w["preemptions"][0];
+  EXPECT_EQ(p["cause"], "drain");
+  EXPECT_EQ(p["exit_time_ms"], exit1);  // the last pod
+  EXPECT_EQ(p["agent_notice_time_ms"], notice_ms + 200);
+  EXPECT_TRUE(p["killed_at_deadline"].get<bool>());       // any pod
+  EXPECT_FALSE(p["checkpointed_in_time"].get<bool>());    // every pod
+  json exits = AuditOf(id, "preempt_exit");
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0]["detail"]["preemption_seq"], p["audit_seq"]);
+  EXPECT_EQ(exits[0]["detail"]["exit_time_ms"], exit1);
+  EXPECT_TRUE(exits[0]["detail"]["killed_at_deadline"].get<bool>());
+  // The preemption's own audit row reports the outcome too.
+  json preempt = AuditOf(id, "preempt");
+  ASSERT_EQ(preempt.size(), 1u);
+  EXPECT_EQ(preempt[0]["outcome"]["exit_time_ms"], exit1);
+  EXPECT_FALSE(preempt[0]["outcome"]["checkpointed_in_time"].get<bool>());
+  // And the report counts it: 1 suffered, killed at the deadline, stopped
+  // 30 s after the notice.
+  json report = cp_->Report(kAdmin, ReportQuery{}).value();
+  bool found = false;
+  for (const json& row : report["rows"]) {
+    if (row["project"] != "vision") continue;
+    found = true;
+    EXPECT_EQ(row["preemptions_suffered"], 1);
+    EXPECT_EQ(row["stops"]["killed_at_deadline"], 1);
+    EXPECT_EQ(row["stops"]["checkpointed_in_time"], 0);
+    EXPECT_DOUBLE_EQ(row["stops"]["stop_s"]["p50"].get<double>(), 30.0);
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST_F(ControlPlaneTest, ServiceLoadIsTheSumOverReadyReplicas) {
+  const uint64_t id = Submit({{"name", "svc"}, {"project", "chat-serving"}, {"kind", "inference"},
+                              {"replicas", 2}, {"min_replicas", 2}, {"max_replicas", 2},
+                              {"replica_capacity_rps", 100}, {"target_p99_ms", 80},
+                              {"readiness", {{"port", 0}, {"path", "/ready"}}}},
+                             kAdmin);
+  cp_->RunPass();
+  json w = Get(id);
+  ASSERT_EQ(w["state"], "running");
+  ASSERT_EQ(w["allocation"]["pods"].size(), 2u);
+  const std::string n0 = w["allocation"]["pods"][0]["node"], n1 = w["allocation"]["pods"][1]["node"];
+  // Port 0 reaches the agent as is: it picks the port.
+  EXPECT_EQ(Pods(n0)[0]["readiness"]["port"], 0);
+  Events(n0, json::array({json{{"workload", id}, {"rank", 0}, {"phase", "ready"}}}));
+  Events(n1, json::array({json{{"workload", id}, {"rank", 1}, {"phase", "ready"}}}));
+  Events(n0, json::array({json{{"workload", id}, {"rank", 0}, {"load", {{"rps", 30}, {"p95_ms", 20}, {"p99_ms", 50}}}}}));
+  Events(n1, json::array({json{{"workload", id}, {"rank", 1}, {"load", {{"rps", 10}, {"p95_ms", 40}, {"p99_ms", 90}}}}}));
+  w = Get(id);
+  // 30 + 10 rps; p99 weighted by rps: (30 x 50 + 10 x 90) / 40 = 60 ms.
+  EXPECT_DOUBLE_EQ(w["load"]["rps"].get<double>(), 40);
+  EXPECT_DOUBLE_EQ(w["load"]["p99_ms"].get<double>(), 60);
+  EXPECT_DOUBLE_EQ(w["load"]["p95_ms"].get<double>(), 25);  // (30 x 20 + 10 x 40) / 40
+  // Rank 0 reports again: its old figure is replaced, not added.
+  Events(n0, json::array({json{{"workload", id}, {"rank", 0}, {"load", {{"rps", 50}, {"p99_ms", 50}}}}}));
+  EXPECT_DOUBLE_EQ(Get(id)["load"]["rps"].get<double>(), 60);
+}
+
+TEST_F(ControlPlaneTest, ShrunkPodsKeepTheirGpusUntilTheyExit) {
+  const uint64_t id = Submit({{"name", "svc"}, {"project", "chat-serving"}, {"kind", "inference"},
+                              {"replicas", 4}, {"min_replicas", 4}, {"max_replicas", 4},
+                              {"gpus_per_replica", 2}, {"replica_capacity_rps", 100}},
+                             kAdmin);
+  cp_->RunPass();
+  ASSERT_EQ(Get(id)["state"], "running");
+  ASSERT_EQ(Get(id)["allocation"]["pods"].size(), 4u);
+  ASSERT_TRUE(cp_->Resize(kAdmin, id, {{"replicas", 2}, {"min_replicas", 2}, {"max_replicas", 2}}).ok());
+  cp_->RunPass();
+  json w = Get(id);
+  // The engine removed the last two ranks; they stay in `pods` as leaving.
+  ASSERT_EQ(w["allocation"]["pods"].size(), 4u);
+  ASSERT_EQ(w["allocation"]["leaving"].size(), 2u);
+  auto queue_gpus = [&] {
+    const json queues = cp_->Queues(kAdmin).value()["queues"];
+    for (const json& q : queues) {
+      if (q["name"] == "serving") return q["allocated_gpus"].get<int>();
+    }
+    return -1;
+  };
+  EXPECT_EQ(queue_gpus(), 8);  // 4 x 2: the leaving pods still hold theirs
+  // Another pass changes nothing: the engine sees them held, not free.
+  cp_->RunPass();
+  EXPECT_EQ(Get(id)["allocation"]["pods"].size(), 4u);
+  const std::string leaving_node = w["allocation"]["pods"][3]["node"];
+  json stop_pod;
+  for (const json& p : Pods(leaving_node)) {
+    if (p["workload"] == id && p["rank"] == 3) stop_pod = p;
+  }
+  ASSERT_FALSE(stop_pod.is_null());
+  EXPECT_EQ(stop_pod["desired"], "stop");
+  EXPECT_EQ(stop_pod["notice"]["cause"], "shrink");
+  EXPECT_EQ(stop_pod["world_size"], 2);
+  // Rank 3 exits: its GPUs are free; rank 2 keeps its until the grace ends.
+  Events(leaving_node, json::array({json{{"workload", id}, {"rank", 3}, {"phase", "exited"}, {"signal", 15}}}));
+  w = Get(id);
+  EXPECT_EQ(w["allocation"]["pods"].size(), 3u);
+  EXPECT_EQ(queue_gpus(), 6);
+  EXPECT_EQ(w["state"], "running");  // a shrunk pod's exit is not the service's
+  clock_.Advance(config_.policy.preemption.default_grace + seconds(2));
+  cp_->RunPass();
+  w = Get(id);
+  EXPECT_EQ(w["allocation"]["pods"].size(), 2u);
+  EXPECT_TRUE(w["allocation"]["leaving"].empty());
+  EXPECT_EQ(queue_gpus(), 4);
+}
+
+TEST_F(ControlPlaneTest, LosingANodeThatHeldOnlyLeavingPodsKeepsTheService) {
+  for (const char* name : {"ia", "ib"}) {
+    json gpus = json::array();
+    for (int g = 0; g < 8; ++g) gpus.push_back({{"index", g}});
+    ASSERT_TRUE(cp_->RegisterNode(kAgent, {{"name", name}, {"pool", "inference-reserved"}, {"gpus", gpus},
+                                           {"labels", {{"svc", "yes"}}}}).ok());
+  }
+  const uint64_t id = Submit({{"name", "svc"}, {"project", "chat-serving"}, {"kind", "inference"},
+                              {"replicas", 2}, {"min_replicas", 2}, {"max_replicas", 2},
+                              {"gpus_per_replica", 8}, {"replica_capacity_rps", 100},
+                              {"node_selector", {{"svc", "yes"}}}},
+                             kAdmin);
+  cp_->RunPass();
+  ASSERT_EQ(Get(id)["allocation"]["pods"].size(), 2u);
+  ASSERT_TRUE(cp_->Resize(kAdmin, id, {{"replicas", 1}, {"min_replicas", 1}, {"max_replicas", 1}}).ok());
+  cp_->RunPass();
+  json w = Get(id);
+  ASSERT_EQ(w["allocation"]["leaving"].size(), 1u);
+  const std::string staying = w["allocation"]["pods"][0]["node"];
+  const std::string gone = w["allocation"]["pods"][1]["node"];
+  // The node with the leaving pod misses its lease; the other heartbeats.
+  clock_.Advance(seconds(31));
+  ASSERT_TRUE(cp_->Heartbeat(kAgent, staying, json::object()).ok());
+  cp_->RunPass();
+  w = Get(id);
+  EXPECT_EQ(w["state"], "running");  // not requeued whole
+  ASSERT_EQ(w["allocation"]["pods"].size(), 1u);
+  EXPECT_EQ(w["allocation"]["pods"][0]["node"], staying);
+  EXPECT_TRUE(w["allocation"]["leaving"].empty());
+  EXPECT_EQ(NodeView(gone)["lost"], true);
+}
+
+TEST_F(ControlPlaneTest, PriorityIsReDerivedWhenTheBudgetStateChanges) {
+  // 5 x 8 = 40 GPUs fill research's guarantee (32 training GPUs + 8 of
+  // the shared pool, which only checkpointing jobs may borrow).
+  const uint64_t big = Submit({{"name", "big"}, {"project", "vision"}, {"gpus_per_replica", 8},
+                               {"replicas", 5}, {"checkpoint_interval_s", 600}});
+  cp_->RunPass();
+  ASSERT_EQ(Get(big)["state"], "running");
+  // 4 x 8 more: 40 + 32 > 40 is borrowing (policy.yaml: standard 500,
+  // checkpointed +50, borrowing -200 -> 350), and 72 GPUs exceed the 48
+  // research may hold.
+  const uint64_t waiting = Submit({{"name", "w"}, {"project", "vision"}, {"gpus_per_replica", 8},
+                                   {"replicas", 4}, {"checkpoint_interval_s", 600}});
+  EXPECT_EQ(Get(waiting)["priority"]["value"], 350);
+  cp_->RunPass();
+  cp_->RunPass();
+  ASSERT_EQ(Get(waiting)["state"], "pending") << Get(waiting).dump();
+  // Unchanged inputs: passes add no derivation.
+  EXPECT_EQ(AuditOf(waiting, "priority").size(), 1u);
+  // The guarantee frees up: 0 + 32 <= 40 is within it again -> 550, derived
+  // before the engine runs, with one new audit row.
+  ASSERT_TRUE(cp_->Cancel(kAlice, big).ok());
+  const json pods = Get(big)["allocation"]["pods"];
+  for (size_t rank = 0; rank < pods.size(); ++rank) {
+    Events(pods[rank]["node"], json::array({json{{"workload", big}, {"rank", rank}, {"phase", "exited"}, {"signal", 15}}}));
+  }
+  ASSERT_EQ(Get(big)["state"], "cancelled");
+  cp_->RunPass();
+  json w = Get(waiting);
+  EXPECT_EQ(w["priority"]["value"], 550);
+  EXPECT_EQ(w["state"], "running");
+  json rows = AuditOf(waiting, "priority");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1]["detail"]["previous_value"], 350);
+  EXPECT_EQ(rows[1]["detail"]["value"], 550);
+  // Running with 32 of 40: still within; no more rows.
+  cp_->RunPass();
+  EXPECT_EQ(AuditOf(waiting, "priority").size(), 2u);
+}
+
+TEST_F(ControlPlaneTest, DryRunPreparesLikeARealPass) {
+  // An inference service: co-location (autoscaler, loans) prepares the
+  // snapshot before the engine places it. The dry run must answer what the
+  // real pass then does.
+  const json body = {{"name", "svc"}, {"project", "chat-serving"}, {"kind", "inference"},
+                     {"replicas", 4}, {"min_replicas", 1}, {"max_replicas", 4},
+                     {"replica_capacity_rps", 100}};
+  auto dry = cp_->DryRun(kAdmin, body);
+  ASSERT_TRUE(dry.ok()) << dry.status().ToString();
+  ASSERT_TRUE((*dry)["would_start"].get<bool>()) << dry->dump();
+  const uint64_t id = Submit(body, kAdmin);
+  cp_->RunPass();
+  json w = Get(id);
+  ASSERT_EQ(w["state"], "running");
+  EXPECT_EQ((*dry)["placement"].size(), w["allocation"]["pods"].size());
+  // The dry run left the real controller alone: nothing was stored either.
+  EXPECT_EQ(cp_->List(kAdmin, ListFilter{}).value()["workloads"].size(), 1u);
+}
+
+}  // namespace
+}  // namespace tidal::server
