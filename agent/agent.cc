@@ -1,6 +1,8 @@
 #include "agent/agent.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -113,25 +115,102 @@ json Agent::HeartbeatBody() const {
 }
 
 Status Agent::Start(int64_t now_ms) {
+  std::unique_lock lock(mu_);
   TIDAL_ASSIGN_OR_RETURN(inventory_, probe_.Inventory());
   std::error_code ec;
   fs::create_directories(config_.work_dir + "/pods", ec);
   if (ec) return Internal(fmt::format("--work-dir {}: {}", config_.work_dir, ec.message()));
   fs::create_directories(config_.checkpoint_root, ec);
-  TIDAL_ASSIGN_OR_RETURN(lease_, server_.Register(RegisterBody()));
-  registered_ = true;
+  TouchLease(now_ms);
+  if (!restored_) {
+    RestorePods();
+    restored_ = true;
+  }
   next_heartbeat_ms_ = now_ms;  // first heartbeat fetches the pods at once
   next_sample_ms_ = now_ms;
   last_sample_ms_ = now_ms;
-  WritePodsFile();
+  WriteFiles();
+  const json body = RegisterBody();
+  lock.unlock();
+  auto lease = server_.Register(body);
+  lock.lock();
+  if (!lease.ok()) {
+    // Adopted pods need the lease file touched: a server that is not up
+    // yet is the sync loop's to retry; anything else is a real error.
+    if (lease.status().code() != StatusCode::kUnavailable) return lease.status();
+    fmt::print(stderr, "agent {}: register: {} (retrying)\n", config_.name, lease.status().message());
+    return Status::Ok();
+  }
+  lease_ = *lease;
+  registered_ = true;
   return Status::Ok();
+}
+
+PodOptions Agent::BasePodOptions() {
+  PodOptions options;
+  options.node_name = config_.name;
+  options.base_env = InheritedEnv();
+  options.log_max_bytes = config_.log_max_bytes;
+  options.log_max_files = config_.log_max_files;
+  options.log_rate_bytes_per_s = config_.log_rate_bytes_per_s;
+  options.log_burst_bytes = config_.log_burst_bytes;
+  options.readiness_timeout = config_.readiness_timeout;
+  options.start_limiter = &start_limiter_;
+  options.lease_path = config_.work_dir + "/agent.lease";
+  options.orphan_timeout_ms = config_.orphan_timeout.count() > 0
+                                  ? config_.orphan_timeout.count()
+                                  : std::max(1, lease_.lease_s) * 1000 / 2;
+  return options;
+}
+
+void Agent::RestorePods() {
+  const std::string path = config_.work_dir + "/agent-state.json";
+  std::ifstream in(path);
+  if (!in) return;
+  json state = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!state.is_object()) {
+    fmt::print(stderr, "agent {}: {}: not JSON, no pods adopted\n", config_.name, path);
+    return;
+  }
+  for (const char* list : {"pods", "retiring"}) {
+    if (!state.contains(list) || !state[list].is_array()) continue;
+    for (const json& saved : state[list]) {
+      auto pod = Pod::Restore(saved, BasePodOptions());
+      if (!pod.ok()) {
+        fmt::print(stderr, "agent {}: {}: {}\n", config_.name, path, pod.status().message());
+        continue;
+      }
+      const PodKey key = (*pod)->spec().key;
+      fmt::print(stderr, "agent {}: adopted pod {} rank {} (process group {}, {})\n",
+                 config_.name, (*pod)->spec().name, key.rank, (*pod)->pid(),
+                 Pod::PhaseName((*pod)->phase()));
+      if (std::string_view(list) == "retiring" || pods_.count(key)) {
+        retiring_.push_back(LocalPod{std::move(pod).value()});
+      } else {
+        pods_.emplace(key, LocalPod{std::move(pod).value()});
+      }
+    }
+  }
+}
+
+void Agent::TouchLease(int64_t now_ms) {
+  if (now_ms - lease_touched_ms_ < 1000) return;
+  const std::string path = config_.work_dir + "/agent.lease";
+  if (utimensat(AT_FDCWD, path.c_str(), nullptr, 0) != 0) {
+    std::ofstream(path, std::ios::app).flush();  // first run: create it
+  }
+  lease_touched_ms_ = now_ms;
 }
 
 std::string Agent::PodDir(const PodKey& key) const {
   // The sequence number keeps a rerun of the same rank from reusing (and
-  // mixing logs with) an earlier run's directory.
-  return fmt::format("{}/pods/{}-r{}-a{}-{}", config_.work_dir, key.workload, key.rank,
-                     key.attempt, next_pod_seq_++);
+  // mixing logs with) an earlier run's directory, also one an earlier agent
+  // made in this work dir.
+  while (true) {
+    std::string dir = fmt::format("{}/pods/{}-r{}-a{}-{}", config_.work_dir, key.workload,
+                                  key.rank, key.attempt, next_pod_seq_++);
+    if (!fs::exists(dir)) return dir;
+  }
 }
 
 void Agent::Sample(int64_t now_ms) {
@@ -235,21 +314,13 @@ void Agent::Reconcile(const std::vector<PodSpec>& desired, int64_t now_ms) {
         }
         continue;
       }
-      PodOptions options;
-      options.node_name = config_.name;
+      PodOptions options = BasePodOptions();
       options.pod_dir = PodDir(spec.key);
       options.checkpoint_dir = config_.checkpoint_root + "/" + spec.checkpoint_dir_key;
       const auto& ranks = ranks_here[spec.key.workload];
       options.local_rank = static_cast<int>(
           std::lower_bound(ranks.begin(), ranks.end(), spec.key.rank) - ranks.begin());
       options.local_world_size = static_cast<int>(ranks.size());
-      options.base_env = InheritedEnv();
-      options.log_max_bytes = config_.log_max_bytes;
-      options.log_max_files = config_.log_max_files;
-      options.log_rate_bytes_per_s = config_.log_rate_bytes_per_s;
-      options.log_burst_bytes = config_.log_burst_bytes;
-      options.readiness_timeout = config_.readiness_timeout;
-      options.start_limiter = &start_limiter_;
       // The serving port: the declared one while it is free on this node,
       // else (another replica here holds it, or none was declared) a free
       // one. Pods listen on $PORT, so the probes follow the pod.
@@ -303,20 +374,31 @@ bool Agent::PortUsedLocally(int port) const {
   return false;
 }
 
-void Agent::Heartbeat(int64_t now_ms) {
+void Agent::Heartbeat(int64_t now_ms, std::unique_lock<std::mutex>& lock) {
+  // Local time moves on while a call is in flight; what the reply starts
+  // (a notice's receive time) is stamped when it arrives.
+  const int64_t wall_before = WallClockMs();
+  auto arrival = [&] { return now_ms + std::max<int64_t>(0, WallClockMs() - wall_before); };
   if (!registered_) {
-    auto lease = server_.Register(RegisterBody());
+    const json body = RegisterBody();
+    lock.unlock();
+    auto lease = server_.Register(body);
+    lock.lock();
     if (!lease.ok()) {
       fmt::print(stderr, "agent {}: register: {}\n", config_.name, lease.status().message());
-      next_heartbeat_ms_ = now_ms + 1000;
+      next_heartbeat_ms_ = arrival() + 1000;
       return;
     }
     lease_ = *lease;
     registered_ = true;
   }
-  auto reply = server_.Heartbeat(config_.name, HeartbeatBody());
-  next_heartbeat_ms_ = now_ms + sync_interval().count();
+  const json body = HeartbeatBody();
   heartbeat_now_ = false;
+  lock.unlock();
+  auto reply = server_.Heartbeat(config_.name, body);
+  lock.lock();
+  const int64_t arrived_ms = arrival();
+  next_heartbeat_ms_ = now_ms + sync_interval().count();
   if (!reply.ok()) {
     if (reply.status().code() == StatusCode::kNotFound) registered_ = false;
     fmt::print(stderr, "agent {}: heartbeat: {}\n", config_.name, reply.status().message());
@@ -330,47 +412,60 @@ void Agent::Heartbeat(int64_t now_ms) {
     fmt::print(stderr, "agent {}: desired pods: {}\n", config_.name, pods.status().message());
     return;
   }
-  Reconcile(*pods, now_ms);
+  Reconcile(*pods, arrived_ms);
 }
 
-// Every exit event is queued when the exit happens, so once the outbox is
-// delivered the server knows of each exited pod and stops listing it; if it
-// lists the same pod again later, that is a new run, which needs a fresh Pod.
-void Agent::ForgetExited() {
-  for (auto it = pods_.begin(); it != pods_.end();) {
-    if (it->second.pod->phase() == Pod::Phase::kExited) {
-      it = pods_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-}
-
-void Agent::Flush() {
+// Every exit event is queued when the exit happens; once it is delivered
+// the server knows of the exit and stops listing the pod, so the pod is
+// forgotten: if the same rank is listed later, that is a new run, which
+// needs a fresh Pod. Events queued while a batch is in flight wait for the
+// next one (Tick goes on meanwhile).
+void Agent::SendEvents(std::unique_lock<std::mutex>& lock) {
   while (outbox_.size() > kMaxOutbox) outbox_.pop_front();
-  if (outbox_.empty()) {
-    ForgetExited();
+  if (outbox_.empty()) return;
+  const size_t batch = outbox_.size();
+  json events = json::array();
+  std::set<PodKey> exits;
+  for (const PodEvent& e : outbox_) {
+    events.push_back(e.ToJson());
+    if (e.phase == "exited") exits.insert(e.key);
+  }
+  lock.unlock();
+  Status sent = server_.ReportEvents(config_.name, {{"events", events}});
+  lock.lock();
+  if (!sent.ok() && sent.code() != StatusCode::kInvalidArgument) {
+    fmt::print(stderr, "agent {}: pod status: {}\n", config_.name, sent.message());
     return;
   }
-  json events = json::array();
-  for (const PodEvent& e : outbox_) events.push_back(e.ToJson());
-  Status sent = server_.ReportEvents(config_.name, {{"events", events}});
   if (sent.ok()) {
-    events_sent_ += static_cast<int64_t>(outbox_.size());
-    outbox_.clear();
-    ForgetExited();
-  } else if (sent.code() == StatusCode::kInvalidArgument) {
+    events_sent_ += static_cast<int64_t>(batch);
+  } else {
     // A rejected batch would be rejected forever; say so and move on.
     fmt::print(stderr, "agent {}: pod status rejected, dropping {} event(s): {}\n", config_.name,
-               outbox_.size(), sent.message());
-    outbox_.clear();
-    ForgetExited();
-  } else {
-    fmt::print(stderr, "agent {}: pod status: {}\n", config_.name, sent.message());
+               batch, sent.message());
+  }
+  outbox_.erase(outbox_.begin(), outbox_.begin() + static_cast<std::ptrdiff_t>(batch));
+  for (const PodKey& key : exits) {
+    auto it = pods_.find(key);
+    if (it != pods_.end() && it->second.pod->phase() == Pod::Phase::kExited) pods_.erase(it);
   }
 }
 
 void Agent::Step(int64_t now_ms) {
+  Tick(now_ms);
+  Sync(now_ms);
+}
+
+void Agent::Sync(int64_t now_ms) {
+  std::unique_lock lock(mu_);
+  if (heartbeat_now_ || now_ms >= next_heartbeat_ms_) Heartbeat(now_ms, lock);
+  SendEvents(lock);
+  // The files are Tick's to write: what a reply changed shows on the next.
+}
+
+void Agent::Tick(int64_t now_ms) {
+  std::unique_lock lock(mu_);
+  TouchLease(now_ms);
   for (const GpuFault& fault : probe_.PollFaults()) {
     fmt::print(stderr, "agent {}: GPU {} fault: {} {}\n", config_.name, fault.gpu_index,
                GpuFaultKindName(fault.kind), fault.code);
@@ -382,7 +477,6 @@ void Agent::Step(int64_t now_ms) {
     Sample(now_ms);
     next_sample_ms_ = now_ms + config_.sample_interval.count();
   }
-  if (heartbeat_now_ || now_ms >= next_heartbeat_ms_) Heartbeat(now_ms);
 
   std::vector<PodEvent> ignored;
   GpuMask retiring_gpus = 0;
@@ -410,14 +504,37 @@ void Agent::Step(int64_t now_ms) {
     ReportLoad(now_ms);
     next_load_ms_ = now_ms + config_.load_interval.count();
   }
-  Flush();
-  WritePodsFile();
+  WriteFiles();
+}
+
+void Agent::Run(const std::function<bool()>& stop, Duration tick) {
+  std::thread sync([&] {
+    while (!stop()) {
+      Sync(WallClockMs());
+      std::this_thread::sleep_for(tick);
+    }
+  });
+  while (!stop()) {
+    Tick(WallClockMs());
+    std::this_thread::sleep_for(tick);
+  }
+  sync.join();
+}
+
+void Agent::Detach() {
+  std::unique_lock lock(mu_);
+  WriteFiles();  // the state file keeps every pod for the next agent
+  for (auto& [key, lp] : pods_) lp.pod->Detach();
+  for (LocalPod& lp : retiring_) lp.pod->Detach();
+  pods_.clear();
+  retiring_.clear();
 }
 
 void Agent::Shutdown(Duration grace) {
   // Pods stopped because the agent goes away did not finish: reporting
   // their exits would tell the server a rank completed. They are not
   // reported; the node's lease (or the agent's return) settles them.
+  std::unique_lock lock(mu_);
   std::vector<PodEvent> ignored;
   const int64_t start = WallClockMs();
   for (auto& [key, lp] : pods_) {
@@ -426,6 +543,7 @@ void Agent::Shutdown(Duration grace) {
   }
   while (true) {
     const int64_t now = WallClockMs();
+    TouchLease(now);
     bool running = false;
     for (auto& [key, lp] : pods_) {
       lp.pod->Tick(now, ignored);
@@ -438,13 +556,33 @@ void Agent::Shutdown(Duration grace) {
     if (!running || now > start + grace.count() + 5000) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  Flush();  // what was already queued before the shutdown
+  SendEvents(lock);  // what was already queued before the shutdown
   pods_.clear();
   retiring_.clear();
-  WritePodsFile();
+  WriteFiles();
+}
+
+std::set<int> Agent::failed_gpus() const {
+  std::lock_guard lock(mu_);
+  return failed_gpus_;
+}
+
+int64_t Agent::events_sent() const {
+  std::lock_guard lock(mu_);
+  return events_sent_;
+}
+
+int64_t Agent::heartbeats_sent() const {
+  std::lock_guard lock(mu_);
+  return heartbeats_sent_;
 }
 
 std::vector<PodView> Agent::Pods() const {
+  std::lock_guard lock(mu_);
+  return PodsLocked();
+}
+
+std::vector<PodView> Agent::PodsLocked() const {
   std::vector<PodView> views;
   std::vector<const LocalPod*> all;
   for (const auto& [key, lp] : pods_) all.push_back(&lp);
@@ -457,6 +595,7 @@ std::vector<PodView> Agent::Pods() const {
     v.kind = lp.pod->spec().kind;
     v.phase = Pod::PhaseName(lp.pod->phase());
     v.pid = lp.pod->pid();
+    v.workload_pid = lp.pod->workload_pid();
     v.port = lp.pod->options().port;
     v.gpus = lp.pod->spec().gpus;
     v.pod_dir = lp.pod->options().pod_dir;
@@ -466,28 +605,51 @@ std::vector<PodView> Agent::Pods() const {
   return views;
 }
 
-void Agent::WritePodsFile() {
+namespace {
+
+// Temp file + rename: a reader (loadgen, an adopting agent) never sees half.
+bool ReplaceFile(const std::string& path, const std::string& text) {
+  {
+    std::ofstream out(path + ".tmp", std::ios::trunc);
+    out << text;
+    if (!out) return false;
+  }
+  std::error_code ec;
+  fs::rename(path + ".tmp", path, ec);
+  return !ec;
+}
+
+}  // namespace
+
+void Agent::WriteFiles() {
   json pods = json::array();
-  for (const PodView& v : Pods()) {
+  for (const PodView& v : PodsLocked()) {
     pods.push_back({{"workload", v.key.workload}, {"rank", v.key.rank},
                     {"attempt", v.key.attempt}, {"name", v.name}, {"kind", v.kind},
-                    {"phase", v.phase}, {"pid", v.pid}, {"port", v.port}, {"gpus", v.gpus},
-                    {"pod_dir", v.pod_dir}});
+                    {"phase", v.phase}, {"pid", v.pid}, {"workload_pid", v.workload_pid},
+                    {"port", v.port}, {"gpus", v.gpus}, {"pod_dir", v.pod_dir}});
   }
   json failed = json::array();
   for (int g : failed_gpus_) failed.push_back(g);
   const std::string text =
       json{{"node", config_.name}, {"agent_pid", getpid()}, {"failed_gpus", failed},
            {"pods", pods}}.dump(1) + "\n";
-  if (text == pods_file_text_) return;
-  const std::string path = config_.work_dir + "/pods.json";
-  {
-    std::ofstream out(path + ".tmp", std::ios::trunc);
-    out << text;
+  if (text != pods_file_text_ && ReplaceFile(config_.work_dir + "/pods.json", text)) {
+    pods_file_text_ = text;
   }
-  std::error_code ec;
-  fs::rename(path + ".tmp", path, ec);
-  if (!ec) pods_file_text_ = text;
+
+  json saved = json::array(), saved_retiring = json::array();
+  for (const auto& [key, lp] : pods_) {
+    if (json s = lp.pod->SaveState(); !s.is_null()) saved.push_back(std::move(s));
+  }
+  for (const LocalPod& lp : retiring_) {
+    if (json s = lp.pod->SaveState(); !s.is_null()) saved_retiring.push_back(std::move(s));
+  }
+  const std::string state =
+      json{{"node", config_.name}, {"pods", saved}, {"retiring", saved_retiring}}.dump() + "\n";
+  if (state != state_file_text_ && ReplaceFile(config_.work_dir + "/agent-state.json", state)) {
+    state_file_text_ = state;
+  }
 }
 
 }  // namespace tidal::agent

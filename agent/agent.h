@@ -20,6 +20,19 @@
 //      listing it, and a later listing of the same rank is a new run.
 // The agent never restarts a pod on its own: restarts are the server's
 // decision, because a gang must restart whole.
+//
+// Server calls (3 and sending events: Sync) and local work (1, 2, 4: Tick)
+// are separate, so that Run() can do them on two threads: a server that
+// hangs must not delay a grace-deadline SIGKILL, a readiness probe or the
+// lease file. Step() does both on the caller's thread (tests).
+//
+// Restarts: what a restarted agent needs to adopt the pods still running
+// (spec, directories, process group, stop in progress) is kept in
+// WORK_DIR/agent-state.json, rewritten atomically on change. The pods
+// outlive the agent for the orphan timeout (pod_process.h): the agent
+// touches WORK_DIR/agent.lease every second while it runs. Start() adopts
+// them before the first heartbeat, so listed pods are not started twice and
+// unlisted ones are retired, not orphaned.
 #ifndef TIDAL_AGENT_AGENT_H_
 #define TIDAL_AGENT_AGENT_H_
 
@@ -27,8 +40,10 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -66,6 +81,10 @@ struct AgentConfig {
   Duration readiness_timeout = seconds(300);
   // CPU use (share of one core) at which a fake GPU counts as fully busy.
   double fake_busy_cpu_share = 0.02;
+  // How long pods outlive a dead agent, waiting to be adopted by its
+  // restart; 0 = half the server's lease, so that they are gone before the
+  // server declares the node lost and restarts their gangs elsewhere.
+  Duration orphan_timeout = milliseconds(0);
 };
 
 // What `pods.json` in the work dir and tests see of one pod.
@@ -74,7 +93,8 @@ struct PodView {
   std::string name;
   std::string kind;
   std::string phase;  // Pod::PhaseName
-  pid_t pid = -1;
+  pid_t pid = -1;           // the pod's process group
+  pid_t workload_pid = -1;  // the workload process itself
   int port = 0;
   std::vector<int> gpus;
   std::string pod_dir;
@@ -86,19 +106,33 @@ class Agent {
   Agent(AgentConfig config, GpuProbe& probe, ControlPlane& server);
   ~Agent();
 
-  // Reads the inventory and registers the node.
+  // Reads the inventory, adopts the pods an earlier agent left in the work
+  // dir and registers the node (an unreachable server is retried by Sync).
   Status Start(int64_t now_ms);
+  // Tick, then Sync, on the caller's thread.
   void Step(int64_t now_ms);
+  // Local work: GPU faults and samples, pods (launch, exit, grace deadline,
+  // readiness), load endpoints, the lease and state files. Never calls the
+  // server.
+  void Tick(int64_t now_ms);
+  // Server calls: registration and heartbeat when due (reconciling the
+  // reply), then queued pod events. The agent's state is unlocked while a
+  // call is in flight, so Tick runs on meanwhile.
+  void Sync(int64_t now_ms);
+  // Ticks every `tick` on this thread and syncs on another until `stop`.
+  void Run(const std::function<bool()>& stop, Duration tick);
   // Stops every pod: notice + signal, SIGKILL after `grace`; blocks until all
-  // have exited. Their exits are not reported (they did not finish); pods
-  // are not adopted across agent restarts.
+  // have exited. Their exits are not reported (they did not finish).
   void Shutdown(Duration grace);
+  // Leaves every pod running for a restarted agent to adopt (the state file
+  // keeps them); the agent object then holds none.
+  void Detach();
 
   std::vector<PodView> Pods() const;
-  const std::set<int>& failed_gpus() const { return failed_gpus_; }
+  std::set<int> failed_gpus() const;
   const GpuInventory& inventory() const { return inventory_; }
-  int64_t events_sent() const { return events_sent_; }
-  int64_t heartbeats_sent() const { return heartbeats_sent_; }
+  int64_t events_sent() const;
+  int64_t heartbeats_sent() const;
   Duration sync_interval() const;
 
  private:
@@ -109,18 +143,24 @@ class Agent {
     int64_t reported_checkpoint_ms = 0;
   };
 
+  // Private methods run with mu_ held; Heartbeat and SendEvents release it
+  // around the server call.
   nlohmann::json RegisterBody() const;
   nlohmann::json HeartbeatBody() const;
-  void Heartbeat(int64_t now_ms);
+  void Heartbeat(int64_t now_ms, std::unique_lock<std::mutex>& lock);
+  void SendEvents(std::unique_lock<std::mutex>& lock);
   void Reconcile(const std::vector<PodSpec>& desired, int64_t now_ms);
   void Sample(int64_t now_ms);
   void ReportLoad(int64_t now_ms);
-  void Flush();
-  void ForgetExited();
-  void WritePodsFile();
+  void RestorePods();
+  void TouchLease(int64_t now_ms);
+  void WriteFiles();
+  std::vector<PodView> PodsLocked() const;
+  PodOptions BasePodOptions();
   std::string PodDir(const PodKey& key) const;  // unique per call
   bool PortUsedLocally(int port) const;
 
+  mutable std::mutex mu_;
   AgentConfig config_;
   GpuProbe& probe_;
   ControlPlane& server_;
@@ -143,7 +183,10 @@ class Agent {
   int64_t last_sample_ms_ = 0;
   int64_t events_sent_ = 0;
   int64_t heartbeats_sent_ = 0;
+  int64_t lease_touched_ms_ = 0;
+  bool restored_ = false;
   std::string pods_file_text_;
+  std::string state_file_text_;
 };
 
 int64_t WallClockMs();

@@ -261,7 +261,7 @@ Status LocalCluster::StartAgent(size_t i) {
 
 void LocalCluster::KillAgent(size_t i, int sig) {
   if (i >= agents_.size() || !agents_[i]) return;
-  kill(agents_[i]->pid(), sig);
+  kill(agents_[i]->workload_pid(), sig);  // the agent itself, not its keeper
   WaitExit(*agents_[i], seconds(10));
 }
 

@@ -106,6 +106,89 @@ void Pod::ReleaseSlot() {
   holds_slot_ = false;
 }
 
+ProcessSpec Pod::MakeProcessSpec() const {
+  ProcessSpec ps;
+  ps.work_dir = options_.pod_dir;
+  ps.stdout_path = options_.pod_dir + "/stdout.log";
+  ps.stderr_path = options_.pod_dir + "/stderr.log";
+  ps.log_max_bytes = options_.log_max_bytes;
+  ps.log_max_files = options_.log_max_files;
+  ps.log_rate_bytes_per_s = options_.log_rate_bytes_per_s;
+  ps.log_burst_bytes = options_.log_burst_bytes;
+  ps.lease_path = options_.lease_path;
+  ps.orphan_timeout_ms = options_.orphan_timeout_ms;
+  return ps;
+}
+
+json Pod::SaveState() const {
+  if (!process_ || phase_ == Phase::kExited || phase_ == Phase::kWaitingForSlot) return nullptr;
+  json state = {{"spec", PodSpecToJson(spec_)},
+                {"pod_dir", options_.pod_dir},
+                {"checkpoint_dir", options_.checkpoint_dir},
+                {"port", options_.port},
+                {"local_rank", options_.local_rank},
+                {"local_world_size", options_.local_world_size},
+                {"phase", PhaseName(phase_)},
+                {"pgid", process_->pid()},
+                {"workload_pid", process_->workload_pid()},
+                {"start_ticks", process_->start_ticks()},
+                {"launch_ms", launch_ms_}};
+  if (notice_) {
+    state["notice"] = {{"cause", notice_->cause},
+                       {"notice_time_ms", notice_->notice_time_ms},
+                       {"grace_deadline_ms", notice_->grace_deadline_ms},
+                       {"signal", notice_->signal},
+                       {"received_ms", notice_received_ms_},
+                       {"kill_deadline_ms", kill_deadline_ms_},
+                       {"killed_at_deadline", killed_at_deadline_},
+                       {"checkpoint_at_notice_ms", checkpoint_at_notice_ms_}};
+  }
+  return state;
+}
+
+StatusOr<std::unique_ptr<Pod>> Pod::Restore(const json& state, PodOptions base) {
+  try {
+    TIDAL_ASSIGN_OR_RETURN(PodSpec spec, ParsePodSpec(state.at("spec")));
+    base.pod_dir = state.at("pod_dir").get<std::string>();
+    base.checkpoint_dir = state.at("checkpoint_dir").get<std::string>();
+    base.port = state.at("port").get<int>();
+    base.local_rank = state.at("local_rank").get<int>();
+    base.local_world_size = state.at("local_world_size").get<int>();
+    auto pod = std::make_unique<Pod>(std::move(spec), std::move(base));
+    TIDAL_ASSIGN_OR_RETURN(
+        pod->process_,
+        PodProcess::Adopt(pod->MakeProcessSpec(), state.at("pgid").get<pid_t>(),
+                          state.at("workload_pid").get<pid_t>(),
+                          state.at("start_ticks").get<uint64_t>()));
+    pod->launch_ms_ = state.at("launch_ms").get<int64_t>();
+    const std::string phase = state.at("phase").get<std::string>();
+    pod->phase_ = phase == "starting" ? Phase::kStarting
+                  : phase == "ready"  ? Phase::kReady
+                  : phase == "stopping" ? Phase::kStopping
+                                        : Phase::kRunning;
+    if (pod->phase_ == Phase::kStarting && pod->options_.start_limiter != nullptr) {
+      // Its model load still runs; hold a slot if one is free.
+      pod->holds_slot_ = pod->options_.start_limiter->TryAcquire();
+    }
+    if (state.contains("notice")) {
+      const json& n = state["notice"];
+      pod->notice_ = StopNotice{n.at("cause").get<std::string>(), n.at("notice_time_ms").get<int64_t>(),
+                                n.at("grace_deadline_ms").get<int64_t>(), n.at("signal").get<int>()};
+      pod->notice_received_ms_ = n.at("received_ms").get<int64_t>();
+      pod->kill_deadline_ms_ = n.at("kill_deadline_ms").get<int64_t>();
+      pod->killed_at_deadline_ = n.at("killed_at_deadline").get<bool>();
+      pod->checkpoint_at_notice_ms_ = n.at("checkpoint_at_notice_ms").get<int64_t>();
+    }
+    return pod;
+  } catch (const json::exception& e) {
+    return InvalidArgument(fmt::format("pod state: {}", e.what()));
+  }
+}
+
+void Pod::Detach() {
+  if (process_) process_->Detach();
+}
+
 bool Pod::TryLaunch(int64_t now_ms, std::vector<PodEvent>& events) {
   if (phase_ != Phase::kWaitingForSlot) return true;
   if (options_.start_limiter != nullptr && !options_.start_limiter->TryAcquire()) return false;
@@ -126,16 +209,9 @@ bool Pod::TryLaunch(int64_t now_ms, std::vector<PodEvent>& events) {
   ctx.port = options_.port;
   ctx.base = options_.base_env;
 
-  ProcessSpec ps;
+  ProcessSpec ps = MakeProcessSpec();
   ps.argv = spec_.command;
   ps.env = BuildPodEnv(spec_, ctx);
-  ps.work_dir = options_.pod_dir;
-  ps.stdout_path = options_.pod_dir + "/stdout.log";
-  ps.stderr_path = options_.pod_dir + "/stderr.log";
-  ps.log_max_bytes = options_.log_max_bytes;
-  ps.log_max_files = options_.log_max_files;
-  ps.log_rate_bytes_per_s = options_.log_rate_bytes_per_s;
-  ps.log_burst_bytes = options_.log_burst_bytes;
   auto process = PodProcess::Start(ps);
   if (!process.ok()) {
     ReleaseSlot();

@@ -80,6 +80,10 @@ struct PodOptions {
   Duration readiness_timeout = seconds(300);
   Duration probe_timeout = milliseconds(300);
   StartLimiter* start_limiter = nullptr;  // null = no limit
+  // The agent's lease file; the pod dies once it is older than the orphan
+  // timeout (pod_process.h). "" = the pod dies with this process.
+  std::string lease_path;
+  int64_t orphan_timeout_ms = 15000;
 };
 
 class Pod {
@@ -88,12 +92,23 @@ class Pod {
   static std::string_view PhaseName(Phase phase);
 
   Pod(PodSpec spec, PodOptions options);
+  // Adopts a pod an earlier agent launched, from its SaveState(): `base`
+  // gives what belongs to this agent (environment, limits, start limiter),
+  // the state what belongs to the pod (directories, port, ranks, process,
+  // phase, a stop in progress with its deadline).
+  static StatusOr<std::unique_ptr<Pod>> Restore(const nlohmann::json& state, PodOptions base);
 
   const PodSpec& spec() const { return spec_; }
   const PodOptions& options() const { return options_; }
   Phase phase() const { return phase_; }
   bool holds_start_slot() const { return holds_slot_; }
-  pid_t pid() const { return process_ ? process_->pid() : -1; }
+  pid_t pid() const { return process_ ? process_->pid() : -1; }  // the process group
+  pid_t workload_pid() const { return process_ ? process_->workload_pid() : -1; }
+  // What a restarted agent needs to adopt this pod; null before launch and
+  // after exit (nothing to adopt).
+  nlohmann::json SaveState() const;
+  // Leaves the process running for the next agent (no signal, no event).
+  void Detach();
   const std::string& notice_file() const { return notice_file_; }
 
   // Launches the process once a start slot is free; false while waiting.
@@ -114,6 +129,7 @@ class Pod {
 
  private:
   void ReleaseSlot();
+  ProcessSpec MakeProcessSpec() const;
   void FinishExit(const ExitStatus& status, int64_t now_ms, std::vector<PodEvent>& events);
   PodEvent Event(std::string phase, int64_t now_ms) const;
 

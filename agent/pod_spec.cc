@@ -114,6 +114,20 @@ StatusOr<PodSpec> ParsePodSpec(const json& pod) {
   return spec;
 }
 
+json PodSpecToJson(const PodSpec& spec) {
+  json pod = {{"workload", spec.key.workload}, {"rank", spec.key.rank},
+              {"attempt", spec.key.attempt}, {"name", spec.name},
+              {"kind", spec.kind}, {"world_size", spec.world_size},
+              {"gpus", spec.gpus}, {"master_addr", spec.master_addr},
+              {"master_port", spec.master_port}, {"command", spec.command},
+              {"env", spec.env}, {"checkpoint_dir_key", spec.checkpoint_dir_key}};
+  if (spec.readiness) pod["readiness"] = {{"port", spec.readiness->port}, {"path", spec.readiness->path}};
+  if (spec.load_endpoint) {
+    pod["load_endpoint"] = {{"port", spec.load_endpoint->port}, {"path", spec.load_endpoint->path}};
+  }
+  return pod;
+}
+
 StatusOr<std::vector<PodSpec>> ParsePodList(const json& body) {
   if (!body.is_object() || !body.contains("pods") || !body["pods"].is_array()) {
     return InvalidArgument("pods: expected {\"pods\": [...]}");

@@ -57,6 +57,9 @@ struct PodSpec {
 
 // Parses one pod object; the message names the offending field.
 StatusOr<PodSpec> ParsePodSpec(const nlohmann::json& pod);
+// The inverse of ParsePodSpec (desired "run"; the notice is not kept): what
+// the agent's state file stores so that a restarted agent can adopt the pod.
+nlohmann::json PodSpecToJson(const PodSpec& spec);
 // Parses {"pods": [...]}.
 StatusOr<std::vector<PodSpec>> ParsePodList(const nlohmann::json& body);
 // "SIGTERM", "TERM" or "15" -> 15.

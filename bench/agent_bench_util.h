@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <optional>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -127,6 +129,44 @@ inline void WriteServerConfig(const std::string& dir, int port, const std::strin
                      "  - {{name: admin, role: admin, token: \"{}\"}}\n"
                      "  - {{name: agents, role: agent, token: \"{}\"}}\n",
                      port, dir, lease_s, heartbeat_s, admin, agent_token);
+}
+
+// The build directory: bench binaries live in BUILD/bench/, `tidal` in BUILD/.
+inline std::filesystem::path BuildDir() {
+  return std::filesystem::read_symlink("/proc/self/exe").parent_path().parent_path();
+}
+
+struct BenchServer {
+  pid_t pid = -1;
+  int port = 0;
+  std::filesystem::path dir;  // config, store and logs
+  std::string url() const { return fmt::format("http://127.0.0.1:{}", port); }
+};
+
+// Starts `tidal server` in a fresh TMPDIR/<name>_<pid> with tokens
+// "admin-token" and "agent-token", the given lease and heartbeat period,
+// `extra_yaml` appended to server.yaml and `cluster_yaml` as its cluster
+// file; waits until it is ready. nullopt (with a message) if it is not.
+inline std::optional<BenchServer> StartBenchServer(const std::string& tidal,
+                                                   const std::string& name, double lease_s,
+                                                   double heartbeat_s,
+                                                   const std::string& extra_yaml,
+                                                   const std::string& cluster_yaml) {
+  BenchServer s;
+  s.dir = std::filesystem::temp_directory_path() / fmt::format("{}_{}", name, getpid());
+  std::filesystem::create_directories(s.dir);
+  s.port = FreePort();
+  WriteServerConfig(s.dir.string(), s.port, "admin-token", "agent-token", lease_s, heartbeat_s);
+  std::ofstream(s.dir / "server.yaml", std::ios::app) << "cluster_file: cluster.yaml\n" << extra_yaml;
+  std::ofstream(s.dir / "cluster.yaml") << cluster_yaml;
+  s.pid = Spawn({tidal, "server", "--config", (s.dir / "server.yaml").string()},
+                (s.dir / "server.log").string());
+  if (!WaitReady(s.port, 30)) {
+    fmt::print(stderr, "server did not start; see {}\n", (s.dir / "server.log").string());
+    Stop(s.pid);
+    return std::nullopt;
+  }
+  return s;
 }
 
 }  // namespace tidal::bench

@@ -60,35 +60,27 @@ int main(int argc, char** argv) {
     else if (arg == "--seconds") seconds = std::atof(argv[i + 1]);
     else if (arg == "--threads") threads = std::atoi(argv[i + 1]);
   }
-  const fs::path build = fs::read_symlink("/proc/self/exe").parent_path().parent_path();
-  const std::string tidal = (build / "tidal").string();
+  const std::string tidal = (BuildDir() / "tidal").string();
   if (access(tidal.c_str(), X_OK) != 0) {
     std::cerr << "agent_heartbeat_benchmark: build the tidal target first\n";
     return 2;
   }
-  const fs::path dir = fs::temp_directory_path() / fmt::format("tidal_heartbeat_bench_{}", getpid());
-  fs::create_directories(dir);
-  const int port = FreePort();
   // A long lease: the tool measures heartbeat cost, not lost-node handling.
-  WriteServerConfig(dir.string(), port, "admin-token", "agent-token", 3600, interval_s);
   // The fleet is declared in the cluster file, as a real cluster's would be.
   // Scheduling passes every 2 s at most, as on a busy production server (a
   // pass per registration would measure the engine, not the agent path).
-  std::ofstream(dir / "server.yaml", std::ios::app)
-      << "cluster_file: cluster.yaml\nschedule_interval_ms: 2000\nmin_pass_gap_ms: 2000\n";
-  std::ofstream(dir / "cluster.yaml")
-      << "pools: [training]\n"
-      << fmt::format("nodes:\n  - {{name: \"sim-{{i:5}}\", start: 0, count: {}, gpus: 8, "
-                     "gpu_model: H100-80GB, gpu_memory_gib: 80, nvlink: 2x4}}\n", agents)
-      << fmt::format("queues:\n  - {{name: research, guaranteed_gpus: {}}}\n", agents * 8)
-      << "projects:\n  - {name: llm, tenant: research, tier: standard, queue: research}\n";
-  const pid_t server = Spawn({tidal, "server", "--config", (dir / "server.yaml").string()},
-                             (dir / "server.log").string());
-  if (!WaitReady(port, 30)) {
-    std::cerr << "server did not start; see " << (dir / "server.log") << "\n";
-    Stop(server);
-    return 1;
-  }
+  auto started = StartBenchServer(
+      tidal, "tidal_heartbeat_bench", 3600, interval_s,
+      "schedule_interval_ms: 2000\nmin_pass_gap_ms: 2000\n",
+      "pools: [training]\n" +
+          fmt::format("nodes:\n  - {{name: \"sim-{{i:5}}\", start: 0, count: {}, gpus: 8, "
+                      "gpu_model: H100-80GB, gpu_memory_gib: 80, nvlink: 2x4}}\n", agents) +
+          fmt::format("queues:\n  - {{name: research, guaranteed_gpus: {}}}\n", agents * 8) +
+          "projects:\n  - {name: llm, tenant: research, tier: standard, queue: research}\n");
+  if (!started) return 1;
+  const fs::path dir = started->dir;
+  const pid_t server = started->pid;
+  const int port = started->port;
 
   // Register every agent (as a fleet does at start), in parallel.
   std::atomic<int> next{0}, reg_errors{0};

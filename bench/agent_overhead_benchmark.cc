@@ -24,32 +24,24 @@ int main(int argc, char** argv) {
     if (arg == "--seconds") seconds = std::atof(argv[i + 1]);
     else if (arg == "--pods") pods = std::atoi(argv[i + 1]);
   }
-  const fs::path build = fs::read_symlink("/proc/self/exe").parent_path().parent_path();
+  const fs::path build = BuildDir();
   const std::string tidal = (build / "tidal").string();
   const std::string trainer = (build / "examples/trainer").string();
   if (access(tidal.c_str(), X_OK) != 0 || access(trainer.c_str(), X_OK) != 0) {
     std::cerr << "agent_overhead_benchmark: build the tidal and example_trainer targets first\n";
     return 2;
   }
-  const fs::path dir = fs::temp_directory_path() / fmt::format("tidal_agent_overhead_{}", getpid());
+  auto started = StartBenchServer(
+      tidal, "tidal_agent_overhead", 30, 5, "",
+      "pools: [training]\n"
+      "nodes:\n  - {name: bench-node, gpus: 8, gpu_model: H100-80GB, gpu_memory_gib: 80, nvlink: 2x4}\n"
+      "queues:\n  - {name: research, guaranteed_gpus: 8}\n"
+      "projects:\n  - {name: llm, tenant: research, tier: standard, queue: research}\n");
+  if (!started) return 1;
+  const fs::path dir = started->dir;
+  const pid_t server = started->pid;
   fs::create_directories(dir / "node");
-  const int port = FreePort();
-  WriteServerConfig(dir.string(), port, "admin-token", "agent-token", 30, 5);
-  std::ofstream(dir / "server.yaml", std::ios::app)
-      << "cluster_file: cluster.yaml\n";
-  std::ofstream(dir / "cluster.yaml")
-      << "pools: [training]\n"
-         "nodes:\n  - {name: bench-node, gpus: 8, gpu_model: H100-80GB, gpu_memory_gib: 80, nvlink: 2x4}\n"
-         "queues:\n  - {name: research, guaranteed_gpus: 8}\n"
-         "projects:\n  - {name: llm, tenant: research, tier: standard, queue: research}\n";
-  const pid_t server = Spawn({tidal, "server", "--config", (dir / "server.yaml").string()},
-                             (dir / "server.log").string());
-  if (!WaitReady(port, 30)) {
-    std::cerr << "server did not start; see " << (dir / "server.log") << "\n";
-    Stop(server);
-    return 1;
-  }
-  const std::string url = fmt::format("http://127.0.0.1:{}", port);
+  const std::string url = started->url();
   // The agent at its defaults: 100 ms loop, heartbeat and GPU sample every 5 s.
   const pid_t agent = Spawn({tidal, "agent", "--server", url, "--name", "bench-node", "--gpus",
                              "fake:8xH100-80GB,nvlink=2x4", "--work-dir", (dir / "node").string()},

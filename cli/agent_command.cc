@@ -15,13 +15,11 @@
 #include "agent/agent.h"
 #include "agent/control_plane.h"
 #include "agent/gpu_probe.h"
+#include "agent/stop_signals.h"
 #include "cli/command_registry.h"
 
 namespace tidal::cli {
 namespace {
-
-std::atomic<bool> g_stop{false};
-void OnSignal(int) { g_stop = true; }
 
 struct AgentFlags {
   agent::AgentConfig config;
@@ -38,6 +36,8 @@ struct AgentFlags {
   double log_rate_kib = 1024;
   double default_grace_s = 10;
   double shutdown_grace_s = 10;
+  double orphan_timeout_s = 0;
+  bool keep_pods = false;
 };
 
 bool SplitKeyValue(const std::string& text, std::string& key, std::string& value) {
@@ -96,37 +96,30 @@ int RunAgent(AgentFlags& f) {
   f.config.log_rate_bytes_per_s = f.log_rate_kib * 1024;
   f.config.log_burst_bytes = std::max(f.config.log_rate_bytes_per_s * 4, 64.0 * 1024);
   f.config.default_grace = SecondsF(f.default_grace_s);
+  f.config.orphan_timeout = SecondsF(f.orphan_timeout_s);
   auto server = agent::MakeHttpControlPlane(f.server, f.token);
   if (!server.ok()) {
     std::cerr << server.status().message() << "\n";
     return 2;
   }
 
-  struct sigaction sa {};
-  sa.sa_handler = OnSignal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-
+  const std::atomic<bool>& stop = agent::InstallStopSignals();
   agent::Agent node(f.config, **probe, **server);
-  // The server may still be starting (tidal up starts both at once).
-  Status started;
-  while (!g_stop) {
-    started = node.Start(agent::WallClockMs());
-    if (started.ok()) break;
-    if (started.code() != StatusCode::kUnavailable) {
-      std::cerr << fmt::format("agent {}: {}\n", f.config.name, started.message());
-      return 1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // An unreachable server (tidal up starts both at once) is retried by the
+  // sync loop; pods left by an earlier agent are adopted here.
+  Status started = node.Start(agent::WallClockMs());
+  if (!started.ok()) {
+    std::cerr << fmt::format("agent {}: {}\n", f.config.name, started.message());
+    node.Detach();  // adopted pods wait (orphan timeout) for a correctly started agent
+    return 1;
   }
-  if (g_stop) return 0;
-  fmt::print(stderr, "agent {}: registered with {} ({} GPUs), work dir {}\n", f.config.name,
+  fmt::print(stderr, "agent {}: started against {} ({} GPUs), work dir {}\n", f.config.name,
              f.server, node.inventory().gpus.size(), f.config.work_dir);
-  while (!g_stop) {
-    node.Step(agent::WallClockMs());
-    std::this_thread::sleep_for(std::chrono::milliseconds(f.tick_ms));
+  node.Run([&stop] { return stop.load(); }, std::chrono::milliseconds(f.tick_ms));
+  if (f.keep_pods) {
+    fmt::print(stderr, "agent {}: leaving pods to the next agent\n", f.config.name);
+    node.Detach();
+    return 0;
   }
   fmt::print(stderr, "agent {}: stopping pods\n", f.config.name);
   node.Shutdown(SecondsF(f.shutdown_grace_s));
@@ -172,6 +165,11 @@ RegisterCommand reg([](CLI::App& root) {
                   "Grace for pods the server stopped listing")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--shutdown-grace-s", flags->shutdown_grace_s, "Grace for pods at agent exit")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--keep-pods", flags->keep_pods,
+                "On SIGTERM/SIGINT leave pods running for a restarted agent to adopt");
+  cmd->add_option("--orphan-timeout-s", flags->orphan_timeout_s,
+                  "How long pods outlive a dead agent (0 = half the server's lease)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->callback([flags] {
     if (flags->config.name.empty()) {

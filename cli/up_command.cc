@@ -1,5 +1,7 @@
 // `tidal up`: a whole cluster on this machine (agent/local_cluster.h) with an
-// example mix of real processes, until Ctrl-C.
+// example mix of real processes, until Ctrl-C / SIGTERM, or for a set time
+// (`--for 60s`) after which it prints a summary (what ran, what completed,
+// preemptions) and stops everything it started.
 #include <signal.h>
 #include <unistd.h>
 
@@ -9,6 +11,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <set>
 #include <thread>
 
 #include <CLI/CLI.hpp>
@@ -18,6 +21,7 @@
 
 #include "agent/local_cluster.h"
 #include "agent/pod_process.h"
+#include "agent/stop_signals.h"
 #include "cli/command_registry.h"
 
 namespace tidal::cli {
@@ -26,9 +30,6 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-std::atomic<bool> g_stop{false};
-void OnSignal(int) { g_stop = true; }
-
 struct UpFlags {
   int nodes = 3;
   int gpus_per_node = 4;
@@ -36,10 +37,12 @@ struct UpFlags {
   std::string work_dir;
   bool no_mix = false;
   double duration_s = 0;
+  std::string run_for;  // --for: "90s", "2m", "500ms", "1h" or plain seconds
   double load_rps = 4;
   double surge_rps = 40;
   double surge_at_s = 60;
   double surge_for_s = 60;
+  bool surge_set = false;  // --surge-at-s or --surge-for-s given
 };
 
 std::string SelfPath() {
@@ -49,7 +52,8 @@ std::string SelfPath() {
 }
 
 // The example mix: an inference service with a load generator, a training
-// gang that checkpoints, a batch job and a debug session that sits idle.
+// gang that checkpoints, a long and a short batch job and a debug session
+// that sits idle.
 std::vector<json> ExampleMix(const std::string& examples, int gpus_per_node, int serving_gpus) {
   const int gang_gpus = std::max(1, gpus_per_node / 2);
   return {
@@ -67,10 +71,86 @@ std::vector<json> ExampleMix(const std::string& examples, int gpus_per_node, int
       {{"name", "nightly-eval"}, {"kind", "batch_inference"}, {"project", "llm"},
        {"gpus_per_replica", 1}, {"replicas", 1}, {"duration_s", 60},
        {"command", {examples + "/trainer", "--steps", "600", "--step-ms", "100"}}},
+      // Short, so that even a brief `--for` run shows a completion.
+      {{"name", "smoke-test"}, {"kind", "batch_inference"}, {"project", "llm"},
+       {"gpus_per_replica", 1}, {"replicas", 1}, {"duration_s", 10},
+       {"command", {examples + "/trainer", "--steps", "30", "--step-ms", "100"}}},
       {{"name", "notebook"}, {"kind", "debug"}, {"project", "sandbox"}, {"gpus_per_replica", 1},
        {"max_runtime_s", 3600},
        {"command", {examples + "/trainer", "--idle", "--steps", "100000000"}}},
   };
+}
+
+// "90s", "2m", "1h", "500ms", or a plain number of seconds.
+StatusOr<double> ParseDurationSeconds(const std::string& text) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return InvalidArgument(fmt::format("--for '{}': expected e.g. 60s, 2m, 500ms", text));
+  }
+  const std::string unit = text.substr(used);
+  static const std::map<std::string, double> kScale = {
+      {"", 1}, {"s", 1}, {"ms", 0.001}, {"m", 60}, {"min", 60}, {"h", 3600}};
+  auto it = kScale.find(unit);
+  if (it == kScale.end() || value <= 0) {
+    return InvalidArgument(fmt::format("--for '{}': expected a positive duration like 60s, 2m, 500ms", text));
+  }
+  return value * it->second;
+}
+
+// The end of a timed run: which workloads were placed (ran), which finished
+// and how, every preemption with its cause and preemptor, and what still
+// ran when the time was up.
+void PrintSummary(const agent::LocalCluster& cluster, double elapsed_s) {
+  auto list = cluster.Get("/v1/workloads");
+  auto audit = cluster.Get("/v1/audit?limit=10000");
+  if (!list.ok() || !audit.ok()) {
+    fmt::print("tidal up: summary unavailable: {}\n",
+               (!list.ok() ? list.status() : audit.status()).message());
+    return;
+  }
+  std::map<uint64_t, json> workloads;
+  for (const json& w : (*list)["workloads"]) workloads[w.value("id", uint64_t{0})] = w;
+  auto name = [&](uint64_t id) {
+    auto it = workloads.find(id);
+    return it == workloads.end() ? fmt::format("w{}", id) : it->second.value("name", "?");
+  };
+  std::set<uint64_t> placed;
+  std::vector<std::string> preemptions;
+  for (const json& row : (*audit)["audit"]) {
+    const std::string action = row.value("action", "");
+    const uint64_t id = row.contains("workload") && row["workload"].is_number() ? row["workload"].get<uint64_t>() : 0;
+    if (action == "place") placed.insert(id);
+    if (action == "preempt" || action == "reclaim") {
+      const json detail = row.value("detail", json::object());
+      std::string line = fmt::format("{} (cause {}", name(id), detail.value("cause", "?"));
+      if (detail.contains("preemptor") && detail["preemptor"].is_number()) {
+        line += fmt::format(", for {}", name(detail["preemptor"].get<uint64_t>()));
+      }
+      preemptions.push_back(line + ")");
+    }
+  }
+  std::vector<std::string> ran, finished, running;
+  for (const auto& [id, w] : workloads) {
+    const std::string state = w.value("state", "?");
+    if (placed.count(id)) ran.push_back(fmt::format("{} ({})", name(id), w.value("kind", "?")));
+    if (state == "succeeded" || state == "failed" || state == "cancelled") {
+      finished.push_back(fmt::format("{} {}", name(id), state));
+    }
+    if (state == "running") running.push_back(name(id));
+  }
+  auto join = [](const std::vector<std::string>& items) {
+    return items.empty() ? std::string("none") : fmt::format("{}", fmt::join(items, ", "));
+  };
+  fmt::print("tidal up: summary after {:.0f} s\n"
+             "  ran:        {}\n"
+             "  completed:  {}\n"
+             "  preempted:  {}\n"
+             "  running:    {}\n",
+             elapsed_s, join(ran), join(finished), join(preemptions), join(running));
+  std::fflush(stdout);
 }
 
 void PrintStatus(const agent::LocalCluster& cluster) {
@@ -93,18 +173,29 @@ void PrintStatus(const agent::LocalCluster& cluster) {
 }
 
 int RunUp(const UpFlags& f) {
+  double run_for_s = f.duration_s;
+  if (!f.run_for.empty()) {
+    auto parsed = ParseDurationSeconds(f.run_for);
+    if (!parsed.ok()) {
+      std::cerr << parsed.status().message() << "\n";
+      return 2;
+    }
+    run_for_s = *parsed;
+  }
+  UpFlags load = f;
+  if (run_for_s > 0 && !f.surge_set) {
+    // A timed run is a demonstration: surge after a quarter of it and hold
+    // to the end, so that the summary shows the service taking GPUs back.
+    load.surge_at_s = run_for_s / 4;
+    load.surge_for_s = run_for_s;
+  }
   agent::LocalClusterOptions options;
   options.tidal_binary = SelfPath();
   options.work_dir = f.work_dir.empty() ? fmt::format("/tmp/tidal-up-{}", getpid()) : f.work_dir;
   options.nodes = agent::DefaultLocalNodes(f.nodes, f.gpus_per_node);
   options.server_port = f.port;
   options.debug_idle_limit_s = 60;
-  struct sigaction sa {};
-  sa.sa_handler = OnSignal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  const std::atomic<bool>& stop = agent::InstallStopSignals();
 
   fmt::print("tidal up: starting a server and {} agents with {} fake GPUs each in {}\n", f.nodes,
              f.gpus_per_node, options.work_dir);
@@ -148,9 +239,10 @@ int RunUp(const UpFlags& f) {
       for (size_t i = 0; i < options.nodes.size(); ++i) dirs.push_back((*cluster)->node_dir(i));
       agent::ProcessSpec spec;
       spec.argv = {examples + "/loadgen", "--service", "chat", "--discover",
-                   fmt::format("{}", fmt::join(dirs, ",")), "--rps", fmt::format("{}", f.load_rps),
-                   "--surge-at-s", fmt::format("{}", f.surge_at_s), "--surge-rps",
-                   fmt::format("{}", f.surge_rps), "--surge-for-s", fmt::format("{}", f.surge_for_s)};
+                   fmt::format("{}", fmt::join(dirs, ",")), "--rps", fmt::format("{}", load.load_rps),
+                   "--surge-at-s", fmt::format("{}", load.surge_at_s), "--surge-rps",
+                   fmt::format("{}", load.surge_rps), "--surge-for-s",
+                   fmt::format("{}", load.surge_for_s)};
       spec.env = {"PATH=/usr/bin:/bin"};
       spec.stdout_path = spec.stderr_path = options.work_dir + "/loadgen.log";
       auto started = agent::PodProcess::Start(spec);
@@ -158,7 +250,8 @@ int RunUp(const UpFlags& f) {
         loadgen = std::move(started).value();
         fmt::print("tidal up: load generator: {} req/s, surging to {} req/s at t={}s for {}s "
                    "(log {}/loadgen.log)\n",
-                   f.load_rps, f.surge_rps, f.surge_at_s, f.surge_for_s, options.work_dir);
+                   load.load_rps, load.surge_rps, load.surge_at_s, load.surge_for_s,
+                   options.work_dir);
       } else {
         std::cerr << "tidal up: load generator: " << started.status().message() << "\n";
       }
@@ -166,23 +259,49 @@ int RunUp(const UpFlags& f) {
   }
   const auto start = std::chrono::steady_clock::now();
   auto next_status = start;
-  while (!g_stop) {
+  bool timed_out = false;
+  while (!stop) {
     const auto now = std::chrono::steady_clock::now();
-    if (f.duration_s > 0 && now - start >= std::chrono::duration<double>(f.duration_s)) break;
+    if (run_for_s > 0 && now - start >= std::chrono::duration<double>(run_for_s)) {
+      timed_out = true;
+      break;
+    }
     if (now >= next_status) {
       PrintStatus(**cluster);
       next_status = now + std::chrono::seconds(10);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+  if (timed_out) {
+    PrintSummary(**cluster, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
   fmt::print("tidal up: stopping\n");
   std::fflush(stdout);
+  // Every process group started here, directly or by an agent, to check
+  // that none outlives the stop.
+  std::set<pid_t> groups = {(*cluster)->server_pid()};
+  for (size_t i = 0; i < options.nodes.size(); ++i) groups.insert((*cluster)->agent_pid(i));
+  for (const json& pod : (*cluster)->LocalPods()) groups.insert(pod.value("pid", -1));
   if (loadgen) {
+    groups.insert(loadgen->pid());
     loadgen->SignalGroup(SIGTERM);
     loadgen.reset();
   }
   (*cluster)->Stop();
-  fmt::print("tidal up: stopped\n");
+  std::vector<pid_t> left;
+  for (pid_t g : groups) {
+    if (g <= 0) continue;
+    for (int i = 0; i < 100 && agent::ProcessGroupAlive(g); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (agent::ProcessGroupAlive(g)) left.push_back(g);
+  }
+  if (!left.empty()) {
+    fmt::print("tidal up: stopped, but process groups {} are still alive\n", fmt::join(left, ", "));
+    return 1;
+  }
+  fmt::print("tidal up: stopped; none of the {} process groups it started is left\n",
+             groups.size() - groups.count(-1));
   return 0;
 }
 
@@ -197,14 +316,21 @@ RegisterCommand reg([](CLI::App& root) {
   cmd->add_option("--port", flags->port, "Server port (0 = a free one)")->capture_default_str();
   cmd->add_option("--work-dir", flags->work_dir, "Where state and logs go (default /tmp/tidal-up-PID)");
   cmd->add_flag("--no-mix", flags->no_mix, "Start the cluster only; submit nothing");
-  cmd->add_option("--duration-s", flags->duration_s, "Stop after this long (0 = at Ctrl-C)")
+  cmd->add_option("--for", flags->run_for,
+                  "Run this long (60s, 2m, 500ms), print a summary and stop (default: until Ctrl-C)");
+  cmd->add_option("--duration-s", flags->duration_s, "Like --for, in seconds, no summary")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--load-rps", flags->load_rps, "Inference load")->capture_default_str();
   cmd->add_option("--surge-rps", flags->surge_rps, "Inference load during the surge")
       ->capture_default_str();
-  cmd->add_option("--surge-at-s", flags->surge_at_s, "When the surge starts")->capture_default_str();
+  cmd->add_option("--surge-at-s", flags->surge_at_s,
+                  "When the surge starts (with --for: a quarter into the run)")
+      ->capture_default_str();
   cmd->add_option("--surge-for-s", flags->surge_for_s, "How long it lasts")->capture_default_str();
-  cmd->callback([flags] { ExitCode() = RunUp(*flags); });
+  cmd->callback([flags, cmd] {
+    flags->surge_set = cmd->count("--surge-at-s") + cmd->count("--surge-for-s") > 0;
+    ExitCode() = RunUp(*flags);
+  });
 });
 
 }  // namespace

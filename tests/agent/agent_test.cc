@@ -3,7 +3,10 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <atomic>
+#include <algorithm>
 #include <functional>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -15,6 +18,7 @@
 #include "agent/control_plane.h"
 #include "agent/fake_gpu_probe.h"
 #include "agent/pod_process.h"
+#include "tests/support/agent_fixtures.h"
 
 namespace tidal::agent {
 namespace {
@@ -22,19 +26,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-fs::path TempDir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("tidal_agent_" + name + "_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using tidal::testing::ReadWholeFile;
+using tidal::testing::WaitUntil;
+using std::chrono::milliseconds;
 
 // Records what the agent sends and answers heartbeats with `pods`.
 class FakeServer final : public ControlPlane {
@@ -94,19 +88,19 @@ json PodJson(int rank, std::vector<std::string> command, std::vector<int> gpus) 
 class AgentTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = tidal::testing::FreshTempDir(
+        "tidal_agent", ::testing::UnitTest::GetInstance()->current_test_info()->name());
     auto spec = ParseFakeGpuSpec("4xH100-80GB,nvlink=2x2,faults=" + (dir_ / "faults").string());
     ASSERT_TRUE(spec.ok());
     probe_ = std::make_unique<FakeGpuProbe>(*spec);
-    AgentConfig config;
-    config.name = "n1";
-    config.work_dir = (dir_ / "work").string();
-    config.labels = {{"team", "nlp"}};
-    config.taints = {{"dedicated", "nlp"}};
-    config.sync_interval = std::chrono::milliseconds(50);
-    config.default_grace = std::chrono::milliseconds(300);
-    config.sample_interval = std::chrono::milliseconds(200);
-    agent_ = std::make_unique<Agent>(config, *probe_, server_);
+    config_.name = "n1";
+    config_.work_dir = (dir_ / "work").string();
+    config_.labels = {{"team", "nlp"}};
+    config_.taints = {{"dedicated", "nlp"}};
+    config_.sync_interval = std::chrono::milliseconds(50);
+    config_.default_grace = std::chrono::milliseconds(300);
+    config_.sample_interval = std::chrono::milliseconds(200);
+    agent_ = std::make_unique<Agent>(config_, *probe_, server_);
     ASSERT_TRUE(agent_->Start(WallClockMs()).ok());
   }
   void TearDown() override {
@@ -124,6 +118,7 @@ class AgentTest : public ::testing::Test {
   }
 
   fs::path dir_;
+  AgentConfig config_;
   FakeServer server_;
   std::unique_ptr<FakeGpuProbe> probe_;
   std::unique_ptr<Agent> agent_;
@@ -150,14 +145,14 @@ TEST_F(AgentTest, RunsDesiredPodsWithLocalRanksAndReportsExits) {
     EXPECT_EQ(e["reason"], "completed");
   }
   EXPECT_EQ(server_.PhaseEvents("running").size(), 2u);
-  const std::string rank1 = ReadFile(dir_ / "work/pods/5-r1-a0-0/stdout.log");
+  const std::string rank1 = ReadWholeFile(dir_ / "work/pods/5-r1-a0-0/stdout.log");
   EXPECT_NE(rank1.find("RANK=1\n"), std::string::npos);
   EXPECT_NE(rank1.find("LOCAL_RANK=1\n"), std::string::npos);
   EXPECT_NE(rank1.find("CUDA_VISIBLE_DEVICES=2,3\n"), std::string::npos);
   EXPECT_NE(rank1.find("MASTER_PORT=29505\n"), std::string::npos);
   EXPECT_NE(rank1.find("TIDAL_CHECKPOINT_DIR=" + (dir_ / "work/checkpoints/w5").string()),
             std::string::npos);
-  EXPECT_NE(ReadFile(dir_ / "work/pods/5-r0-a0-1/stdout.log").find("LOCAL_RANK=0\n"),
+  EXPECT_NE(ReadWholeFile(dir_ / "work/pods/5-r0-a0-1/stdout.log").find("LOCAL_RANK=0\n"),
             std::string::npos);
   // The agent never restarts an exited pod by itself, and forgets it once
   // the server knows of the exit.
@@ -242,7 +237,7 @@ TEST_F(AgentTest, XidForcesAnImmediateHeartbeatMarkingTheGpuUnhealthy) {
   EXPECT_EQ(gpu3["xid"], 79);
   EXPECT_EQ(server_.heartbeats.back()["gpus"][2]["healthy"], true);
   EXPECT_EQ(agent_->failed_gpus(), std::set<int>({3}));
-  EXPECT_NE(ReadFile(dir_ / "work/pods.json").find("\"failed_gpus\": [\n  3\n ]"),
+  EXPECT_NE(ReadWholeFile(dir_ / "work/pods.json").find("\"failed_gpus\": [\n  3\n ]"),
             std::string::npos);
 }
 
@@ -287,6 +282,174 @@ TEST_F(AgentTest, BusyPodsShowGpuUtilizationIdleOnesDoNot) {
   const json& hb = server_.heartbeats.back();
   EXPECT_GT(hb["gpus"][0]["memory_used_gib"].get<double>(), 40.0);  // 60% of 80 GiB = 48
   EXPECT_EQ(hb["gpus"][2]["memory_used_gib"].get<double>(), 0.0);
+}
+
+// Processes (not zombies) with `arg` among their arguments.
+int CountProcessesWithArg(const std::string& arg) {
+  int count = 0;
+  for (const tidal::testing::ProcessInfo& p : tidal::testing::LiveProcesses()) {
+    count += std::count(p.argv.begin(), p.argv.end(), arg) > 0 ? 1 : 0;
+  }
+  return count;
+}
+
+TEST_F(AgentTest, RestartedAgentAdoptsItsRunningPodInsteadOfStartingItAgain) {
+  // $0 of the shell is a marker that names this pod's process alone.
+  const std::string marker = "adopt-marker-" + std::to_string(getpid());
+  server_.pods = json::array({PodJson(
+      0, {"sh", "-c", "trap 'echo bye; exit 0' TERM; while :; do echo tick; sleep 0.05; done",
+          marker},
+      {0})});
+  ASSERT_TRUE(StepUntil([&] { return server_.PhaseEvents("running").size() == 1; }));
+  const PodView before = agent_->Pods().at(0);
+  ASSERT_GT(before.workload_pid, 0);
+  agent_->Detach();
+  agent_.reset();  // the agent goes; its pod stays
+  EXPECT_TRUE(ProcessGroupAlive(before.pid));
+
+  agent_ = std::make_unique<Agent>(config_, *probe_, server_);
+  ASSERT_TRUE(agent_->Start(WallClockMs()).ok());
+  std::vector<PodView> after = agent_->Pods();
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_EQ(after[0].pid, before.pid);
+  EXPECT_EQ(after[0].workload_pid, before.workload_pid);
+  EXPECT_EQ(after[0].pod_dir, before.pod_dir);
+  EXPECT_EQ(after[0].phase, "running");
+  // The server still lists it: no second start, no second process, and its
+  // log (pumped by the new agent now) keeps growing.
+  const fs::path log = fs::path(before.pod_dir) / "stdout.log";
+  const size_t logged = ReadWholeFile(log).size();
+  for (int i = 0; i < 20; ++i) {
+    agent_->Step(WallClockMs());
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  EXPECT_EQ(server_.PhaseEvents("running").size(), 1u);
+  EXPECT_EQ(agent_->Pods().size(), 1u);
+  EXPECT_EQ(CountProcessesWithArg(marker), 1);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_ / "work/pods"), fs::directory_iterator()), 1);
+  EXPECT_TRUE(WaitUntil([&] { return ReadWholeFile(log).size() > logged + 20; }, milliseconds(3000)));
+
+  // The new agent runs the stop protocol and reports the exit.
+  const int64_t now = WallClockMs();
+  server_.pods[0]["desired"] = "stop";
+  server_.pods[0]["notice"] = {{"cause", "priority"}, {"notice_time_ms", now},
+                               {"grace_deadline_ms", now + 5000}, {"signal", "SIGTERM"}};
+  ASSERT_TRUE(StepUntil([&] { return server_.PhaseEvents("exited").size() == 1; }));
+  const std::string reason = server_.PhaseEvents("exited")[0]["reason"];
+  EXPECT_NE(reason.find("stopped (priority): exited with code 0"), std::string::npos) << reason;
+  EXPECT_TRUE(WaitUntil([&] { return !ProcessGroupAlive(before.pid); }, milliseconds(3000)));
+  EXPECT_TRUE(WaitUntil([&] { return ReadWholeFile(log).find("bye\n") != std::string::npos; },
+                        milliseconds(3000)));
+}
+
+TEST_F(AgentTest, ExitWhileNoAgentRanIsReportedByTheNextWithItsCode) {
+  server_.pods = json::array({PodJson(0, {"sh", "-c", "sleep 0.3; exit 3"}, {0})});
+  ASSERT_TRUE(StepUntil([&] { return server_.PhaseEvents("running").size() == 1; }));
+  const pid_t pgid = agent_->Pods().at(0).pid;
+  agent_->Detach();
+  agent_.reset();
+  ASSERT_TRUE(WaitUntil([&] { return !ProcessGroupAlive(pgid); }, milliseconds(5000)));
+  agent_ = std::make_unique<Agent>(config_, *probe_, server_);
+  ASSERT_TRUE(agent_->Start(WallClockMs()).ok());
+  ASSERT_TRUE(StepUntil([&] { return server_.PhaseEvents("exited").size() == 1; }));
+  const json e = server_.PhaseEvents("exited")[0];
+  EXPECT_EQ(e["exit_code"], 3);
+  EXPECT_EQ(e["reason"], "failed: exited with code 3");
+  EXPECT_EQ(server_.PhaseEvents("running").size(), 1u);  // not started again
+}
+
+TEST_F(AgentTest, PodsOfAnAgentThatNeverComesBackDieAfterTheOrphanTimeout) {
+  agent_.reset();
+  config_.orphan_timeout = milliseconds(600);
+  agent_ = std::make_unique<Agent>(config_, *probe_, server_);
+  ASSERT_TRUE(agent_->Start(WallClockMs()).ok());
+  server_.pods = json::array({PodJson(0, {"sleep", "30"}, {0})});
+  ASSERT_TRUE(StepUntil([&] { return server_.PhaseEvents("running").size() == 1; }));
+  const pid_t pgid = agent_->Pods().at(0).pid;
+  agent_->Detach();
+  agent_.reset();
+  // No agent touches the lease file any more: alive for the timeout (0.6 s
+  // after the last touch, which was at most 1 s before), then killed.
+  EXPECT_TRUE(ProcessGroupAlive(pgid));
+  EXPECT_TRUE(WaitUntil([&] { return !ProcessGroupAlive(pgid); }, milliseconds(4000)));
+}
+
+// A server that hangs: once armed, every call after the current heartbeat
+// blocks for `stall_ms`. Called from the agent's sync thread.
+class StallingServer final : public ControlPlane {
+ public:
+  StatusOr<Lease> Register(const json&) override { return Lease{30, 5}; }
+  StatusOr<json> Heartbeat(const std::string&, const json&) override {
+    Stall();
+    std::lock_guard lock(mu);
+    if (arm) {
+      arm = false;
+      stall_ms = 2000;
+    }
+    return json{{"pods", pods}};
+  }
+  Status ReportEvents(const std::string&, const json& body) override {
+    Stall();
+    std::lock_guard lock(mu);
+    for (const json& e : body["events"]) events.push_back(e);
+    return Status::Ok();
+  }
+  void Stall() {
+    int ms;
+    {
+      std::lock_guard lock(mu);
+      ms = stall_ms;
+    }
+    std::this_thread::sleep_for(milliseconds(ms));
+  }
+
+  std::mutex mu;
+  json pods = json::array();
+  std::vector<json> events;
+  bool arm = false;
+  int stall_ms = 0;
+};
+
+TEST_F(AgentTest, AHangingServerDoesNotDelayTheGraceDeadlineKill) {
+  agent_.reset();
+  StallingServer server;
+  Agent agent(config_, *probe_, server);
+  ASSERT_TRUE(agent.Start(WallClockMs()).ok());
+  {
+    std::lock_guard lock(server.mu);
+    // Ignores SIGTERM: only the SIGKILL at the deadline ends it.
+    server.pods = json::array({PodJson(0, {"sh", "-c", "trap '' TERM; while :; do sleep 0.05; done"}, {0})});
+  }
+  std::atomic<bool> stop{false};
+  std::thread loop([&] { agent.Run([&] { return stop.load(); }, milliseconds(20)); });
+  auto phase = [&] {
+    std::vector<PodView> pods = agent.Pods();
+    return pods.empty() ? std::string() : pods[0].phase;
+  };
+  ASSERT_TRUE(WaitUntil([&] { return phase() == "running"; }, milliseconds(5000)));
+  const int64_t notice_ms = WallClockMs();
+  {
+    std::lock_guard lock(server.mu);
+    server.pods[0]["desired"] = "stop";
+    server.pods[0]["notice"] = {{"cause", "priority"}, {"notice_time_ms", notice_ms},
+                                {"grace_deadline_ms", notice_ms + 300}, {"signal", "SIGTERM"}};
+    server.arm = true;  // the reply with the notice is the last quick one
+  }
+  // Notice within a sync (50 ms), SIGKILL 300 ms later, reaped on the next
+  // tick: well under 1.5 s, while every server call now hangs for 2 s.
+  EXPECT_TRUE(WaitUntil([&] { return phase() == "exited"; }, milliseconds(1500)));
+  EXPECT_LT(WallClockMs() - notice_ms, 1500);
+  // The exit reaches the server once it answers again.
+  EXPECT_TRUE(WaitUntil([&] {
+    std::lock_guard lock(server.mu);
+    return !server.events.empty() && server.events.back().value("phase", "") == "exited";
+  }, milliseconds(8000)));
+  stop = true;
+  loop.join();
+  std::lock_guard lock(server.mu);
+  ASSERT_FALSE(server.events.empty());
+  const std::string reason = server.events.back()["reason"];
+  EXPECT_NE(reason.find("killed by SIGKILL at the grace deadline"), std::string::npos) << reason;
 }
 
 }  // namespace

@@ -14,26 +14,18 @@
 #include "agent/pod_process.h"
 #include "agent/rotating_log.h"
 #include "agent/token_bucket.h"
+#include "tests/support/agent_fixtures.h"
 
 namespace tidal::agent {
 namespace {
 
 namespace fs = std::filesystem;
+using tidal::testing::ReadWholeFile;
+using tidal::testing::WaitUntil;
 using std::chrono::milliseconds;
 
 fs::path TempDir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() /
-                 ("tidal_pod_process_" + name + "_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return tidal::testing::FreshTempDir("tidal_pod_process", name);
 }
 
 ProcessSpec Spec(const fs::path& dir, std::vector<std::string> argv) {
@@ -44,15 +36,6 @@ ProcessSpec Spec(const fs::path& dir, std::vector<std::string> argv) {
   spec.stdout_path = (dir / "stdout.log").string();
   spec.stderr_path = (dir / "stderr.log").string();
   return spec;
-}
-
-bool WaitUntil(const std::function<bool()>& cond, milliseconds timeout) {
-  const auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return cond();
 }
 
 TEST(TokenBucketTest, GrantsBurstThenRate) {
@@ -77,9 +60,9 @@ TEST(RotatingLogTest, RotatesBySizeAndKeepsMaxFiles) {
   // kept: "aaaaaaaaaa" (first 10) falls off.
   ASSERT_TRUE(log.Write(std::string(10, 'a') + std::string(10, 'b')).ok());
   ASSERT_TRUE(log.Write(std::string(10, 'c') + "ddddd").ok());
-  EXPECT_EQ(ReadFile(path), "ddddd");
-  EXPECT_EQ(ReadFile(path + ".1"), std::string(10, 'c'));
-  EXPECT_EQ(ReadFile(path + ".2"), std::string(10, 'b'));
+  EXPECT_EQ(ReadWholeFile(path), "ddddd");
+  EXPECT_EQ(ReadWholeFile(path + ".1"), std::string(10, 'c'));
+  EXPECT_EQ(ReadWholeFile(path + ".2"), std::string(10, 'b'));
   EXPECT_FALSE(fs::exists(path + ".3"));
   fs::remove_all(dir);
 }
@@ -92,14 +75,14 @@ TEST(PodProcessTest, PassesExactlyTheGivenEnvironmentAndArgv) {
   ASSERT_TRUE(proc.ok()) << proc.status().ToString();
   EXPECT_TRUE((*proc)->Wait().success());
   proc->reset();  // joins the log pump
-  EXPECT_EQ(ReadFile(dir / "stdout.log"), "PATH=/usr/bin:/bin\nRANK=3\nCUDA_VISIBLE_DEVICES=4,5\n");
+  EXPECT_EQ(ReadWholeFile(dir / "stdout.log"), "PATH=/usr/bin:/bin\nRANK=3\nCUDA_VISIBLE_DEVICES=4,5\n");
 
   // argv goes through verbatim: no shell expands "$HOME" or splits words.
   auto echo = PodProcess::Start(Spec(dir, {"echo", "$HOME", "a b"}));
   ASSERT_TRUE(echo.ok());
   (*echo)->Wait();
   echo->reset();
-  EXPECT_EQ(ReadFile(dir / "stdout.log"),
+  EXPECT_EQ(ReadWholeFile(dir / "stdout.log"),
             "PATH=/usr/bin:/bin\nRANK=3\nCUDA_VISIBLE_DEVICES=4,5\n$HOME a b\n");
   fs::remove_all(dir);
 }
@@ -112,7 +95,7 @@ TEST(PodProcessTest, ReportsExitCodeSignalAndExecFailure) {
   EXPECT_EQ(s.exit_code, 3);
   EXPECT_EQ(s.Describe(), "exited with code 3");
   fail->reset();
-  EXPECT_EQ(ReadFile(dir / "stderr.log"), "oops\n");
+  EXPECT_EQ(ReadWholeFile(dir / "stderr.log"), "oops\n");
 
   auto missing = PodProcess::Start(Spec(dir, {"/nonexistent/trainer"}));
   ASSERT_FALSE(missing.ok());
@@ -136,7 +119,7 @@ TEST(PodProcessTest, OwnProcessGroupAndSignalReachesChildren) {
   const pid_t pgid = (*proc)->pid();
   EXPECT_EQ(getpgid(pgid), pgid);
   EXPECT_NE(getpgid(0), pgid);  // not the test's group
-  ASSERT_TRUE(WaitUntil([&] { return ReadFile(dir / "stdout.log") == "started\n"; }, milliseconds(5000)));
+  ASSERT_TRUE(WaitUntil([&] { return ReadWholeFile(dir / "stdout.log") == "started\n"; }, milliseconds(5000)));
   EXPECT_TRUE((*proc)->GroupAlive());
   EXPECT_TRUE((*proc)->SignalGroup(SIGTERM));
   EXPECT_EQ((*proc)->Wait().term_signal, SIGTERM);
@@ -173,7 +156,7 @@ TEST(PodProcessTest, LogRateCapDropsExcessAndSaysSo) {
   // 1000 B/s refills while it runs, and the note).
   EXPECT_GE(size, 10000u);
   EXPECT_LT(size, 20000u);
-  EXPECT_NE(ReadFile(dir / "stdout.log").find("[tidal] log rate limit: dropped"), std::string::npos);
+  EXPECT_NE(ReadWholeFile(dir / "stdout.log").find("[tidal] log rate limit: dropped"), std::string::npos);
   fs::remove_all(dir);
 }
 
@@ -190,6 +173,48 @@ TEST(PodProcessTest, LogsRotateWhileThePodWrites) {
   EXPECT_EQ(fs::file_size(dir / "stdout.log.2"), 10000u);
   EXPECT_EQ(fs::file_size(dir / "stdout.log.1"), 10000u);
   EXPECT_EQ(fs::file_size(dir / "stdout.log"), 5000u);
+  fs::remove_all(dir);
+}
+
+TEST(PodProcessTest, DetachedProcessIsAdoptedWithItsLogsAndExitStatus) {
+  fs::path dir = TempDir("adopt");
+  ProcessSpec spec = Spec(dir, {"sh", "-c", "echo one; sleep 0.5; echo two; exit 4"});
+  pid_t pgid = -1, workload = -1;
+  uint64_t ticks = 0;
+  {
+    auto proc = PodProcess::Start(spec);
+    ASSERT_TRUE(proc.ok()) << proc.status().ToString();
+    pgid = (*proc)->pid();
+    workload = (*proc)->workload_pid();
+    ticks = (*proc)->start_ticks();
+    EXPECT_NE(pgid, workload);  // the keeper leads the group, the workload is in it
+    EXPECT_EQ(getpgid(workload), pgid);
+    ASSERT_TRUE(WaitUntil([&] { return ReadWholeFile(dir / "stdout.log") == "one\n"; },
+                          milliseconds(5000)));
+    (*proc)->Detach();
+  }  // the agent's side goes away; the process does not
+  EXPECT_TRUE(ProcessGroupAlive(pgid));
+  auto adopted = PodProcess::Adopt(spec, pgid, workload, ticks);
+  ASSERT_TRUE(adopted.ok()) << adopted.status().ToString();
+  // The status comes from the keeper's file: 4, not a guess.
+  EXPECT_EQ((*adopted)->Wait().Describe(), "exited with code 4");
+  adopted->reset();
+  EXPECT_EQ(ReadWholeFile(dir / "stdout.log"), "one\ntwo\n");
+  fs::remove_all(dir);
+}
+
+TEST(PodProcessTest, GroupKilledWithItsKeeperReadsAsSigkill) {
+  fs::path dir = TempDir("adoptkill");
+  ProcessSpec spec = Spec(dir, {"sleep", "30"});
+  auto proc = PodProcess::Start(spec);
+  ASSERT_TRUE(proc.ok());
+  const pid_t pgid = (*proc)->pid();
+  auto adopted = PodProcess::Adopt(spec, pgid, (*proc)->workload_pid(), (*proc)->start_ticks());
+  ASSERT_TRUE(adopted.ok());
+  EXPECT_FALSE((*adopted)->Poll().has_value());
+  EXPECT_TRUE((*adopted)->SignalGroup(SIGKILL));  // no one is left to write a status
+  EXPECT_EQ((*proc)->Wait().Describe(), "killed by SIGKILL");  // reaped by its parent
+  EXPECT_EQ((*adopted)->Wait().Describe(), "killed by SIGKILL");
   fs::remove_all(dir);
 }
 

@@ -18,25 +18,17 @@
 #include "agent/pod_env.h"
 #include "agent/pod_spec.h"
 #include "agent/start_limiter.h"
+#include "tests/support/agent_fixtures.h"
 
 namespace tidal::agent {
 namespace {
 
 namespace fs = std::filesystem;
+using tidal::testing::ReadWholeFile;
 using nlohmann::json;
 
 fs::path TempDir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("tidal_pod_" + name + "_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return tidal::testing::FreshTempDir("tidal_pod", name);
 }
 
 PodSpec ShellPod(const std::string& script, uint64_t workload = 7) {
@@ -153,13 +145,13 @@ TEST(PodStopTest, NoticeFileSignalAndCheckpointInTime) {
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].phase, "running");
   // Let the shell install its trap.
-  for (int i = 0; i < 500 && ReadFile(dir / "pod/stdout.log") != "up\n"; ++i) {
+  for (int i = 0; i < 500 && ReadWholeFile(dir / "pod/stdout.log") != "up\n"; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   const int64_t now = WallClockMs();
   pod.Stop(StopNotice{"priority", 1000, 31000, SIGTERM}, now, events);
   EXPECT_EQ(pod.phase(), Pod::Phase::kStopping);
-  json notice = json::parse(ReadFile(pod.notice_file()));
+  json notice = json::parse(ReadWholeFile(pod.notice_file()));
   EXPECT_EQ(notice["cause"], "priority");
   EXPECT_EQ(notice["local_deadline_ms"], now + 30000);  // grace = 31000 - 1000
   events = RunUntilExit(pod, 5000);
@@ -173,7 +165,7 @@ TEST(PodStopTest, NoticeFileSignalAndCheckpointInTime) {
   EXPECT_GT(exit.checkpoint_time_ms, 0);
   EXPECT_NE(exit.reason.find("stopped (priority)"), std::string::npos) << exit.reason;
   // The workload saw the notice: the checkpoint is a copy of it.
-  EXPECT_EQ(json::parse(ReadFile(dir / "ckpt/ckpt"))["cause"], "priority");
+  EXPECT_EQ(json::parse(ReadWholeFile(dir / "ckpt/ckpt"))["cause"], "priority");
   fs::remove_all(dir);
 }
 
@@ -182,7 +174,7 @@ TEST(PodStopTest, IgnoredSignalGetsSigkillAtTheGraceDeadline) {
   Pod pod(ShellPod("trap '' TERM; echo up; sleep 30"), Options(dir));
   std::vector<PodEvent> events;
   pod.TryLaunch(WallClockMs(), events);
-  for (int i = 0; i < 500 && ReadFile(dir / "pod/stdout.log") != "up\n"; ++i) {
+  for (int i = 0; i < 500 && ReadWholeFile(dir / "pod/stdout.log") != "up\n"; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   const int64_t notice_ms = WallClockMs();

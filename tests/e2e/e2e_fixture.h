@@ -56,17 +56,30 @@ inline std::map<std::string, std::string> TrainerStart(const std::string& pod_di
   return kv;
 }
 
+// TIDAL_BINARY_DIR when `tidal` and the example workloads are built there;
+// else "" with the reason in `why` (the test then skips).
+inline std::string BuiltBinaryDir(std::string& why) {
+  const char* bin = std::getenv("TIDAL_BINARY_DIR");
+  if (bin == nullptr) {
+    why = "TIDAL_BINARY_DIR not set (run through ctest)";
+    return "";
+  }
+  const std::string dir = bin;
+  if (access((dir + "/tidal").c_str(), X_OK) != 0 ||
+      access((dir + "/examples/trainer").c_str(), X_OK) != 0) {
+    why = "build the tidal and example_* targets first";
+    return "";
+  }
+  return dir;
+}
+
 class E2eTest : public ::testing::Test {
  protected:
   // Starts the cluster; skips when the binaries were not built.
   void StartCluster(std::vector<agent::LocalNodeOptions> nodes) {
-    const char* bin = std::getenv("TIDAL_BINARY_DIR");
-    if (bin == nullptr) GTEST_SKIP() << "TIDAL_BINARY_DIR not set (run through ctest)";
-    bin_dir_ = bin;
-    if (access((bin_dir_ + "/tidal").c_str(), X_OK) != 0 ||
-        access((bin_dir_ + "/examples/trainer").c_str(), X_OK) != 0) {
-      GTEST_SKIP() << "build the tidal and example_* targets first";
-    }
+    std::string why;
+    bin_dir_ = BuiltBinaryDir(why);
+    if (bin_dir_.empty()) GTEST_SKIP() << why;
     work_dir_ = fs::temp_directory_path() /
                 fmt::format("tidal_e2e_{}_{}",
                             ::testing::UnitTest::GetInstance()->current_test_info()->name(),

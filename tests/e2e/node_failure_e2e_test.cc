@@ -20,18 +20,20 @@ TEST_F(E2eTest, KilledAgentLosesItsNodeAndTheGangRestartsWholeElsewhere) {
   ASSERT_TRUE(WaitFor([&] { return PodsOf(gang, "running").size() == 2; }, 30)) << Pods().dump();
   json before = PodsOf(gang);
   // The server may re-place a rank on the node it ran on before the agent
-  // saw it unlisted; only an attempt number (or the allocation's start time)
-  // in the pod list tells the agent that the listing is a new run.
+  // saw it unlisted; the attempt number in the pod list tells the agent that
+  // the listing is a new run.
   auto listed = cluster_->Get(fmt::format("/v1/agent/nodes/{}/pods", before[0]["node"].get<std::string>()));
   ASSERT_TRUE(listed.ok()) << listed.status().message();
   ASSERT_FALSE((*listed)["pods"].empty());
-  const json& first = (*listed)["pods"][0];
-  const bool has_attempt = first.contains("attempt") || first.contains("start_time_ms");
+  ASSERT_TRUE((*listed)["pods"][0].contains("attempt")) << listed->dump();
+  const int64_t first_attempt = (*listed)["pods"][0]["attempt"];
   const std::string victim_node = before[0]["node"];
   const pid_t victim_pod = before[0]["pid"];
   std::set<std::string> old_dirs = {before[0]["pod_dir"], before[1]["pod_dir"]};
   cluster_->KillAgent(NodeIndex(victim_node), SIGKILL);
-  // Its pod dies with it (no duplicate rank runs on)...
+  // Its pod outlives it only for the orphan timeout (half the 3 s lease), in
+  // case the agent is restarted, and is gone before the node is declared
+  // lost (no duplicate rank runs on)...
   EXPECT_TRUE(WaitFor([&] { return !agent::ProcessGroupAlive(victim_pod); }, 5));
   // ...the server marks the node lost after its lease...
   EXPECT_TRUE(WaitFor([&] {
@@ -42,30 +44,35 @@ TEST_F(E2eTest, KilledAgentLosesItsNodeAndTheGangRestartsWholeElsewhere) {
     }
     return false;
   }, 20));
-  if (!has_attempt) {
-    GTEST_SKIP() << "GET /v1/agent/nodes/{name}/pods carries neither 'attempt' nor "
-                    "'start_time_ms'; without one a rank re-placed on the same node cannot be "
-                    "told from its old run, so the whole-gang restart is not checked "
-                    "(docs/agent.md, 'What the agent needs from the server')";
-  }
-  // ...and the whole gang runs again on the two other nodes, both ranks new.
+  // ...and the whole gang runs again on the two other nodes, both ranks new
+  // (a new attempt, new processes), none left on the lost node.
   ASSERT_TRUE(WaitFor([&] {
     json now = PodsOf(gang, "running");
     if (now.size() != 2) return false;
     for (const json& p : now) {
       if (p["node"] == victim_node || old_dirs.count(p["pod_dir"])) return false;
+      if (p["attempt"].get<int64_t>() <= first_attempt) return false;
     }
     return true;
   }, 40)) << Pods().dump() << Workload(gang).dump();
-  // It resumed from its checkpoint rather than from step 0.
+  EXPECT_FALSE(agent::ProcessGroupAlive(before[1]["pid"].get<pid_t>()))
+      << "the surviving rank's old run must have stopped";
+  // Each rank has a fresh torchrun environment (one rank per node, the
+  // same world) and resumed from the checkpoint rather than from step 0.
+  std::set<std::string> ranks;
   for (const json& p : PodsOf(gang, "running")) {
     std::map<std::string, std::string> env;
     ASSERT_TRUE(WaitFor([&] {
       env = TrainerStart(p["pod_dir"]);
       return !env.empty();
     }, 20));
+    EXPECT_EQ(env["rank"], std::to_string(p["rank"].get<int>())) << p.dump();
+    EXPECT_EQ(env["world_size"], "2") << p.dump();
+    EXPECT_EQ(env["local_rank"], "0") << p.dump();
+    ranks.insert(env["rank"]);
     EXPECT_GT(std::stol(env["resume_step"]), 0) << p.dump();
   }
+  EXPECT_EQ(ranks, (std::set<std::string>{"0", "1"}));
   auto audit = cluster_->Get("/v1/audit?action=node_lost");
   ASSERT_TRUE(audit.ok());
   EXPECT_FALSE((*audit)["audit"].empty());
