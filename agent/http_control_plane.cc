@@ -17,6 +17,9 @@ class HttpControlPlane final : public ControlPlane {
     client_.set_read_timeout(0, usec);
     client_.set_write_timeout(0, usec);
     client_.set_keep_alive(true);
+    // Small JSON requests on a kept-alive connection: without this, Nagle
+    // plus the server's delayed ACK adds ~40 ms to every call.
+    client_.set_tcp_nodelay(true);
     client_.set_default_headers({{"Authorization", "Bearer " + token}});
   }
 
