@@ -175,6 +175,10 @@ class Run {
   std::vector<Job> jobs_;
   std::vector<ServiceTrack> services_;
   std::vector<GpuMask> used_;            // by node
+  // By node: its GPUs minus failed ones (the cluster never changes). With
+  // used_ it keeps snap_.free_gpus, and snap_.allocation_gpus is kept with
+  // the allocations, so a pass need not read every node and allocation.
+  std::vector<GpuMask> base_free_;
   std::vector<bool> node_shared_;        // node in a shared pool
   std::vector<int> node_borrowed_pods_;  // non-inference pods on shared nodes
   std::map<uint32_t, Time> reclaim_started_;
@@ -251,6 +255,12 @@ Status Run::Init() {
   snap_.cluster_version = 1;
   const size_t nodes = snap_.cluster.nodes.size();
   used_.assign(nodes, 0);
+  base_free_.resize(nodes);
+  for (size_t n = 0; n < nodes; ++n) {
+    const Node& node = snap_.cluster.nodes[n];
+    base_free_[n] = node.all_gpus() & ~node.failed_gpus;
+  }
+  snap_.free_gpus = base_free_;
   node_shared_.assign(nodes, false);
   node_borrowed_pods_.assign(nodes, 0);
   for (size_t n = 0; n < nodes; ++n) {
@@ -308,7 +318,7 @@ Status Run::Init() {
       ts.target_p99_ms = static_cast<double>(w.inference.target_p99.count());
       series_.services.push_back(std::move(ts));
     }
-    queue_.Push(j.submit, EventKind::kArrival, i);
+    queue_.PushBulk(j.submit, EventKind::kArrival, i);
     ++unarrived_;
     last_arrival_s = std::max(last_arrival_s, sw.submit_s);
   }
@@ -410,8 +420,10 @@ bool Run::ValidPod(const PodPlacement& p) const {
 
 void Run::TakePod(Job& j, const PodPlacement& p) {
   used_[p.node.value()] |= p.gpus;
+  snap_.free_gpus[p.node.value()] = base_free_[p.node.value()] & ~used_[p.node.value()];
   const int g = std::popcount(p.gpus);
   j.gpus_held += g;
+  if (j.alloc_index >= 0) snap_.allocation_gpus[j.alloc_index] += g;
   queue_used_[j.queue.value()] += g;
   project_gpus_[j.project.value()] += g;
   allocated_gpus_ += g;
@@ -424,8 +436,10 @@ void Run::TakePod(Job& j, const PodPlacement& p) {
 
 void Run::FreePod(Job& j, const PodPlacement& p) {
   used_[p.node.value()] &= ~p.gpus;
+  snap_.free_gpus[p.node.value()] = base_free_[p.node.value()] & ~used_[p.node.value()];
   const int g = std::popcount(p.gpus);
   j.gpus_held -= g;
+  if (j.alloc_index >= 0) snap_.allocation_gpus[j.alloc_index] -= g;
   queue_used_[j.queue.value()] -= g;
   project_gpus_[j.project.value()] -= g;
   allocated_gpus_ -= g;
@@ -450,9 +464,11 @@ void Run::FreeAllocation(Job& j) {
   const int last = static_cast<int>(snap_.allocations.size()) - 1;
   if (idx != last) {
     snap_.allocations[idx] = std::move(snap_.allocations[last]);
+    snap_.allocation_gpus[idx] = snap_.allocation_gpus[last];
     JobOf(snap_.allocations[idx].workload)->alloc_index = idx;
   }
   snap_.allocations.pop_back();
+  snap_.allocation_gpus.pop_back();
   j.alloc_index = -1;
   j.pod_ready.clear();
   if (j.ready != 0) {
@@ -1009,6 +1025,7 @@ void Run::ApplyPlace(const PlaceDecision& d) {
   a.borrowed = d.borrowed;
   for (const PodPlacement& p : a.pods) TakePod(j, p);
   j.alloc_index = static_cast<int>(snap_.allocations.size());
+  snap_.allocation_gpus.push_back(a.gpu_count());
   snap_.allocations.push_back(std::move(a));
   w.state = WorkloadState::kRunning;
   SetPhase(j, Phase::kRunning);

@@ -54,6 +54,36 @@ void AddTo(std::vector<std::pair<uint32_t, int>>& totals, uint32_t index, int gp
   }
 }
 
+// std::popcount compiles to a library call where the target may lack a
+// popcount instruction (the default x86-64 baseline); this runs once per
+// node per pass, so it is spelled out (SWAR: bits summed in 2-, 4-, 8-bit
+// lanes, the bytes added by one multiply).
+int PopCount(GpuMask m) {
+  m = m - ((m >> 1) & 0x5555555555555555ULL);
+  m = (m & 0x3333333333333333ULL) + ((m >> 2) & 0x3333333333333333ULL);
+  m = (m + (m >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
+  return static_cast<int>((m * 0x0101010101010101ULL) >> 56);
+}
+
+// The union of every allocation's GPUs per node, and (when `gpus` is not
+// null) each allocation's GPU count. A stale node id holds nothing.
+void ScanAllocations(const Snapshot& snapshot, std::vector<GpuMask>& used,
+                     std::vector<int>* gpus) {
+  if (gpus != nullptr) {
+    gpus->clear();
+    gpus->reserve(snapshot.allocations.size());
+  }
+  for (const Allocation& a : snapshot.allocations) {
+    int count = 0;
+    for (const PodPlacement& p : a.pods) {
+      count += std::popcount(p.gpus);  // as Allocation::gpu_count()
+      if (p.node.value() >= used.size()) continue;
+      used[p.node.value()] |= p.gpus;
+    }
+    if (gpus != nullptr) gpus->push_back(count);
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<const StaticNodeClasses> StaticNodeClasses::Build(const Cluster& cluster) {
@@ -99,15 +129,51 @@ ClusterState::ClusterState(const Snapshot& snapshot,
   free_.resize(n_nodes);
   bucket_pos_.resize(n_nodes);
 
+  const bool given = !snapshot.free_gpus.empty() || !snapshot.allocation_gpus.empty();
+  if (given) {
+    TIDAL_CHECK(snapshot.free_gpus.size() == n_nodes &&
+                snapshot.allocation_gpus.size() == snapshot.allocations.size())
+        << "snapshot free_gpus has " << snapshot.free_gpus.size() << " nodes (cluster "
+        << n_nodes << ") and allocation_gpus " << snapshot.allocation_gpus.size()
+        << " entries (allocations " << snapshot.allocations.size() << ")";
+#ifndef NDEBUG
+    // The caller's bookkeeping must say what the cluster and allocations say.
+    std::vector<GpuMask> used(n_nodes, 0);
+    std::vector<int> gpus;
+    ScanAllocations(snapshot, used, &gpus);
+    for (size_t i = 0; i < n_nodes; ++i) {
+      const GpuMask want = nodes[i].all_gpus() & ~nodes[i].failed_gpus & ~used[i];
+      TIDAL_CHECK(want == snapshot.free_gpus[i])
+          << "snapshot free_gpus of node " << i << " is " << snapshot.free_gpus[i]
+          << ", the node and its allocations say " << want;
+    }
+    for (size_t a = 0; a < gpus.size(); ++a) {
+      TIDAL_CHECK(gpus[a] == snapshot.allocation_gpus[a])
+          << "snapshot allocation_gpus[" << a << "] is " << snapshot.allocation_gpus[a]
+          << ", its pods hold " << gpus[a];
+    }
+#endif
+    free_ = snapshot.free_gpus;
+    if (allocation_gpus != nullptr) *allocation_gpus = snapshot.allocation_gpus;
+  } else {
+    std::vector<GpuMask> used(n_nodes, 0);
+    ScanAllocations(snapshot, used, allocation_gpus);
+    for (size_t i = 0; i < n_nodes; ++i) {
+      free_[i] = nodes[i].all_gpus() & ~nodes[i].failed_gpus & ~used[i];
+    }
+  }
+
   // Class ids in order of first member, as a key of (static class, lent)
-  // would give them: the same partition and order on every path.
+  // would give them: the same partition and order on every path. Only a
+  // class's first member is read from the cluster: touching every Node
+  // (hundreds of bytes each) would cost a cache miss per node per pass.
   std::vector<int> dynamic_of(2 * statics_->classes.size(), -1);
   for (size_t i = 0; i < n_nodes; ++i) {
-    const Node& node = nodes[i];
     const int sc = statics_->class_of[i];
     const bool lent = snapshot.is_lent(NodeId(static_cast<uint32_t>(i)));
     int& id = dynamic_of[2 * static_cast<size_t>(sc) + (lent ? 1 : 0)];
     if (id < 0) {
+      const Node& node = nodes[i];
       id = static_cast<int>(classes_.size());
       NodeClass c;
       c.id = id;
@@ -125,26 +191,23 @@ ClusterState::ClusterState(const Snapshot& snapshot,
     }
     class_of_[i] = id;
     ++classes_[id].node_count;
-    free_[i] = node.all_gpus() & ~node.failed_gpus;
   }
 
-  if (allocation_gpus != nullptr) {
-    allocation_gpus->clear();
-    allocation_gpus->reserve(snapshot.allocations.size());
+  // Bucket sizes first, so each bucket is allocated once; bucket_pos_ holds
+  // each node's free count until the buckets are filled.
+  std::vector<std::vector<uint32_t>> sizes(buckets_.size());
+  for (size_t c = 0; c < buckets_.size(); ++c) sizes[c].assign(buckets_[c].size(), 0);
+  for (size_t i = 0; i < n_nodes; ++i) {
+    const int count = PopCount(free_[i]);
+    bucket_pos_[i] = static_cast<uint32_t>(count);
+    ++sizes[class_of_[i]][count];
   }
-  for (const Allocation& a : snapshot.allocations) {
-    int gpus = 0;
-    for (const PodPlacement& p : a.pods) {
-      gpus += std::popcount(p.gpus);  // as Allocation::gpu_count()
-      if (p.node.value() >= n_nodes) continue;  // a stale node id holds nothing
-      free_[p.node.value()] &= ~p.gpus;
-    }
-    if (allocation_gpus != nullptr) allocation_gpus->push_back(gpus);
+  for (size_t c = 0; c < buckets_.size(); ++c) {
+    for (size_t k = 0; k < buckets_[c].size(); ++k) buckets_[c][k].reserve(sizes[c][k]);
   }
-
   for (size_t i = 0; i < n_nodes; ++i) {
     const int c = class_of_[i];
-    const int count = std::popcount(free_[i]);
+    const int count = static_cast<int>(bucket_pos_[i]);
     class_free_[c] += count;
     std::vector<uint32_t>& b = buckets_[c][count];
     bucket_pos_[i] = static_cast<uint32_t>(b.size());
@@ -152,7 +215,7 @@ ClusterState::ClusterState(const Snapshot& snapshot,
   }
 }
 
-int ClusterState::free_count(NodeId n) const { return std::popcount(free_[n.value()]); }
+int ClusterState::free_count(NodeId n) const { return PopCount(free_[n.value()]); }
 
 const std::vector<GpuMask>& ClusterState::domains(NodeId n) const {
   const std::vector<GpuMask>& own = cluster_->nodes[n.value()].nvlink_domains;
@@ -176,9 +239,9 @@ void ClusterState::Move(uint32_t node, int from_count, int to_count) {
 void ClusterState::Take(NodeId n, GpuMask mask) {
   const uint32_t i = n.value();
   TIDAL_CHECK((free_[i] & mask) == mask) << "taking a used GPU on node " << i;
-  const int before = std::popcount(free_[i]);
+  const int before = PopCount(free_[i]);
   free_[i] &= ~mask;
-  Move(i, before, std::popcount(free_[i]));
+  Move(i, before, PopCount(free_[i]));
 }
 
 void ClusterState::Release(NodeId n, GpuMask mask) {
@@ -187,9 +250,9 @@ void ClusterState::Release(NodeId n, GpuMask mask) {
   // input) must not free it twice.
   mask &= ~cluster_->nodes[i].failed_gpus & ~free_[i];
   if (mask == 0) return;
-  const int before = std::popcount(free_[i]);
+  const int before = PopCount(free_[i]);
   free_[i] |= mask;
-  Move(i, before, std::popcount(free_[i]));
+  Move(i, before, PopCount(free_[i]));
 }
 
 }  // namespace tidal::engine

@@ -35,6 +35,14 @@ struct Snapshot {
   // the simulator, whose cluster never changes: it saves a string key per
   // node per pass.)
   uint64_t cluster_version = 0;
+  // Optional, both or neither (added for the simulator, which tracks them
+  // anyway): each node's free GPUs (its GPUs minus failed GPUs minus every
+  // allocation's pods, indexed by NodeId) and each allocation's GPU count
+  // (parallel to `allocations`). Given, a pass reads neither every node nor
+  // every allocation's pods to find free GPUs; Debug builds check them
+  // against the cluster and the allocations. Empty = computed here.
+  std::vector<GpuMask> free_gpus;
+  std::vector<int> allocation_gpus;
 
   bool is_lent(NodeId n) const {
     return n.value() < lent_nodes.size() && lent_nodes[n.value()];
