@@ -195,11 +195,15 @@ void Agent::RestorePods() {
 
 void Agent::TouchLease(int64_t now_ms) {
   if (now_ms - lease_touched_ms_ < 1000) return;
+  TouchLeaseFile();
+  lease_touched_ms_ = now_ms;
+}
+
+void Agent::TouchLeaseFile() const {
   const std::string path = config_.work_dir + "/agent.lease";
   if (utimensat(AT_FDCWD, path.c_str(), nullptr, 0) != 0) {
     std::ofstream(path, std::ios::app).flush();  // first run: create it
   }
-  lease_touched_ms_ = now_ms;
 }
 
 std::string Agent::PodDir(const PodKey& key) const {
@@ -514,10 +518,21 @@ void Agent::Run(const std::function<bool()>& stop, Duration tick) {
       std::this_thread::sleep_for(tick);
     }
   });
+  // Pods' keepers kill their pods when the lease file goes stale (the
+  // orphan timeout, half the node's lease). Tick can take a while when
+  // busy replicas answer readiness and load probes slowly, so the file is
+  // kept fresh by a thread that does nothing else.
+  std::thread lease([&] {
+    while (!stop()) {
+      TouchLeaseFile();
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+  });
   while (!stop()) {
     Tick(WallClockMs());
     std::this_thread::sleep_for(tick);
   }
+  lease.join();
   sync.join();
 }
 

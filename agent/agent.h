@@ -153,7 +153,8 @@ class Agent {
   void Sample(int64_t now_ms);
   void ReportLoad(int64_t now_ms);
   void RestorePods();
-  void TouchLease(int64_t now_ms);
+  void TouchLease(int64_t now_ms);  // at most once a second
+  void TouchLeaseFile() const;
   void WriteFiles();
   std::vector<PodView> PodsLocked() const;
   PodOptions BasePodOptions();

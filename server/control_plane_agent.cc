@@ -484,6 +484,24 @@ StatusOr<json> ControlPlane::PodStatus(const Principal& who, const std::string& 
           Persist(m, *w);
           continue;
         }
+        if (!w->stop && w->w.kind == WorkloadKind::kInference) {
+          // A service outlives its replicas: one that exits is replaced (the
+          // next pass grows the service back to its desired replicas), and
+          // the last one requeues the service instead of failing it.
+          AddAudit(m, actor, "pod_exit", w, {{"rank", ev.rank}, {"exit_code", ev.exit_code},
+                                             {"signal", ev.signal}, {"reason", ev.reason},
+                                             {"cause", "replica_replaced"}}, at);
+          if (w->allocation->pods.size() > 1) {
+            IndexAllocation(*w, false);
+            RemoveRank(*w, ev.rank);
+            IndexAllocation(*w, true);
+            Persist(m, *w);
+          } else {
+            Release(*w, WorkloadState::kPending, "replica_exited", now, m, actor);
+          }
+          freed = true;
+          continue;
+        }
         w->exited_ranks.insert(ev.rank);
         w->replica_load.erase(ev.rank);
         json detail = {{"rank", ev.rank}, {"exit_code", ev.exit_code},

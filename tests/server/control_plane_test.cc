@@ -223,6 +223,29 @@ TEST_F(ControlPlaneTest, ServiceLoadIsTheSumOverReadyReplicas) {
   EXPECT_DOUBLE_EQ(Get(id)["load"]["rps"].get<double>(), 60);
 }
 
+TEST_F(ControlPlaneTest, AReplicaThatDiesIsReplacedNotTheServiceFailed) {
+  const uint64_t id = Submit({{"name", "svc"}, {"project", "chat-serving"}, {"kind", "inference"},
+                              {"replicas", 3}, {"min_replicas", 3}, {"max_replicas", 3},
+                              {"replica_capacity_rps", 100}},
+                             kAdmin);
+  cp_->RunPass();
+  json w = Get(id);
+  ASSERT_EQ(w["state"], "running");
+  ASSERT_EQ(w["allocation"]["pods"].size(), 3u);
+  const std::string node = w["allocation"]["pods"][1]["node"];
+  // Rank 1 is killed (e.g. the OOM killer): not a stop anyone asked for.
+  Events(node, json::array({json{{"workload", id}, {"rank", 1}, {"phase", "exited"},
+                                 {"exit_code", 137}, {"signal", 9}}}));
+  w = Get(id);
+  EXPECT_EQ(w["state"], "running");
+  EXPECT_EQ(w["allocation"]["pods"].size(), 2u);  // 3 - the dead one
+  ASSERT_EQ(AuditOf(id, "pod_exit").size(), 1u);
+  EXPECT_EQ(AuditOf(id, "pod_exit")[0]["detail"]["cause"], "replica_replaced");
+  // The next pass grows the service back to its 3 desired replicas.
+  cp_->RunPass();
+  EXPECT_EQ(Get(id)["allocation"]["pods"].size(), 3u);
+}
+
 TEST_F(ControlPlaneTest, ShrunkPodsKeepTheirGpusUntilTheyExit) {
   const uint64_t id = Submit({{"name", "svc"}, {"project", "chat-serving"}, {"kind", "inference"},
                               {"replicas", 4}, {"min_replicas", 4}, {"max_replicas", 4},
