@@ -470,7 +470,10 @@ StatusOr<json> ControlPlane::List(const Principal& who, const ListFilter& f) con
 
 void ControlPlane::GiveNotice(WorkloadRecord& r, const std::string& cause, Time now,
                               Time grace_deadline) {
-  r.stop = StopNotice{cause, ToMillis(now), ToMillis(grace_deadline), cause != "cancel"};
+  // A cancelled workload, and a debug session at its max runtime or idle,
+  // end for good; every other victim waits again.
+  const bool requeue = cause != "cancel" && cause != "max_runtime" && cause != "idle";
+  r.stop = StopNotice{cause, ToMillis(now), ToMillis(grace_deadline), requeue};
   if (r.allocation) {
     r.allocation->terminating = true;
     r.allocation->grace_deadline = grace_deadline;

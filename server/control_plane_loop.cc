@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/colocation/batch_admission.h"
 #include "core/priority/priority_deriver.h"
 #include "server/control_plane.h"
 #include "server/workload_codec.h"
@@ -273,8 +274,17 @@ void ControlPlane::RunPass() {
     seq = Enqueue(std::move(m));
   }
   for (const auto& [id, t, rps] : load) colocation_.ObserveLoad(id, t, rps);
-  Decisions pre = colocation_.Prepare(snap);
-  Decisions eng = scheduler_.Schedule(snap);
+  // Co-location's plan is committed first, then the engine runs on the
+  // snapshot that shows it (new targets and loans, victims terminating,
+  // shrunk pods leaving), as the simulator's StateMachine::ApplyPlan does.
+  ColocationPlan plan = colocation_.Prepare(snap);
+  // Debug sessions get notice one grace before their max runtime (the
+  // simulator's Lifecycle owns this timer; the server calls the same rule).
+  for (PreemptDecision& stop : DebugMaxRuntimeStops(snap, config_.policy.preemption.default_grace)) {
+    const bool noticed = std::any_of(plan.decisions.preempts.begin(), plan.decisions.preempts.end(),
+                                     [&](const PreemptDecision& p) { return p.victim == stop.victim; });
+    if (!noticed) plan.decisions.preempts.push_back(std::move(stop));
+  }
   {
     std::lock_guard lock(mu_);
     Mutation m;
@@ -287,32 +297,30 @@ void ControlPlane::RunPass() {
       AddAudit(m, "colocation", "return", nullptr,
                {{"node", config_.catalog.cluster.nodes[n.value()].name}, {"mode", ColocationModeName(cs.mode)}}, now);
     }
-    lent_nodes_ = snap.lent_nodes;
-    // Autoscaled targets flow back into the records.
-    for (const Workload& w : snap.workloads) {
-      if (w.kind != WorkloadKind::kInference) continue;
-      WorkloadRecord* r = Find(w.id.value());
-      if (!r || r->w.pods == w.pods || !r->active()) continue;
+    lent_nodes_ = plan.lent_nodes;
+    // Autoscaled targets flow into the records.
+    for (const auto& [id, pods] : plan.targets) {
+      WorkloadRecord* r = Find(id.value());
+      if (!r || r->w.pods == pods || !r->active()) continue;
       const int current = r->allocation ? static_cast<int>(r->allocation->pods.size()) : 0;
-      if (w.pods > r->w.pods && r->allocation) {
+      if (pods > r->w.pods && r->allocation) {
         bool open = !r->scale_ups.empty() && r->scale_ups.back().ready_ms == 0 && !r->scale_ups.back().failed;
-        if (!open) r->scale_ups.push_back({ToMillis(now), current, w.pods, 0, 0, 0, false});
-        else r->scale_ups.back().to_pods = std::max(r->scale_ups.back().to_pods, w.pods);
+        if (!open) r->scale_ups.push_back({ToMillis(now), current, pods, 0, 0, 0, false});
+        else r->scale_ups.back().to_pods = std::max(r->scale_ups.back().to_pods, pods);
       }
-      AddAudit(m, "autoscaler", "scale", r, {{"from", r->w.pods}, {"to", w.pods}}, now);
-      r->w.pods = w.pods;
+      AddAudit(m, "autoscaler", "scale", r, {{"from", r->w.pods}, {"to", pods}}, now);
+      r->w.pods = pods;
       Persist(m, *r);
     }
-    ApplyDecisions(pre, snap, now, m);
+    ApplyDecisions(plan.decisions, snap, now, m);
+    SyncSnapshot(now);
+    seq = Enqueue(std::move(m));
+  }
+  Decisions eng = scheduler_.Schedule(snap);
+  {
+    std::lock_guard lock(mu_);
+    Mutation m;
     ApplyDecisions(eng, snap, now, m);
-    // Prepare changed the snapshot (targets, notices, leaving pods): what a
-    // decision did not carry into a record must be copied fresh next pass.
-    for (const Workload& w : snap.workloads) {
-      if (w.kind == WorkloadKind::kInference) dirty_.insert(w.id.value());
-    }
-    for (const PreemptDecision& p : pre.preempts) dirty_.insert(p.victim.value());
-    for (const ResizeDecision& rz : pre.resizes) dirty_.insert(rz.workload.value());
-    for (const RejectDecision& rj : pre.rejects) dirty_.insert(rj.workload.value());
     seq = Enqueue(std::move(m));
     last_pass_ms_ = ToMillis(now);
   }

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "core/state/state_machine.h"
 #include "server/control_plane.h"
 #include "server/workload_codec.h"
 
@@ -149,10 +150,14 @@ StatusOr<json> ControlPlane::DryRun(const Principal& who, const json& body) cons
     out["estimated_start_ms"] = nullptr;
     return out;
   }
-  snap.workloads.push_back(probe.w);
-  // The engine is pure, so a pass on a copy changes nothing real.
-  (void)colocation->Prepare(snap);
-  const Decisions d = scheduler_.Schedule(snap);
+  // A pass on a copy of the state changes nothing real: co-location's plan
+  // is committed to the copy, as a real pass commits it, then the engine runs.
+  TIDAL_ASSIGN_OR_RETURN(state::State copy, state::State::FromSnapshot(snap));
+  state::StateMachine machine(std::move(copy),
+                              state::LifecycleOptions{config_.policy.preemption.default_grace, Duration(0)});
+  TIDAL_RETURN_IF_ERROR(machine.Apply(state::SubmitEdit{probe.w}));
+  (void)machine.ApplyPlan(colocation->Prepare(machine.state().snapshot()));
+  const Decisions d = scheduler_.Schedule(machine.state().snapshot());
   out["would_start"] = false;
   out["reason"] = nullptr;
   out["detail"] = nullptr;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include "core/common/rng.h"
 #include "core/engine/scheduler.h"
 #include "core/priority/priority_deriver.h"
+#include "core/state/state_machine.h"
 #include "sim/event_queue.h"
 
 namespace tidal::sim {
@@ -49,6 +51,7 @@ struct Job {
 
   std::optional<Time> first_start;
   std::optional<Time> noticed_at;  // the preemption notice, for recovery time
+  int noticed_gpus = 0;            // GPUs held when noticed
   bool stop_for_good = false;      // a max-runtime stop: done at exit
   bool completed = false;
   Time finished_at;
@@ -62,13 +65,11 @@ struct Job {
   bool time_dependent_priority = false;  // has a deadline: re-derived every pass
   bool watched = false;                  // in Run::watch_
 
-  int snap_index = -1;   // in snapshot.workloads
-  int alloc_index = -1;  // in snapshot.allocations
   std::string name_json;
 
-  // Inference: per allocation pod, when it is ready.
+  // Inference: each pod and when it is ready.
   int service = -1;
-  std::vector<Time> pod_ready;
+  std::vector<std::pair<PodPlacement, Time>> pod_ready;
   int ready = 0;
   // Training shrinks in flight: pods leave at the given time.
   std::vector<std::pair<Time, PodPlacement>> shrinking;
@@ -97,7 +98,11 @@ struct ServiceTrack {
   size_t series = 0;         // index in TimeSeries::services
 };
 
-class Run {
+// The simulated world around one StateMachine: arrivals, finishes, victim
+// exits, checkpoints and replica readiness are edits the world applies; the
+// machine's own edits (decisions, timers) come back through its sink into
+// React, which keeps the world's model (progress, events, metrics) in step.
+class Run final : public state::StateObserver {
  public:
   Run(const SimInput& input, const SimOptions& options, std::ostream* events)
       : input_(input),
@@ -109,6 +114,9 @@ class Run {
         rng_(options.seed) {}
 
   StatusOr<SimResult> Go();
+
+  void OnPodBound(const Workload& w, const PodPlacement& pod) override;
+  void OnPodFreed(const Workload& w, const PodPlacement& pod) override;
 
  private:
   static PolicyConfig MakePolicy(PolicyConfig policy, const SimOptions& options) {
@@ -127,38 +135,45 @@ class Run {
   void HandlePass();
   bool Done() const;
 
-  void ApplyDecisions(const Decisions& d);
-  void ApplyPreempt(const PreemptDecision& d);
-  void ApplyResize(const ResizeDecision& d);
-  void ApplyPlace(const PlaceDecision& d);
-  void ApplyReject(const RejectDecision& d);
+  // Applies a world edit; an edit the state refuses is a simulator bug.
+  void ApplyWorld(const state::Edit& edit);
+  void CountRefused(const state::ApplyOutcome& outcome);
+  void LogRejects(const std::vector<RejectDecision>& rejects);
+  // Edits the world makes at once in answer to the machine's (a service's
+  // removed replicas stop), applied after the batch that caused them.
+  void ApplyDeferred();
+  void React(const state::Edit& edit);
+  void ReactSubmit(const state::SubmitEdit& e);
+  void ReactPlace(const state::PlaceEdit& e);
+  void ReactGrow(const state::GrowEdit& e);
+  void ReactNotice(const state::NoticeEdit& e);
+  void ReactShrink(const state::ShrinkEdit& e);
+  void ReactPodExit(const state::PodExitEdit& e);
+  void ReactRequeue(const state::RequeueEdit& e);
+  void ReactRelease(const state::ReleaseEdit& e);
   void AfterPrepare();
 
-  Job* JobOf(WorkloadId id) {
-    if (!id.valid() || id.value() > jobs_.size()) return nullptr;
-    return &jobs_[id.value() - 1];
-  }
+  Job& JobOf(WorkloadId id) { return jobs_[id.value() - 1]; }
   size_t IndexOf(const Job& j) const { return static_cast<size_t>(&j - jobs_.data()); }
-  Workload& LiveWorkload(Job& j) { return snap_.workloads[j.snap_index]; }
-  Allocation& LiveAllocation(Job& j) { return snap_.allocations[j.alloc_index]; }
+  WorkloadId IdOf(const Job& j) const { return WorkloadId(IndexOf(j) + 1); }
+  const Snapshot& snap() const { return machine_->state().snapshot(); }
+  const Workload* LiveWorkload(const Job& j) const { return machine_->state().workload(IdOf(j)); }
+  const Allocation* LiveAllocation(const Job& j) const { return machine_->state().allocation(IdOf(j)); }
 
-  bool ValidPod(const PodPlacement& p) const;
-  void TakePod(Job& j, const PodPlacement& p);
-  void FreePod(Job& j, const PodPlacement& p);
-  void FreeAllocation(Job& j);
-  void RemoveWorkload(Job& j);
+  // The world's side of losing an allocation: no replicas, no shrinks.
+  void AllocationGone(Job& j);
   Status RefreshPriorities();
   void SetPhase(Job& j, Phase phase);
   void AdvanceProgress(Job& j);
   void SetRate(Job& j);
   void ScheduleFinish(Job& j);
-  void Complete(Job& j);
   void RequestPass();
   void AccumulateAreas();
   void RecountReady(Job& j);
   void CheckScaleUps(ServiceTrack& s);
   void Sample();
   void LogEvent(std::string_view body);
+  std::string PlacementJson(const std::vector<PodPlacement>& pods) const;
 
   const SimInput& input_;
   const SimOptions& options_;
@@ -169,20 +184,17 @@ class Run {
   Rng rng_;
   ManualClock clock_;
   EventQueue queue_;
-  Snapshot snap_;
+  // The committed state, its timers and the decision applier: the same ones
+  // the server runs.
+  std::optional<state::StateMachine> machine_;
+  std::vector<state::Edit> deferred_;
   Status error_;
 
   std::vector<Job> jobs_;
   std::vector<ServiceTrack> services_;
-  std::vector<GpuMask> used_;            // by node
-  // By node: its GPUs minus failed ones (the cluster never changes). With
-  // used_ it keeps snap_.free_gpus, and snap_.allocation_gpus is kept with
-  // the allocations, so a pass need not read every node and allocation.
-  std::vector<GpuMask> base_free_;
   std::vector<bool> node_shared_;        // node in a shared pool
   std::vector<int> node_borrowed_pods_;  // non-inference pods on shared nodes
   std::map<uint32_t, Time> reclaim_started_;
-  std::vector<int> queue_used_;          // GPUs held per queue (direct members)
   std::vector<int> project_gpus_;        // GPUs held per project
   std::vector<double> project_hours0_;   // used_gpu_hours at the start
   std::vector<double> project_area_;     // GPU-seconds used since the start
@@ -247,32 +259,27 @@ void Run::LogEvent(std::string_view body) {
   *events_ << "{\"t\":" << fmt::format("{:.3f}", Sec(clock_.Now())) << ',' << body << "}\n";
 }
 
+
 Status Run::Init() {
-  snap_.cluster = input_.cluster.cluster;
-  snap_.queues = input_.cluster.queues;
-  snap_.projects = input_.cluster.projects;
-  // The simulated cluster never changes: the engine keeps its node classes.
-  snap_.cluster_version = 1;
-  const size_t nodes = snap_.cluster.nodes.size();
-  used_.assign(nodes, 0);
-  base_free_.resize(nodes);
-  for (size_t n = 0; n < nodes; ++n) {
-    const Node& node = snap_.cluster.nodes[n];
-    base_free_[n] = node.all_gpus() & ~node.failed_gpus;
-  }
-  snap_.free_gpus = base_free_;
+  state::State initial(input_.cluster.cluster, input_.cluster.queues, input_.cluster.projects);
+  // Simulated pods exit exactly at their deadlines: no report to wait for.
+  machine_.emplace(std::move(initial),
+                   state::LifecycleOptions{policy_.preemption.default_grace, Duration(0)});
+  machine_->set_observer(this);
+  machine_->set_sink([this](const state::JournalEntry& e) { React(e.edit); });
+  const Snapshot& s = snap();
+  const size_t nodes = s.cluster.nodes.size();
   node_shared_.assign(nodes, false);
   node_borrowed_pods_.assign(nodes, 0);
   for (size_t n = 0; n < nodes; ++n) {
-    const Node& node = snap_.cluster.nodes[n];
-    if (node.pool.valid() && node.pool.value() < snap_.cluster.pools.size())
-      node_shared_[n] = snap_.cluster.pool(node.pool).kind == PoolKind::kShared;
+    const Node& node = s.cluster.nodes[n];
+    if (node.pool.valid() && node.pool.value() < s.cluster.pools.size())
+      node_shared_[n] = s.cluster.pool(node.pool).kind == PoolKind::kShared;
   }
-  series_.total_gpus = snap_.cluster.total_gpus();
-  queue_used_.assign(snap_.queues.size(), 0);
-  project_gpus_.assign(snap_.projects.size(), 0);
-  project_area_.assign(snap_.projects.size(), 0.0);
-  for (const Project& p : snap_.projects) project_hours0_.push_back(p.used_gpu_hours);
+  series_.total_gpus = s.cluster.total_gpus();
+  project_gpus_.assign(s.projects.size(), 0);
+  project_area_.assign(s.projects.size(), 0.0);
+  for (const Project& p : s.projects) project_hours0_.push_back(p.used_gpu_hours);
 
   jobs_.resize(input_.workloads.size());
   double last_arrival_s = 0;
@@ -284,9 +291,9 @@ Status Run::Init() {
     if (w.pods < 1 || w.gpus_per_pod < 1 || w.min_pods < 1)
       return InvalidArgument(fmt::format("workload {}: pods, min_pods and gpus_per_pod must be >= 1",
                                          w.name));
-    if (!w.queue.valid() || w.queue.value() >= snap_.queues.size())
+    if (!w.queue.valid() || w.queue.value() >= s.queues.size())
       return InvalidArgument(fmt::format("workload {}: unknown queue", w.name));
-    if (!w.project.valid() || w.project.value() >= snap_.projects.size())
+    if (!w.project.valid() || w.project.value() >= s.projects.size())
       return InvalidArgument(fmt::format("workload {}: unknown project", w.name));
     Job& j = jobs_[i];
     j.kind = w.kind;
@@ -339,6 +346,7 @@ Status Run::Init() {
   return Status::Ok();
 }
 
+
 bool Run::Done() const {
   if (end_ != kInfiniteFuture) return false;  // runs to end_
   if (clock_.Now() >= cap_) return true;
@@ -356,11 +364,13 @@ void Run::AccumulateAreas() {
   area_at_ = clock_.Now();
 }
 
+
 void Run::Loop() {
   while (!queue_.empty() && error_.ok()) {
     if (queue_.top().at > end_) break;
     const Event e = queue_.Pop();
     clock_.Set(e.at);
+    machine_->AdvanceTo(e.at);
     AccumulateAreas();
     switch (e.kind) {
       case EventKind::kArrival: HandleArrival(e.subject); break;
@@ -388,6 +398,13 @@ void Run::RequestPass() {
   }
 }
 
+void Run::ApplyWorld(const state::Edit& edit) {
+  if (!error_.ok()) return;
+  if (Status s = machine_->Apply(edit); !s.ok()) {
+    error_ = s.WithContext(fmt::format("simulator: {} at t={:.3f}s: ", state::EditName(edit), Sec(clock_.Now())));
+  }
+}
+
 void Run::HandleArrival(size_t i) {
   Job& j = jobs_[i];
   --unarrived_;
@@ -395,36 +412,28 @@ void Run::HandleArrival(size_t i) {
   w.id = WorkloadId(i + 1);
   w.submit_time = j.submit;
   w.state = WorkloadState::kPending;
+  ApplyWorld(state::SubmitEdit{std::move(w)});
+}
+
+void Run::ReactSubmit(const state::SubmitEdit& e) {
+  Job& j = JobOf(e.workload.id);
   SetPhase(j, Phase::kPending);
-  j.snap_index = static_cast<int>(snap_.workloads.size());
-  snap_.workloads.push_back(std::move(w));
   if (j.service >= 0) {
     ServiceTrack& s = services_[j.service];
     s.active = true;
     s.rps = input_.load.Rps(s.name, Sec(clock_.Now()));
-    controller_.ObserveLoad(WorkloadId(i + 1), clock_.Now(), s.rps);
+    controller_.ObserveLoad(e.workload.id, clock_.Now(), s.rps);
   }
-  const Workload& live = snap_.workloads.back();
   LogEvent(fmt::format("\"event\":\"submit\",\"workload\":{},\"kind\":\"{}\",\"pods\":{},"
                        "\"gpus_per_pod\":{}",
-                       j.name_json, WorkloadKindName(j.kind), live.pods, live.gpus_per_pod));
+                       j.name_json, WorkloadKindName(j.kind), e.workload.pods, e.workload.gpus_per_pod));
   RequestPass();
 }
 
-bool Run::ValidPod(const PodPlacement& p) const {
-  if (!p.node.valid() || p.node.value() >= used_.size() || p.gpus == 0) return false;
-  const Node& n = snap_.cluster.node(p.node);
-  if ((p.gpus & ~n.all_gpus()) != 0) return false;
-  return (used_[p.node.value()] & p.gpus) == 0;
-}
-
-void Run::TakePod(Job& j, const PodPlacement& p) {
-  used_[p.node.value()] |= p.gpus;
-  snap_.free_gpus[p.node.value()] = base_free_[p.node.value()] & ~used_[p.node.value()];
+void Run::OnPodBound(const Workload& w, const PodPlacement& p) {
+  Job& j = JobOf(w.id);
   const int g = std::popcount(p.gpus);
   j.gpus_held += g;
-  if (j.alloc_index >= 0) snap_.allocation_gpus[j.alloc_index] += g;
-  queue_used_[j.queue.value()] += g;
   project_gpus_[j.project.value()] += g;
   allocated_gpus_ += g;
   gpus_by_kind_[KindIndex(j.kind)] += g;
@@ -434,13 +443,10 @@ void Run::TakePod(Job& j, const PodPlacement& p) {
   }
 }
 
-void Run::FreePod(Job& j, const PodPlacement& p) {
-  used_[p.node.value()] &= ~p.gpus;
-  snap_.free_gpus[p.node.value()] = base_free_[p.node.value()] & ~used_[p.node.value()];
+void Run::OnPodFreed(const Workload& w, const PodPlacement& p) {
+  Job& j = JobOf(w.id);
   const int g = std::popcount(p.gpus);
   j.gpus_held -= g;
-  if (j.alloc_index >= 0) snap_.allocation_gpus[j.alloc_index] -= g;
-  queue_used_[j.queue.value()] -= g;
   project_gpus_[j.project.value()] -= g;
   allocated_gpus_ -= g;
   gpus_by_kind_[KindIndex(j.kind)] -= g;
@@ -456,20 +462,8 @@ void Run::FreePod(Job& j, const PodPlacement& p) {
   }
 }
 
-void Run::FreeAllocation(Job& j) {
-  if (j.alloc_index < 0) return;
-  for (const PodPlacement& p : LiveAllocation(j).pods) FreePod(j, p);
+void Run::AllocationGone(Job& j) {
   j.shrinking.clear();
-  const int idx = j.alloc_index;
-  const int last = static_cast<int>(snap_.allocations.size()) - 1;
-  if (idx != last) {
-    snap_.allocations[idx] = std::move(snap_.allocations[last]);
-    snap_.allocation_gpus[idx] = snap_.allocation_gpus[last];
-    JobOf(snap_.allocations[idx].workload)->alloc_index = idx;
-  }
-  snap_.allocations.pop_back();
-  snap_.allocation_gpus.pop_back();
-  j.alloc_index = -1;
   j.pod_ready.clear();
   if (j.ready != 0) {
     j.ready = 0;
@@ -478,20 +472,6 @@ void Run::FreeAllocation(Job& j) {
       s.min_ready = std::min(s.min_ready, 0);
     }
   }
-}
-
-// Finished workloads leave the snapshot by swap-remove: O(1), and the order
-// stays a pure function of the inputs.
-void Run::RemoveWorkload(Job& j) {
-  if (j.snap_index < 0) return;
-  const int idx = j.snap_index;
-  const int last = static_cast<int>(snap_.workloads.size()) - 1;
-  if (idx != last) {
-    snap_.workloads[idx] = std::move(snap_.workloads[last]);
-    JobOf(snap_.workloads[idx].id)->snap_index = idx;
-  }
-  snap_.workloads.pop_back();
-  j.snap_index = -1;
 }
 
 void Run::SetPhase(Job& j, Phase phase) {
@@ -519,53 +499,62 @@ void Run::SetPhase(Job& j, Phase phase) {
 // over the guarantee (others + its own GPUs = the queue's usage), so while no
 // flag changed only watched jobs (pending, new, time-dependent, or changed
 // phase) are looked at: a pass does not touch every running job.
+
+// The same derivation as DeriveSnapshotPriorities (core/priority), but a
+// workload is re-derived only when its budget state changed, it is new, or
+// its priority depends on time (a deadline). A running job's budget state
+// depends only on two flags, its project over budget and its queue's usage
+// over the guarantee (others + its own GPUs = the queue's usage), so while no
+// flag changed only watched jobs (pending, new, time-dependent, or changed
+// phase) are looked at: a pass does not touch every running job. A changed
+// priority is a SetPriorityEdit like any other.
 Status Run::RefreshPriorities() {
+  const Snapshot& s = snap();
+  const std::vector<int>& queue_used = machine_->state().queue_used_gpus();
   bool flags_changed = !budget_flags_known_;
-  project_over_.resize(snap_.projects.size(), 0);
-  queue_over_.resize(snap_.queues.size(), 0);
-  for (size_t p = 0; p < snap_.projects.size(); ++p) {
-    Project& project = snap_.projects[p];
-    project.used_gpu_hours = project_hours0_[p] + project_area_[p] / 3600.0;
+  project_over_.resize(s.projects.size(), 0);
+  queue_over_.resize(s.queues.size(), 0);
+  for (size_t p = 0; p < s.projects.size(); ++p) {
+    machine_->SetProjectUsedGpuHours(ProjectId(static_cast<uint32_t>(p)),
+                                     project_hours0_[p] + project_area_[p] / 3600.0);
+    const Project& project = s.projects[p];
     const uint8_t over = project.budget_gpu_hours > 0 && project.used_gpu_hours >= project.budget_gpu_hours;
     flags_changed = flags_changed || over != project_over_[p];
     project_over_[p] = over;
   }
-  for (size_t q = 0; q < snap_.queues.size(); ++q) {
-    const uint8_t over = queue_used_[q] > snap_.queues[q].guaranteed_gpus;
+  for (size_t q = 0; q < s.queues.size(); ++q) {
+    const uint8_t over = queue_used[q] > s.queues[q].guaranteed_gpus;
     flags_changed = flags_changed || over != queue_over_[q];
     queue_over_[q] = over;
   }
   budget_flags_known_ = true;
-  auto refresh = [&](Workload& w, Job& j) -> Status {
-    const Queue& queue = snap_.queues[w.queue.value()];
-    const Project& project = snap_.projects[w.project.value()];
+  auto refresh = [&](const Workload& w) -> Status {
+    Job& j = JobOf(w.id);
+    const Queue& queue = s.queues[w.queue.value()];
+    const Project& project = s.projects[w.project.value()];
     const int requested = j.gpus_held > 0 ? j.gpus_held : w.min_gpus();
-    const int others = queue_used_[w.queue.value()] - j.gpus_held;
+    const int others = queue_used[w.queue.value()] - j.gpus_held;
     const BudgetState budget = ComputeBudgetState(project, queue, others, requested);
     if (j.derived && budget == j.budget && !j.time_dependent_priority) return Status::Ok();
-    TIDAL_ASSIGN_OR_RETURN(w.priority, DerivePriority(policy_.templates, w, project, budget, clock_.Now()));
+    TIDAL_ASSIGN_OR_RETURN(Priority priority,
+                           DerivePriority(policy_.templates, w, project, budget, clock_.Now()));
     j.derived = true;
     j.budget = budget;
-    if (w.state == WorkloadState::kPending && w.priority.awaiting_approval) {
-      w.state = WorkloadState::kAwaitingApproval;
-    } else if (w.state == WorkloadState::kAwaitingApproval && !w.priority.awaiting_approval) {
-      w.state = WorkloadState::kPending;
-    }
-    return Status::Ok();
+    return machine_->Apply(state::SetPriorityEdit{w.id, std::move(priority)});
   };
+  // A priority edit changes no workload's position: indexes stay valid.
   if (flags_changed) {
-    for (Workload& w : snap_.workloads) TIDAL_RETURN_IF_ERROR(refresh(w, *JobOf(w.id)));
+    for (size_t i = 0; i < s.workloads.size(); ++i) TIDAL_RETURN_IF_ERROR(refresh(s.workloads[i]));
   } else {
     for (uint32_t i : watch_) {
-      Job& j = jobs_[i];
-      if (j.snap_index >= 0) TIDAL_RETURN_IF_ERROR(refresh(LiveWorkload(j), j));
+      if (const Workload* w = LiveWorkload(jobs_[i])) TIDAL_RETURN_IF_ERROR(refresh(*w));
     }
   }
   // Keep watching what stays pending or depends on time.
   size_t kept = 0;
   for (uint32_t i : watch_) {
     Job& j = jobs_[i];
-    if (j.snap_index >= 0 && (j.phase == Phase::kPending || j.time_dependent_priority)) {
+    if (LiveWorkload(j) != nullptr && (j.phase == Phase::kPending || j.time_dependent_priority)) {
       watch_[kept++] = i;
     } else {
       j.watched = false;
@@ -591,7 +580,8 @@ void Run::AdvanceProgress(Job& j) {
 
 void Run::SetRate(Job& j) {
   AdvanceProgress(j);
-  const int pods = j.alloc_index >= 0 ? static_cast<int>(LiveAllocation(j).pods.size()) : 0;
+  const Allocation* a = LiveAllocation(j);
+  const int pods = a != nullptr ? static_cast<int>(a->pods.size()) : 0;
   // A service's lifetime is wall time; training work scales with its pods.
   j.rate = j.kind == WorkloadKind::kInference ? (pods > 0 ? 1.0 : 0.0)
                                               : static_cast<double>(pods) / j.full_pods;
@@ -606,89 +596,49 @@ void Run::ScheduleFinish(Job& j) {
   queue_.Push(at, EventKind::kFinish, IndexOf(j), j.generation);
 }
 
-void Run::Complete(Job& j) {
-  FreeAllocation(j);
-  RemoveWorkload(j);
-  SetPhase(j, Phase::kDone);
-  j.finished_at = clock_.Now();
-  ++j.generation;
-  if (j.work_s > 0) --finite_left_;
-  if (j.service >= 0) {
-    ServiceTrack& s = services_[j.service];
-    s.active = false;
-    s.pending.clear();
-  }
-  LogEvent(fmt::format("\"event\":\"finish\",\"workload\":{},\"completed\":{}", j.name_json,
-                       j.completed ? "true" : "false"));
-  RequestPass();
-}
 
 void Run::HandleFinish(size_t i, uint64_t generation) {
   Job& j = jobs_[i];
   if (generation != j.generation || j.phase != Phase::kRunning) return;
   AdvanceProgress(j);
   j.completed = true;
-  Complete(j);
+  ApplyWorld(state::ReleaseEdit{IdOf(j), WorkloadState::kSucceeded});
 }
 
 void Run::HandleVictimExit(size_t i, uint64_t generation) {
   Job& j = jobs_[i];
   if (generation == kShrinkGeneration) {
-    if (j.alloc_index < 0) return;
-    auto& pods = LiveAllocation(j).pods;
-    bool any = false;
+    // Shrunk pods whose time has come exit; the lifecycle may have let
+    // them go already at their deadline.
     for (auto it = j.shrinking.begin(); it != j.shrinking.end();) {
       if (it->first > clock_.Now()) {
         ++it;
         continue;
       }
-      auto pos = std::find(pods.begin(), pods.end(), it->second);
-      if (pos != pods.end()) {
-        FreePod(j, *pos);
-        pods.erase(pos);
-        any = true;
-      }
-      std::vector<PodPlacement>& leaving = LiveAllocation(j).leaving;
-      auto gone = std::find(leaving.begin(), leaving.end(), it->second);
-      if (gone != leaving.end()) leaving.erase(gone);
+      const PodPlacement pod = it->second;
       it = j.shrinking.erase(it);
+      const Allocation* a = LiveAllocation(j);
+      if (a != nullptr && std::find(a->leaving.begin(), a->leaving.end(), pod) != a->leaving.end()) {
+        ApplyWorld(state::PodExitEdit{IdOf(j), pod});
+      }
     }
-    if (any && j.phase == Phase::kRunning) SetRate(j);
-    if (any) RequestPass();
     return;
   }
   if (generation != j.generation || j.phase != Phase::kTerminating) return;
   AdvanceProgress(j);
-  const int gpus = j.alloc_index >= 0 ? LiveAllocation(j).gpu_count() : 0;
   if (j.work_s > 0 && j.progress_s >= j.work_s) {
     j.completed = true;
-    Complete(j);
-    return;
+    ApplyWorld(state::ReleaseEdit{IdOf(j), WorkloadState::kSucceeded});
+  } else if (j.stop_for_good) {
+    ApplyWorld(state::ReleaseEdit{IdOf(j), WorkloadState::kCancelled});
+  } else {
+    ApplyWorld(state::RequeueEdit{IdOf(j)});
   }
-  if (j.stop_for_good) {
-    Complete(j);
-    return;
-  }
-  const double lost_s = std::max(0.0, j.progress_s - j.checkpoint_progress_s);
-  if (j.kind == WorkloadKind::kTraining) {
-    // progress is in full-size seconds: GPU-seconds = progress x full GPUs.
-    lost_gpu_seconds_ += lost_s * j.full_pods * j.gpus_per_pod;
-  }
-  j.progress_s = j.checkpoint_progress_s;
-  j.rate = 0;
-  FreeAllocation(j);
-  SetPhase(j, Phase::kPending);
-  j.next_checkpoint = kInfiniteFuture;
-  Workload& w = LiveWorkload(j);
-  w.state = WorkloadState::kPending;
-  LogEvent(fmt::format("\"event\":\"exit\",\"workload\":{},\"gpus\":{},\"lost_s\":{:.3f}",
-                       j.name_json, gpus, lost_s));
-  RequestPass();
 }
 
 void Run::RecountReady(Job& j) {
   int ready = 0;
-  for (Time t : j.pod_ready) ready += t <= clock_.Now() ? 1 : 0;
+  for (const auto& [pod, t] : j.pod_ready) ready += t <= clock_.Now() ? 1 : 0;
   j.ready = ready;
   if (j.service >= 0) {
     ServiceTrack& s = services_[j.service];
@@ -713,8 +663,8 @@ void Run::HandleReplicaReady(size_t i) {
 // events of an earlier run (preempted since) no longer match next_checkpoint.
 void Run::HandleCheckpoint(size_t i, Time at) {
   Job& j = jobs_[i];
-  if (j.phase != Phase::kRunning || j.alloc_index < 0 || at != j.next_checkpoint) return;
-  LiveAllocation(j).last_checkpoint = at;
+  if (j.phase != Phase::kRunning || LiveAllocation(j) == nullptr || at != j.next_checkpoint) return;
+  ApplyWorld(state::CheckpointEdit{IdOf(j), at});
   j.next_checkpoint = at + j.checkpoint_interval;
   queue_.Push(j.next_checkpoint, EventKind::kCheckpoint, i);
 }
@@ -824,40 +774,70 @@ void Run::HandlePass() {
     return;
   }
   last_pass_ = now;
-  snap_.now = now;
+  // What this pass's own edits change asks for the next one.
+  changed_since_pass_ = false;
   const auto wall0 = std::chrono::steady_clock::now();
+  machine_->Tick();
   Status s = RefreshPriorities();
   if (!s.ok()) {
     error_ = s.WithContext("deriving priorities: ");
     return;
   }
-  Decisions pre;
   if (colocation_relevant_) {
-    pre = controller_.Prepare(snap_);
+    const ColocationPlan plan = controller_.Prepare(snap());
+    LogRejects(plan.decisions.rejects);
+    CountRefused(machine_->ApplyPlan(plan));
     AfterPrepare();
+    ApplyDeferred();
   }
-  Decisions eng = scheduler_.Schedule(snap_);
+  const Decisions eng = scheduler_.Schedule(snap());
   const auto wall1 = std::chrono::steady_clock::now();
   cycle_ms_.push_back(std::chrono::duration<double, std::milli>(wall1 - wall0).count());
   ++cycles_;
-  changed_since_pass_ = false;
-  ApplyDecisions(pre);
-  ApplyDecisions(eng);
+  LogRejects(eng.rejects);
+  CountRefused(machine_->ApplyDecisions(eng));
+  ApplyDeferred();
+#ifdef TIDAL_EXPENSIVE_CHECKS
+  if (Status broken = machine_->state().CheckInvariants(); !broken.ok() && error_.ok()) {
+    error_ = broken.WithContext(fmt::format("state after the pass at t={:.3f}s: ", Sec(now)));
+  }
+#endif
   next_pass_ = std::min(next_pass_, now + options_.pass_interval);
   queue_.Push(next_pass_, EventKind::kPass);
 }
 
+void Run::CountRefused(const state::ApplyOutcome& outcome) {
+  invalid_ += static_cast<int>(outcome.refused.size());
+}
+
+void Run::LogRejects(const std::vector<RejectDecision>& rejects) {
+  for (const RejectDecision& r : rejects) {
+    const Workload* w = machine_->state().workload(r.workload);
+    if (w == nullptr || w->state != WorkloadState::kPending) continue;
+    LogEvent(fmt::format("\"event\":\"reject\",\"workload\":{},\"reason\":\"{}\",\"detail\":{}",
+                         JobOf(r.workload).name_json, ReasonCodeName(r.reason),
+                         nlohmann::json(r.detail).dump()));
+  }
+}
+
+void Run::ApplyDeferred() {
+  std::vector<state::Edit> edits;
+  edits.swap(deferred_);
+  for (const state::Edit& e : edits) ApplyWorld(e);
+}
+
 void Run::AfterPrepare() {
   const ColocationStatus& st = controller_.status();
+  const Snapshot& snapshot = snap();
   if (!st.newly_lent.empty() || !st.returned.empty()) {
     lent_gpus_ = 0;
-    for (size_t n = 0; n < snap_.lent_nodes.size(); ++n)
-      if (snap_.lent_nodes[n]) lent_gpus_ += snap_.cluster.nodes[n].gpu_count;
+    for (size_t n = 0; n < snapshot.lent_nodes.size(); ++n)
+      if (snapshot.lent_nodes[n]) lent_gpus_ += snapshot.cluster.nodes[n].gpu_count;
   }
   for (NodeId n : st.newly_lent) {
     ++loans_since_sample_;
     LogEvent(fmt::format("\"event\":\"lend\",\"node\":{}",
-                         nlohmann::json(snap_.cluster.node(n).name).dump()));
+                         nlohmann::json(snapshot.cluster.node(n).name).dump()));
   }
   for (NodeId n : st.returned) {
     ++returns_since_sample_;
@@ -867,12 +847,13 @@ void Run::AfterPrepare() {
       ++reclaims_;
     }
     LogEvent(fmt::format("\"event\":\"return\",\"node\":{}",
-                         nlohmann::json(snap_.cluster.node(n).name).dump()));
+                         nlohmann::json(snapshot.cluster.node(n).name).dump()));
   }
   for (ServiceTrack& s : services_) {
     Job& j = jobs_[s.job];
-    if (j.snap_index < 0) continue;
-    const int desired = LiveWorkload(j).pods;
+    const Workload* w = LiveWorkload(j);
+    if (w == nullptr) continue;
+    const int desired = w->pods;
     if (desired > s.desired && s.desired == 0) {
       // The first target is the deployment, not a scale-up.
       LogEvent(fmt::format("\"event\":\"deploy\",\"workload\":{},\"replicas\":{}", j.name_json,
@@ -892,142 +873,54 @@ void Run::AfterPrepare() {
   }
 }
 
-void Run::ApplyDecisions(const Decisions& d) {
-  for (const PreemptDecision& p : d.preempts) ApplyPreempt(p);
-  for (const ResizeDecision& r : d.resizes) ApplyResize(r);
-  for (const PlaceDecision& p : d.places) ApplyPlace(p);
-  for (const RejectDecision& r : d.rejects) ApplyReject(r);
+// ---------------------------------------------------------------------------
+// The world's answer to each applied edit.
+
+void Run::React(const state::Edit& edit) {
+  std::visit(
+      [this](const auto& e) {
+        using E = std::decay_t<decltype(e)>;
+        if constexpr (std::is_same_v<E, state::SubmitEdit>) ReactSubmit(e);
+        else if constexpr (std::is_same_v<E, state::PlaceEdit>) ReactPlace(e);
+        else if constexpr (std::is_same_v<E, state::GrowEdit>) ReactGrow(e);
+        else if constexpr (std::is_same_v<E, state::NoticeEdit>) ReactNotice(e);
+        else if constexpr (std::is_same_v<E, state::ShrinkEdit>) ReactShrink(e);
+        else if constexpr (std::is_same_v<E, state::PodExitEdit>) ReactPodExit(e);
+        else if constexpr (std::is_same_v<E, state::RequeueEdit>) ReactRequeue(e);
+        else if constexpr (std::is_same_v<E, state::ReleaseEdit>) ReactRelease(e);
+        // Priorities, targets, checkpoints and loans change nothing the
+        // world models; AfterPrepare reads targets and loans.
+      },
+      edit);
 }
 
-void Run::ApplyPreempt(const PreemptDecision& d) {
-  Job* jp = JobOf(d.victim);
-  if (jp == nullptr || jp->phase == Phase::kTerminating) return;  // already noticed
-  if (jp->phase != Phase::kRunning) {
-    ++invalid_;
-    return;
+// [{"node":"r0-n1","gpus":[0,1]}, ...]: where each pod runs, so topology can
+// be checked from the event log.
+std::string Run::PlacementJson(const std::vector<PodPlacement>& pods) const {
+  std::string out = "[";
+  for (const PodPlacement& p : pods) {
+    if (out.size() > 1) out += ',';
+    out += "{\"node\":" + nlohmann::json(snap().cluster.node(p.node).name).dump() + ",\"gpus\":[";
+    bool first = true;
+    for (int g = 0; g < kMaxGpusPerNode; ++g) {
+      if ((p.gpus >> g & 1) == 0) continue;
+      if (!first) out += ',';
+      out += std::to_string(g);
+      first = false;
+    }
+    out += "]}";
   }
-  Job& j = *jp;
-  const Time now = clock_.Now();
-  Time grace = d.grace_deadline;
-  if (grace < now || grace == kInfiniteFuture) grace = now + policy_.preemption.default_grace;
-  Time exit = grace;
-  if (d.cause == PreemptCause::kMaxRuntime || d.cause == PreemptCause::kIdle) {
-    j.stop_for_good = true;
-  } else if (j.checkpoint_interval.count() > 0) {
-    exit = std::min(grace, now + options_.checkpoint_save);
-  }
-  Allocation& a = LiveAllocation(j);
-  a.terminating = true;
-  a.grace_deadline = grace;
-  LiveWorkload(j).state = WorkloadState::kTerminating;
-  SetPhase(j, Phase::kTerminating);
-  if (j.kind == WorkloadKind::kTraining && !j.stop_for_good) {
-    ++training_preemptions_;
-    j.noticed_at = now;
-  } else if (!j.stop_for_good) {
-    j.noticed_at = now;
-  }
-  ++j.generation;
-  queue_.Push(exit, EventKind::kVictimExit, IndexOf(j), j.generation);
-  LogEvent(fmt::format("\"event\":\"preempt\",\"workload\":{},\"cause\":\"{}\",\"gpus\":{},"
-                       "\"exit_at\":{:.3f}",
-                       j.name_json, PreemptCauseName(d.cause), a.gpu_count(), Sec(exit)));
+  return out + "]";
 }
 
-void Run::ApplyResize(const ResizeDecision& d) {
-  Job* jp = JobOf(d.workload);
-  if (jp == nullptr || jp->phase != Phase::kRunning || jp->alloc_index < 0) {
-    ++invalid_;
-    return;
-  }
-  Job& j = *jp;
+void Run::ReactPlace(const state::PlaceEdit& e) {
+  Job& j = JobOf(e.workload);
   const Time now = clock_.Now();
-  for (const PodPlacement& p : d.added) {
-    if (!ValidPod(p)) {
-      ++invalid_;
-      return;
-    }
-  }
-  Allocation& a = LiveAllocation(j);
-  for (const PodPlacement& p : d.added) {
-    TakePod(j, p);
-    a.pods.push_back(p);
-    if (j.kind == WorkloadKind::kInference) {
-      const Time ready = now + EstimateColdStart(LiveWorkload(j).inference);
-      j.pod_ready.push_back(ready);
-      queue_.Push(ready, EventKind::kReplicaReady, IndexOf(j));
-    }
-  }
-  for (const PodPlacement& p : d.removed) {
-    auto pos = std::find(a.pods.begin(), a.pods.end(), p);
-    if (pos == a.pods.end()) {
-      ++invalid_;
-      continue;
-    }
-    if (j.kind == WorkloadKind::kInference) {
-      const size_t k = static_cast<size_t>(pos - a.pods.begin());
-      FreePod(j, *pos);
-      a.pods.erase(pos);
-      if (k < j.pod_ready.size()) j.pod_ready.erase(j.pod_ready.begin() + static_cast<long>(k));
-    } else {
-      // Removed pods keep their GPUs until they have saved and exited; the
-      // engine sees them as leaving meanwhile (not to be stopped or regrown).
-      if (std::find(a.leaving.begin(), a.leaving.end(), p) == a.leaving.end()) a.leaving.push_back(p);
-      Time grace = d.grace_deadline;
-      if (grace < now || grace == kInfiniteFuture) grace = now + policy_.preemption.default_grace;
-      const Time leave = j.checkpoint_interval.count() > 0
-                             ? std::min(grace, now + options_.checkpoint_save)
-                             : grace;
-      j.shrinking.emplace_back(leave, p);
-      queue_.Push(leave, EventKind::kVictimExit, IndexOf(j), kShrinkGeneration);
-    }
-  }
-  if (j.kind == WorkloadKind::kInference) {
-    RecountReady(j);
-  } else if (!d.added.empty()) {
-    SetRate(j);
-  }
-  LogEvent(fmt::format("\"event\":\"resize\",\"workload\":{},\"from\":{},\"to\":{},\"added\":{},"
-                       "\"removed\":{}",
-                       j.name_json, d.from_pods, d.to_pods, d.added.size(), d.removed.size()));
-}
-
-void Run::ApplyPlace(const PlaceDecision& d) {
-  Job* jp = JobOf(d.workload);
-  if (jp == nullptr || jp->phase != Phase::kPending || d.pods.empty()) {
-    ++invalid_;
-    return;
-  }
-  Job& j = *jp;
-  // All pods or none: a decision that double-books a GPU is refused whole.
-  for (size_t k = 0; k < d.pods.size(); ++k) {
-    if (!ValidPod(d.pods[k])) {
-      ++invalid_;
-      return;
-    }
-    for (size_t m = 0; m < k; ++m)
-      if (d.pods[m].node == d.pods[k].node && (d.pods[m].gpus & d.pods[k].gpus) != 0) {
-        ++invalid_;
-        return;
-      }
-  }
-  const Time now = clock_.Now();
-  Workload& w = LiveWorkload(j);
+  const Workload& w = *LiveWorkload(j);
   if (w.is_gang() && j.kind == WorkloadKind::kTraining) {
     ++gang_places_;
-    if (static_cast<int>(d.pods.size()) < w.min_pods) ++gang_partial_;
+    if (static_cast<int>(e.pods.size()) < w.min_pods) ++gang_partial_;
   }
-  Allocation a;
-  a.workload = w.id;
-  a.pods = d.pods;
-  a.start_time = now;
-  a.last_checkpoint = now;
-  a.borrowed = d.borrowed;
-  for (const PodPlacement& p : a.pods) TakePod(j, p);
-  j.alloc_index = static_cast<int>(snap_.allocations.size());
-  snap_.allocation_gpus.push_back(a.gpu_count());
-  snap_.allocations.push_back(std::move(a));
-  w.state = WorkloadState::kRunning;
   SetPhase(j, Phase::kRunning);
   if (j.checkpoint_interval.count() > 0) {
     j.next_checkpoint = now + j.checkpoint_interval;
@@ -1042,22 +935,133 @@ void Run::ApplyPlace(const PlaceDecision& d) {
   j.segment_start = now;
   if (j.kind == WorkloadKind::kInference) {
     const Time ready = now + EstimateColdStart(w.inference);
-    j.pod_ready.assign(d.pods.size(), ready);
+    j.pod_ready.clear();
+    for (const PodPlacement& p : e.pods) j.pod_ready.emplace_back(p, ready);
     queue_.Push(ready, EventKind::kReplicaReady, IndexOf(j));
   }
   SetRate(j);
-  LogEvent(fmt::format("\"event\":\"place\",\"workload\":{},\"pods\":{},\"gpus\":{},"
-                       "\"borrowed\":{},\"waited_s\":{:.3f}",
-                       j.name_json, d.pods.size(), LiveAllocation(j).gpu_count(),
-                       d.borrowed ? "true" : "false", Sec(now - j.submit)));
+  if (events_ != nullptr) {
+    LogEvent(fmt::format("\"event\":\"place\",\"workload\":{},\"pods\":{},\"gpus\":{},"
+                         "\"borrowed\":{},\"waited_s\":{:.3f},\"placement\":{}",
+                         j.name_json, e.pods.size(), j.gpus_held, e.borrowed ? "true" : "false",
+                         Sec(now - j.submit), PlacementJson(e.pods)));
+  }
 }
 
-void Run::ApplyReject(const RejectDecision& d) {
-  Job* jp = JobOf(d.workload);
-  if (jp == nullptr || jp->phase != Phase::kPending) return;
-  LogEvent(fmt::format("\"event\":\"reject\",\"workload\":{},\"reason\":\"{}\",\"detail\":{}",
-                       jp->name_json, ReasonCodeName(d.reason), nlohmann::json(d.detail).dump()));
-  Complete(*jp);
+void Run::ReactGrow(const state::GrowEdit& e) {
+  Job& j = JobOf(e.workload);
+  const Time now = clock_.Now();
+  if (j.kind == WorkloadKind::kInference) {
+    const Time ready = now + EstimateColdStart(LiveWorkload(j)->inference);
+    for (const PodPlacement& p : e.pods) {
+      j.pod_ready.emplace_back(p, ready);
+      queue_.Push(ready, EventKind::kReplicaReady, IndexOf(j));
+    }
+    RecountReady(j);
+  } else {
+    SetRate(j);
+  }
+  const int pods = static_cast<int>(LiveAllocation(j)->pods.size());
+  if (events_ != nullptr) {
+    LogEvent(fmt::format("\"event\":\"resize\",\"workload\":{},\"from\":{},\"to\":{},\"added\":{},"
+                         "\"removed\":0,\"placement\":{}",
+                         j.name_json, pods - static_cast<int>(e.pods.size()), pods, e.pods.size(),
+                         PlacementJson(e.pods)));
+  }
+}
+
+void Run::ReactShrink(const state::ShrinkEdit& e) {
+  Job& j = JobOf(e.workload);
+  const Time now = clock_.Now();
+  const Allocation& a = *LiveAllocation(j);
+  for (const PodPlacement& p : e.pods) {
+    if (j.kind == WorkloadKind::kInference) {
+      // A replica stops serving at once.
+      deferred_.push_back(state::PodExitEdit{e.workload, p});
+      continue;
+    }
+    // Removed pods keep their GPUs until they have saved and exited.
+    const Time leave = j.checkpoint_interval.count() > 0
+                           ? std::min(e.grace_deadline, now + options_.checkpoint_save)
+                           : e.grace_deadline;
+    j.shrinking.emplace_back(leave, p);
+    queue_.Push(leave, EventKind::kVictimExit, IndexOf(j), kShrinkGeneration);
+  }
+  const int pods = static_cast<int>(a.pods.size());
+  LogEvent(fmt::format("\"event\":\"resize\",\"workload\":{},\"from\":{},\"to\":{},\"added\":0,"
+                       "\"removed\":{}",
+                       j.name_json, pods, pods - static_cast<int>(a.leaving.size()), e.pods.size()));
+}
+
+void Run::ReactPodExit(const state::PodExitEdit& e) {
+  Job& j = JobOf(e.workload);
+  if (j.kind == WorkloadKind::kInference) {
+    auto it = std::find_if(j.pod_ready.begin(), j.pod_ready.end(),
+                           [&](const auto& r) { return r.first == e.pod; });
+    if (it != j.pod_ready.end()) j.pod_ready.erase(it);
+    RecountReady(j);
+    return;
+  }
+  if (j.phase == Phase::kRunning) SetRate(j);
+  RequestPass();
+}
+
+void Run::ReactNotice(const state::NoticeEdit& e) {
+  Job& j = JobOf(e.workload);
+  const Time now = clock_.Now();
+  Time exit = e.grace_deadline;
+  if (!e.requeue) {
+    j.stop_for_good = true;
+  } else if (j.checkpoint_interval.count() > 0) {
+    // A checkpointing victim saves and exits before its deadline.
+    exit = std::min(exit, now + options_.checkpoint_save);
+  }
+  SetPhase(j, Phase::kTerminating);
+  if (!j.stop_for_good) {
+    if (j.kind == WorkloadKind::kTraining) ++training_preemptions_;
+    j.noticed_at = now;
+  }
+  j.noticed_gpus = j.gpus_held;
+  ++j.generation;
+  queue_.Push(exit, EventKind::kVictimExit, IndexOf(j), j.generation);
+  LogEvent(fmt::format("\"event\":\"preempt\",\"workload\":{},\"cause\":\"{}\",\"gpus\":{},"
+                       "\"exit_at\":{:.3f}",
+                       j.name_json, PreemptCauseName(e.cause), j.gpus_held, Sec(exit)));
+}
+
+void Run::ReactRequeue(const state::RequeueEdit& e) {
+  Job& j = JobOf(e.workload);
+  AdvanceProgress(j);
+  const double lost_s = std::max(0.0, j.progress_s - j.checkpoint_progress_s);
+  if (j.kind == WorkloadKind::kTraining) {
+    // progress is in full-size seconds: GPU-seconds = progress x full GPUs.
+    lost_gpu_seconds_ += lost_s * j.full_pods * j.gpus_per_pod;
+  }
+  j.progress_s = j.checkpoint_progress_s;
+  j.rate = 0;
+  AllocationGone(j);
+  SetPhase(j, Phase::kPending);
+  j.next_checkpoint = kInfiniteFuture;
+  LogEvent(fmt::format("\"event\":\"exit\",\"workload\":{},\"gpus\":{},\"lost_s\":{:.3f}",
+                       j.name_json, j.noticed_gpus, lost_s));
+  RequestPass();
+}
+
+void Run::ReactRelease(const state::ReleaseEdit& e) {
+  Job& j = JobOf(e.workload);
+  AllocationGone(j);
+  SetPhase(j, Phase::kDone);
+  j.finished_at = clock_.Now();
+  ++j.generation;
+  if (j.work_s > 0) --finite_left_;
+  if (j.service >= 0) {
+    ServiceTrack& s = services_[j.service];
+    s.active = false;
+    s.pending.clear();
+  }
+  LogEvent(fmt::format("\"event\":\"finish\",\"workload\":{},\"completed\":{}", j.name_json,
+                       j.completed ? "true" : "false"));
+  RequestPass();
 }
 
 StatusOr<SimResult> Run::Go() {

@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <limits>
 #include <set>
-#include <unordered_map>
 
 #include "core/common/check.h"
 #include "core/engine/workload_index.h"
@@ -55,7 +54,7 @@ QueueLatency ColocationController::ModelServiceLatency(const InferenceSpec& spec
   return ModelLatency(rps, spec.replica_capacity_rps, ready_replicas);
 }
 
-Decisions ColocationController::Prepare(Snapshot& snapshot) {
+ColocationPlan ColocationController::Prepare(const Snapshot& snapshot) {
   const Time now = snapshot.now;
   const Duration tick =
       last_prepare_ && now > *last_prepare_ ? now - *last_prepare_ : Duration(0);
@@ -64,12 +63,13 @@ Decisions ColocationController::Prepare(Snapshot& snapshot) {
   const size_t node_count = snapshot.cluster.nodes.size();
 
   // The active services, in id order.
-  std::vector<Workload*> by_id;
-  for (Workload& w : snapshot.workloads) {
+  std::vector<const Workload*> by_id;
+  for (const Workload& w : snapshot.workloads) {
     if (w.kind == WorkloadKind::kInference && Active(w)) by_id.push_back(&w);
   }
   std::sort(by_id.begin(), by_id.end(),
             [](const Workload* a, const Workload* b) { return a->id < b->id; });
+  ColocationPlan out;
   // Lookups by id through one flat index (ids are dense) instead of hash maps
   // rebuilt every pass.
   const engine::WorkloadIndex index(snapshot.workloads);
@@ -86,7 +86,7 @@ Decisions ColocationController::Prepare(Snapshot& snapshot) {
   status.lookahead = config_.forecast_horizon;
   std::vector<InferenceDemand> demand;
   std::set<WorkloadId> services;
-  for (Workload* w : by_id) {
+  for (const Workload* w : by_id) {
     if (w->kind != WorkloadKind::kInference || !Active(*w)) continue;
     services.insert(w->id);
     const Duration cold = EstimateColdStart(w->inference, cold_start_model_);
@@ -98,7 +98,7 @@ Decisions ColocationController::Prepare(Snapshot& snapshot) {
     const double scale_forecast =
         predictive ? forecaster_.PeakForecast(w->id, now, now + cold + tick) : 0.0;
     const int desired = autoscaler_.Update(*w, current, scale_forecast, now);
-    w->pods = desired;
+    out.targets.emplace_back(w->id, desired);
 
     const double peak = predictive ? forecaster_.PeakForecast(w->id, now, now + lookahead) : current;
     const int lo = std::max(0, w->min_pods);
@@ -183,13 +183,11 @@ Decisions ColocationController::Prepare(Snapshot& snapshot) {
   }
 
   LoanPlan plan = PlanLoans(config_.mode, snapshot, previously_lent, demand);
-  snapshot.lent_nodes = plan.lent_nodes;
+  out.lent_nodes = plan.lent_nodes;
   lent_ = plan.lent_nodes;
 
   // 3. Notice for borrowed work on shared nodes that are not lent.
-  Decisions out;
   const Time deadline = now + grace_;
-  std::set<WorkloadId> stopping;
   std::vector<const Allocation*> allocations;
   for (const Allocation& a : snapshot.allocations) allocations.push_back(&a);
   std::sort(allocations.begin(), allocations.end(),
@@ -227,7 +225,7 @@ Decisions ColocationController::Prepare(Snapshot& snapshot) {
       shrink.grace_deadline = deadline;
       shrink.detail = why + ": elastic job shrinks from " + std::to_string(total) + " to " +
                       std::to_string(kept) + " pods";
-      out.resizes.push_back(std::move(shrink));
+      out.decisions.resizes.push_back(std::move(shrink));
     } else {
       PreemptDecision stop;
       stop.victim = a->workload;
@@ -239,48 +237,13 @@ Decisions ColocationController::Prepare(Snapshot& snapshot) {
           a->gpu_count() * std::max(0.0, ToSeconds(now - a->last_checkpoint));
       stop.detail = why + ": loses " + Fmt("%.0f", stop.lost_gpu_seconds) +
                     " GPU-seconds since its last checkpoint";
-      out.preempts.push_back(std::move(stop));
-      stopping.insert(a->workload);
+      out.decisions.preempts.push_back(std::move(stop));
     }
     for (const PodPlacement& p : leaving) noticed_[{a->workload, p.node}] = deadline;
   }
 
-  // 4. Debug sessions at their max runtime.
-  for (PreemptDecision& stop : DebugMaxRuntimeStops(snapshot, grace_)) {
-    if (stopping.count(stop.victim) == 0) out.preempts.push_back(std::move(stop));
-  }
-  // 5. Batch jobs that cannot meet their deadline.
-  out.rejects = RejectInfeasibleBatch(snapshot);
-
-  // The engine runs on this snapshot before the caller applies `out`: it
-  // must see the victims as leaving (their GPUs claimable once they exit),
-  // not as live work to notice a second time, and a shrunk job's removed pods
-  // as leaving (Allocation::leaving), so it neither stops the rest of the job
-  // nor grows it back.
-  if (!out.resizes.empty()) {
-    std::unordered_map<WorkloadId, const ResizeDecision*> shrink_of;
-    for (const ResizeDecision& r : out.resizes) shrink_of[r.workload] = &r;
-    for (Allocation& a : snapshot.allocations) {
-      auto it = shrink_of.find(a.workload);
-      if (it == shrink_of.end()) continue;
-      for (const PodPlacement& p : it->second->removed) {
-        if (std::find(a.leaving.begin(), a.leaving.end(), p) == a.leaving.end()) a.leaving.push_back(p);
-      }
-    }
-  }
-  if (!out.preempts.empty()) {
-    std::unordered_map<WorkloadId, Time> leaving_by;
-    for (const PreemptDecision& stop : out.preempts) leaving_by[stop.victim] = stop.grace_deadline;
-    for (Allocation& a : snapshot.allocations) {
-      auto it = leaving_by.find(a.workload);
-      if (it == leaving_by.end()) continue;
-      a.terminating = true;
-      a.grace_deadline = it->second;
-    }
-    for (Workload& w : snapshot.workloads) {
-      if (leaving_by.count(w.id) > 0) w.state = WorkloadState::kTerminating;
-    }
-  }
+  // 4. Batch jobs that cannot meet their deadline.
+  out.decisions.rejects = RejectInfeasibleBatch(snapshot);
 
   status.shared_nodes = plan.shared_nodes;
   status.lent_nodes = plan.lent_count;

@@ -21,15 +21,12 @@
 //     preempted (cause kInferenceReturn, grace = preemption.default_grace,
 //     lost work = GPUs x time since last checkpoint). Work that is still on
 //     a non-lent shared node and was not given notice yet gets it too.
-//  4. Debug sessions get notice (kMaxRuntime) one grace period before their
-//     max runtime, so they end exactly at it.
-//  5. Pending batch jobs that cannot meet their deadline are rejected.
-// Prepare marks its preempted victims terminating (with their grace deadline)
-// in the snapshot, as applying the decisions would, so the engine's pass sees
-// them leaving instead of noticing them again. A shrunk job's removed pods are
-// added to its Allocation::leaving (they stay in `pods`): the engine leaves the
-// rest of the job running. The caller keeps them listed as leaving until they
-// exit, then removes them from both lists.
+//  4. Pending batch jobs that cannot meet their deadline are rejected.
+// Prepare never edits the snapshot: it returns a ColocationPlan, and the
+// caller applies it (state::StateMachine::ApplyPlan) before the engine's pass,
+// so the engine sees the new targets and loans, the victims terminating and a
+// shrunk job's removed pods leaving (Allocation::leaving), exactly as they
+// will be committed.
 // Lent state persists inside the controller between passes; a shared node
 // that holds borrowed non-terminating work counts as lent (so a restarted
 // server recovers its loans from the allocations).
@@ -82,6 +79,17 @@ struct ColocationStatus {
   std::vector<ServiceStatus> services;  // in id order
 };
 
+// What one Prepare decided.
+struct ColocationPlan {
+  // Each active service's replica target, in id order.
+  std::vector<std::pair<WorkloadId, int>> targets;
+  // The whole loan state after this plan, indexed by NodeId.
+  std::vector<bool> lent_nodes;
+  // Notices (preempts) and shrinks (resizes) for returned capacity, and
+  // rejects for batch jobs that cannot meet their deadline.
+  Decisions decisions;
+};
+
 class ColocationController {
  public:
   explicit ColocationController(const PolicyConfig& policy,
@@ -89,7 +97,7 @@ class ColocationController {
                                 ColdStartModel cold_start = {});
 
   void ObserveLoad(WorkloadId service, Time t, double rps);
-  Decisions Prepare(Snapshot& snapshot);
+  ColocationPlan Prepare(const Snapshot& snapshot);
 
   // As of the last Prepare.
   const ColocationStatus& status() const { return status_; }

@@ -136,7 +136,7 @@ ClusterState::ClusterState(const Snapshot& snapshot,
         << "snapshot free_gpus has " << snapshot.free_gpus.size() << " nodes (cluster "
         << n_nodes << ") and allocation_gpus " << snapshot.allocation_gpus.size()
         << " entries (allocations " << snapshot.allocations.size() << ")";
-#ifndef NDEBUG
+#if !defined(NDEBUG) || defined(TIDAL_EXPENSIVE_CHECKS)
     // The caller's bookkeeping must say what the cluster and allocations say.
     std::vector<GpuMask> used(n_nodes, 0);
     std::vector<int> gpus;

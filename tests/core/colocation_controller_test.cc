@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "core/engine/scheduler.h"
+#include "core/state/state_machine.h"
 #include "tests/support/colocation_fixtures.h"
 
 namespace tidal {
@@ -60,6 +61,25 @@ Snapshot StepScenario() {
   return s;
 }
 
+// Runs Prepare and commits its plan to `s` through the state machine, as the
+// simulator and the server do before the engine's pass; returns the plan's
+// decisions.
+Decisions Commit(ColocationController& controller, Snapshot& s) {
+  const ColocationPlan plan = controller.Prepare(s);
+  StatusOr<state::State> st = state::State::FromSnapshot(s);
+  EXPECT_TRUE(st.ok()) << st.status().message();
+  if (!st.ok()) return plan.decisions;
+  state::StateMachine machine(*std::move(st), state::LifecycleOptions{seconds(60), Duration(0)});
+  const state::ApplyOutcome outcome = machine.ApplyPlan(plan);
+  EXPECT_TRUE(outcome.refused.empty()) << outcome.refused[0].why.message();
+  s = machine.state().snapshot();
+  // The tests edit `s` by hand next: let the engine recount free GPUs.
+  s.free_gpus.clear();
+  s.allocation_gpus.clear();
+  s.cluster_version = 0;
+  return plan.decisions;
+}
+
 // Removes a preempted victim, as if it had exited at once.
 void Apply(Snapshot& s, const Decisions& d) {
   for (const PreemptDecision& p : d.preempts) {
@@ -84,7 +104,7 @@ StepRun RunStepDay(ColocationMode mode) {
   for (Time t = At(hours(58)); t <= At(hours(61)); t += minutes(1)) {
     controller.ObserveLoad(kService, t, StepLoad(t));
     s.now = t;
-    const Decisions d = controller.Prepare(s);
+    const Decisions d = Commit(controller, s);
     if (!controller.status().returned.empty() && !run.first_return) run.first_return = t;
     run.preempts.insert(run.preempts.end(), d.preempts.begin(), d.preempts.end());
     Apply(s, d);
@@ -129,7 +149,7 @@ TEST(ColocationControllerTest, StaticLendsNothingAndEvictsLeftoverBorrowedWork) 
   ColocationController controller(Policy(ColocationMode::kStatic));
   Snapshot s = StepScenario();
   s.now = At(hours(1));
-  const Decisions d = controller.Prepare(s);
+  const Decisions d = Commit(controller, s);
   EXPECT_EQ(s.lent_nodes, std::vector<bool>(5, false));
   EXPECT_EQ(controller.status().lent_nodes, 0);
   // The four jobs found on shared nodes (say, from before a mode change).
@@ -147,7 +167,7 @@ TEST(ColocationControllerTest, StaticLendsNothingAndEvictsLeftoverBorrowedWork) 
   }
   // The same victims are not noticed twice while inside their grace.
   s.now += seconds(30);
-  EXPECT_TRUE(controller.Prepare(s).preempts.empty());
+  EXPECT_TRUE(Commit(controller, s).preempts.empty());
 }
 
 TEST(ColocationControllerTest, ReturnIsWholeNodeAndElasticJobsShrink) {
@@ -170,7 +190,7 @@ TEST(ColocationControllerTest, ReturnIsWholeNodeAndElasticJobsShrink) {
   AddRunning(s, TrainingJob(70, 4, 1), {{N(2), Gpus(4, 4)}}, At(minutes(0)), At(minutes(0)));
 
   ColocationController controller(Policy(ColocationMode::kReactive));
-  EXPECT_TRUE(controller.Prepare(s).preempts.empty());
+  EXPECT_TRUE(Commit(controller, s).preempts.empty());
   EXPECT_EQ(s.lent_nodes, (std::vector<bool>{false, true, true}));
   // 50 rps wants floor(60 / 10) + 1 = 7 replicas; capped at 2, one more
   // 8-GPU replica needs one whole shared node. At 1:01 node 1 costs 2 GPUs x
@@ -179,7 +199,7 @@ TEST(ColocationControllerTest, ReturnIsWholeNodeAndElasticJobsShrink) {
   s.workloads[0].max_pods = 2;
   controller.ObserveLoad(kService, s.now, 50);
   s.now += minutes(1);
-  const Decisions d = controller.Prepare(s);
+  const Decisions d = Commit(controller, s);
   EXPECT_EQ(s.workloads[0].pods, 2);
   EXPECT_EQ(controller.status().returned, std::vector<NodeId>{N(1)});
   EXPECT_EQ(s.lent_nodes, (std::vector<bool>{false, false, true}));
@@ -200,7 +220,7 @@ TEST(ColocationControllerTest, ReturnIsWholeNodeAndElasticJobsShrink) {
   std::erase_if(s.workloads, [](const Workload& w) { return w.id == WorkloadId(50); });
   s.now += seconds(30);
   controller.ObserveLoad(kService, s.now, 50);
-  const Decisions later = controller.Prepare(s);
+  const Decisions later = Commit(controller, s);
   EXPECT_TRUE(later.preempts.empty());
   EXPECT_TRUE(later.resizes.empty());
   EXPECT_EQ(s.lent_nodes, (std::vector<bool>{false, false, true}));
@@ -228,7 +248,7 @@ TEST(ColocationControllerTest, PredictiveReturnShrinksElasticJobWhichKeepsRunnin
   ColocationController controller(policy);
   const Scheduler scheduler(policy);
   controller.ObserveLoad(kService, s.now, 0);
-  EXPECT_TRUE(controller.Prepare(s).resizes.empty());
+  EXPECT_TRUE(Commit(controller, s).resizes.empty());
   EXPECT_EQ(s.lent_nodes, (std::vector<bool>{false, true, true}));
 
   // 50 rps: with under a day of history the forecast is 1.2 x the last
@@ -238,7 +258,7 @@ TEST(ColocationControllerTest, PredictiveReturnShrinksElasticJobWhichKeepsRunnin
   // GPUs (2 < 4), so it goes back, and the job shrinks 3 -> 2.
   s.now += minutes(1);
   controller.ObserveLoad(kService, s.now, 50);
-  const Decisions pre = controller.Prepare(s);
+  const Decisions pre = Commit(controller, s);
   EXPECT_EQ(controller.status().returned, std::vector<NodeId>{N(1)});
   EXPECT_TRUE(pre.preempts.empty());
   ASSERT_EQ(pre.resizes.size(), 1u);
@@ -265,7 +285,7 @@ TEST(ColocationControllerTest, PredictiveReturnShrinksElasticJobWhichKeepsRunnin
   }
   s.now += seconds(60);
   controller.ObserveLoad(kService, s.now, 50);
-  const Decisions pre2 = controller.Prepare(s);
+  const Decisions pre2 = Commit(controller, s);
   const Decisions eng2 = scheduler.Schedule(s);
   EXPECT_TRUE(pre2.preempts.empty());
   EXPECT_TRUE(pre2.resizes.empty());
@@ -288,7 +308,7 @@ TEST(ColocationControllerTest, AutoscalesAndReportsModelledLatency) {
   ColocationController controller(Policy(ColocationMode::kReactive));
   s.now = At(hours(1));
   controller.ObserveLoad(kService, s.now, 30);
-  controller.Prepare(s);
+  Commit(controller, s);
   ASSERT_EQ(controller.status().services.size(), 1u);
   const ServiceStatus& st = controller.status().services[0];
   EXPECT_EQ(st.desired_replicas, 4);  // floor(36 / 10) + 1
@@ -303,20 +323,15 @@ TEST(ColocationControllerTest, AutoscalesAndReportsModelledLatency) {
   // Load doubles: pods follow at once (floor(72 / 10) + 1 = 8).
   s.now += minutes(1);
   controller.ObserveLoad(kService, s.now, 60);
-  controller.Prepare(s);
+  Commit(controller, s);
   const auto svc = std::find_if(s.workloads.begin(), s.workloads.end(),
                                 [](const Workload& w) { return w.id == kService; });
   EXPECT_EQ(svc->pods, 8);
 }
 
-TEST(ColocationControllerTest, DebugStopsAndBatchRejectsComeOutOfPrepare) {
+TEST(ColocationControllerTest, BatchRejectsComeOutOfPrepare) {
   Snapshot s = ColocationSnapshot(1, 1, 0);
   s.now = At(minutes(59));
-  Workload dbg;
-  dbg.id = WorkloadId(5);
-  dbg.kind = WorkloadKind::kDebug;
-  dbg.debug.max_runtime = minutes(60);
-  AddRunning(s, dbg, {{N(0), Gpus(0, 1)}}, At(minutes(0)), At(minutes(0)));
   Workload batch;
   batch.id = WorkloadId(6);
   batch.kind = WorkloadKind::kBatchInference;
@@ -325,12 +340,34 @@ TEST(ColocationControllerTest, DebugStopsAndBatchRejectsComeOutOfPrepare) {
   batch.batch.deadline = s.now + hours(1);
   s.workloads.push_back(batch);
   ColocationController controller(Policy(ColocationMode::kPredictive));
-  const Decisions d = controller.Prepare(s);
-  ASSERT_EQ(d.preempts.size(), 1u);
-  EXPECT_EQ(d.preempts[0].cause, PreemptCause::kMaxRuntime);
-  EXPECT_EQ(d.preempts[0].grace_deadline, At(minutes(60)));
-  ASSERT_EQ(d.rejects.size(), 1u);
-  EXPECT_EQ(d.rejects[0].reason, ReasonCode::kDeadline);
+  // Two hours of work cannot end within the hour left.
+  const ColocationPlan plan = controller.Prepare(s);
+  ASSERT_EQ(plan.decisions.rejects.size(), 1u);
+  EXPECT_EQ(plan.decisions.rejects[0].reason, ReasonCode::kDeadline);
+  // Max-runtime stops are the lifecycle's (core/state), never Prepare's.
+  EXPECT_TRUE(plan.decisions.preempts.empty());
+}
+
+TEST(ColocationControllerTest, PrepareLeavesItsInputAlone) {
+  Snapshot s = StepScenario();
+  s.now = At(hours(1));
+  ColocationController controller(Policy(ColocationMode::kStatic));
+  const Snapshot before = s;
+  // Static mode returns all four shared nodes and notices their jobs...
+  const ColocationPlan plan = controller.Prepare(s);
+  EXPECT_EQ(plan.decisions.preempts.size(), 4u);
+  EXPECT_EQ(plan.lent_nodes, std::vector<bool>(5, false));
+  // ... in the plan only: nothing in the snapshot moved.
+  ASSERT_EQ(s.allocations.size(), before.allocations.size());
+  for (size_t i = 0; i < s.allocations.size(); ++i) {
+    EXPECT_FALSE(s.allocations[i].terminating);
+    EXPECT_TRUE(s.allocations[i].leaving.empty());
+  }
+  for (size_t i = 0; i < s.workloads.size(); ++i) {
+    EXPECT_EQ(s.workloads[i].pods, before.workloads[i].pods);
+    EXPECT_EQ(s.workloads[i].state, before.workloads[i].state);
+  }
+  EXPECT_EQ(s.lent_nodes, before.lent_nodes);
 }
 
 TEST(ColocationControllerTest, SameInputsSameDecisions) {

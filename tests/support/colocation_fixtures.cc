@@ -81,6 +81,7 @@ void AddRunning(Snapshot& snapshot, Workload workload, const std::vector<PodPlac
   a.last_checkpoint = last_checkpoint;
   a.borrowed = workload.kind != WorkloadKind::kInference;
   workload.state = WorkloadState::kRunning;
+  if (!workload.queue.valid()) workload.queue = QueueId(0);
   snapshot.allocations.push_back(std::move(a));
   snapshot.workloads.push_back(std::move(workload));
 }

@@ -1,0 +1,158 @@
+// The closed set of typed edits to the committed state (core/state/state.h),
+// in the spirit of LevelDB's VersionEdit. Everything that changes what the
+// engine sees is one of these: a submit, an engine decision turned into an
+// edit by the DecisionApplier, a timer fired by the Lifecycle, or a report
+// from the world (an agent in production, the simulated workload in the
+// simulator). The server journals them; the simulator applies the same ones;
+// a replay of a journal rebuilds the same state.
+//
+// Each edit applies whole or not at all (State::Apply returns the reason).
+// Edits apply at the state's clock (State::AdvanceTo), and a journal entry
+// records that time with the edit; only a report of something that happened
+// earlier (a checkpoint) carries its own time.
+#ifndef TIDAL_CORE_STATE_EDIT_H_
+#define TIDAL_CORE_STATE_EDIT_H_
+
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "core/common/ids.h"
+#include "core/common/time.h"
+#include "core/engine/decision.h"
+#include "core/model/allocation.h"
+#include "core/model/workload.h"
+
+namespace tidal::state {
+
+// A new workload joins the live set: pending, or awaiting approval when its
+// derived priority says so.
+struct SubmitEdit {
+  Workload workload;
+};
+
+// An admin approved a top-tier workload: awaiting approval -> pending.
+struct ApproveEdit {
+  WorkloadId workload;
+};
+
+// A re-derived priority. A pending workload whose new priority awaits
+// approval moves to kAwaitingApproval, and back once it no longer does.
+struct SetPriorityEdit {
+  WorkloadId workload;
+  Priority priority;
+};
+
+// The autoscaler's replica target for an inference service.
+struct SetTargetEdit {
+  WorkloadId workload;
+  int pods = 0;
+};
+
+// A pending workload starts on these pods, all at once (a gang is never
+// partial). Every GPU must exist, be healthy and be free, and no two pods may
+// share one.
+struct PlaceEdit {
+  WorkloadId workload;
+  std::vector<PodPlacement> pods;
+  bool borrowed = false;
+};
+
+// A running workload gains pods (an elastic job grows, a service scales up).
+struct GrowEdit {
+  WorkloadId workload;
+  std::vector<PodPlacement> pods;
+};
+
+// A running workload is told to stop: it keeps its GPUs, terminating, until
+// it exits or its grace deadline passes. `requeue` false = it ends for good
+// when it exits (a debug session at its max runtime or idle).
+struct NoticeEdit {
+  WorkloadId workload;
+  WorkloadId preemptor;  // invalid when no workload takes its place
+  PreemptCause cause = PreemptCause::kPriority;
+  Time grace_deadline = kInfiniteFuture;
+  double lost_gpu_seconds = 0;
+  bool requeue = true;
+};
+
+// Some pods of a running workload are told to leave (an elastic shrink, a
+// service scale-down): they stay listed, holding their GPUs, as
+// Allocation::leaving until each exits (PodExitEdit) or the deadline passes.
+struct ShrinkEdit {
+  WorkloadId workload;
+  std::vector<PodPlacement> pods;
+  WorkloadId beneficiary;
+  Time grace_deadline = kInfiniteFuture;
+};
+
+// One leaving pod exited: its GPUs are free.
+struct PodExitEdit {
+  WorkloadId workload;
+  PodPlacement pod;
+};
+
+// A running workload saved a checkpoint at `at` (reported with the time it
+// was taken; never later than the state's clock).
+struct CheckpointEdit {
+  WorkloadId workload;
+  Time at;
+};
+
+// A running or terminating workload loses its GPUs and waits again
+// (a preempted victim exited, its node was lost).
+struct RequeueEdit {
+  WorkloadId workload;
+};
+
+// A workload leaves the live set for good, with its GPUs if it holds any.
+// `final_state` is kSucceeded, kFailed or kCancelled.
+struct ReleaseEdit {
+  WorkloadId workload;
+  WorkloadState final_state = WorkloadState::kSucceeded;
+};
+
+// A shared-pool node is lent to training, or returned to inference.
+struct LendEdit {
+  NodeId node;
+};
+struct ReturnEdit {
+  NodeId node;
+};
+
+// A node failed or lost its lease (kFailed), or came back (kHealthy).
+struct NodeHealthEdit {
+  NodeId node;
+  Health health = Health::kHealthy;
+};
+
+// GPUs of a node report a fatal error. The node is cordoned (drained): no new
+// work lands on it until an operator uncordons it.
+struct GpuFaultEdit {
+  NodeId node;
+  GpuMask gpus = 0;
+};
+
+// An operator cordons or uncordons a node.
+struct CordonEdit {
+  NodeId node;
+  bool cordoned = true;
+};
+
+using Edit = std::variant<SubmitEdit, ApproveEdit, SetPriorityEdit, SetTargetEdit, PlaceEdit,
+                          GrowEdit, NoticeEdit, ShrinkEdit, PodExitEdit, CheckpointEdit,
+                          RequeueEdit, ReleaseEdit, LendEdit, ReturnEdit, NodeHealthEdit,
+                          GpuFaultEdit, CordonEdit>;
+
+// "submit", "approve", ..., as written in the journal.
+std::string_view EditName(const Edit& edit);
+
+// One journaled edit and the clock it applied at.
+struct JournalEntry {
+  Time at;
+  Edit edit;
+};
+
+}  // namespace tidal::state
+
+#endif  // TIDAL_CORE_STATE_EDIT_H_

@@ -1,0 +1,91 @@
+#include "core/state/lifecycle.h"
+
+#include <algorithm>
+
+namespace tidal::state {
+
+void Lifecycle::Arm(Time at, TimerKind kind, WorkloadId w, Time armed_for) {
+  timers_.push(Timer{at, next_seq_++, kind, w, armed_for});
+}
+
+void Lifecycle::ArmMaxRuntime(const Workload& w, const Allocation& a) {
+  if (w.kind != WorkloadKind::kDebug || w.debug.max_runtime <= Duration::zero()) return;
+  Arm(a.start_time + w.debug.max_runtime - options_.default_grace, TimerKind::kMaxRuntime, w.id,
+      a.start_time);
+}
+
+void Lifecycle::ArmExisting(const State& state) {
+  for (const Allocation& a : state.snapshot().allocations) {
+    if (a.terminating && a.grace_deadline != kInfiniteFuture) {
+      Arm(a.grace_deadline + options_.exit_report_slack, TimerKind::kGrace, a.workload, a.grace_deadline);
+    }
+    const Time leaving = state.leaving_deadline(a.workload);
+    if (!a.leaving.empty() && leaving != kInfiniteFuture) {
+      Arm(leaving + options_.exit_report_slack, TimerKind::kLeaving, a.workload, leaving);
+    }
+    if (const Workload* w = state.workload(a.workload); w != nullptr && !a.terminating) ArmMaxRuntime(*w, a);
+  }
+}
+
+void Lifecycle::Observe(const Edit& edit, const State& state) {
+  if (const auto* notice = std::get_if<NoticeEdit>(&edit)) {
+    if (notice->grace_deadline != kInfiniteFuture) {
+      Arm(notice->grace_deadline + options_.exit_report_slack, TimerKind::kGrace, notice->workload,
+          notice->grace_deadline);
+    }
+  } else if (const auto* shrink = std::get_if<ShrinkEdit>(&edit)) {
+    const Time deadline = state.leaving_deadline(shrink->workload);
+    if (deadline != kInfiniteFuture) {
+      Arm(deadline + options_.exit_report_slack, TimerKind::kLeaving, shrink->workload, deadline);
+    }
+  } else if (const auto* place = std::get_if<PlaceEdit>(&edit)) {
+    const Workload* w = state.workload(place->workload);
+    const Allocation* a = state.allocation(place->workload);
+    if (w != nullptr && a != nullptr) ArmMaxRuntime(*w, *a);
+  }
+}
+
+std::vector<Edit> Lifecycle::Tick(const State& state, Time now) {
+  std::vector<Edit> out;
+  while (!timers_.empty() && timers_.top().at <= now) {
+    const Timer t = timers_.top();
+    timers_.pop();
+    const Allocation* a = state.allocation(t.workload);
+    if (a == nullptr) continue;  // exited, requeued or released meanwhile
+    switch (t.kind) {
+      case TimerKind::kGrace: {
+        const StopNotice* stop = state.stop(t.workload);
+        if (!a->terminating || stop == nullptr || a->grace_deadline != t.armed_for) break;
+        if (stop->requeue) {
+          out.push_back(RequeueEdit{t.workload});
+        } else {
+          out.push_back(ReleaseEdit{t.workload, WorkloadState::kCancelled});
+        }
+        break;
+      }
+      case TimerKind::kLeaving: {
+        if (a->terminating || state.leaving_deadline(t.workload) != t.armed_for) break;
+        for (const PodPlacement& p : a->leaving) out.push_back(PodExitEdit{t.workload, p});
+        break;
+      }
+      case TimerKind::kMaxRuntime: {
+        const Workload* w = state.workload(t.workload);
+        if (w == nullptr || a->terminating || a->start_time != t.armed_for) break;
+        const Time stop_at = a->start_time + w->debug.max_runtime;
+        NoticeEdit n;
+        n.workload = t.workload;
+        n.cause = PreemptCause::kMaxRuntime;
+        // Noticed on time, it ends exactly at its max runtime; noticed late
+        // (the clock jumped), it still gets its full grace.
+        n.grace_deadline = now < stop_at ? stop_at : now + options_.default_grace;
+        n.lost_gpu_seconds = a->gpu_count() * std::max(0.0, ToSeconds(now - a->last_checkpoint));
+        n.requeue = false;
+        out.push_back(std::move(n));
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace tidal::state

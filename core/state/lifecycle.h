@@ -1,0 +1,72 @@
+// The one owner of the state's timers. Each applied edit may arm a timer:
+//  - a notice (NoticeEdit) arms its grace deadline: a victim still holding
+//    GPUs then is gone (the agent SIGKILLs it), so it is requeued, or
+//    released as cancelled when the notice said it stops for good;
+//  - a shrink (ShrinkEdit) arms its leaving deadline: leaving pods still
+//    listed then exit (PodExitEdit);
+//  - a debug session placed (PlaceEdit) arms its max runtime: one grace
+//    period before it, the session gets notice (cause kMaxRuntime, no
+//    requeue) so it ends exactly at its max runtime. A max runtime of 0 means
+//    unlimited, as it does to the engine.
+// Tick(now) pops every due timer, checks it against the state (a victim that
+// already exited, or a session that was preempted and placed again, leaves a
+// stale timer that is dropped), and returns the edits to apply. Timers live
+// in a min-heap, so a tick costs O(due timers x log n), never a scan of every
+// allocation.
+//
+// `exit_report_slack` is how long after a deadline an exit report is still
+// awaited before the lifecycle declares the pod gone: the server waits for
+// the agent's report (1 s); the simulator's pods exit exactly on time (0).
+#ifndef TIDAL_CORE_STATE_LIFECYCLE_H_
+#define TIDAL_CORE_STATE_LIFECYCLE_H_
+
+#include <cstdint>
+#include <queue>
+#include <vector>
+
+#include "core/state/edit.h"
+#include "core/state/state.h"
+
+namespace tidal::state {
+
+struct LifecycleOptions {
+  Duration default_grace = seconds(30);
+  Duration exit_report_slack = Duration(0);
+};
+
+class Lifecycle {
+ public:
+  explicit Lifecycle(LifecycleOptions options) : options_(options) {}
+
+  // Arms the timers of everything `state` already holds (a state built
+  // from a snapshot or recovered from a journal's snapshot).
+  void ArmExisting(const State& state);
+  // Arms the timers `edit` implies; call after it applied to `state`.
+  void Observe(const Edit& edit, const State& state);
+  // The edits of every timer due at or before `now`, in deadline order.
+  std::vector<Edit> Tick(const State& state, Time now);
+  // The earliest armed timer (possibly stale); kInfiniteFuture when none.
+  Time next_deadline() const { return timers_.empty() ? kInfiniteFuture : timers_.top().at; }
+
+ private:
+  enum class TimerKind : uint8_t { kGrace, kLeaving, kMaxRuntime };
+  struct Timer {
+    Time at;
+    uint64_t seq = 0;  // arming order: equal deadlines fire in that order
+    TimerKind kind = TimerKind::kGrace;
+    WorkloadId workload;
+    Time armed_for;  // the deadline, or the allocation's start, it belongs to
+    bool operator>(const Timer& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+  };
+
+  void Arm(Time at, TimerKind kind, WorkloadId w, Time armed_for);
+  void ArmMaxRuntime(const Workload& w, const Allocation& a);
+
+  LifecycleOptions options_;
+  uint64_t next_seq_ = 0;
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
+};
+
+}  // namespace tidal::state
+
+#endif  // TIDAL_CORE_STATE_LIFECYCLE_H_

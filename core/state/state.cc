@@ -1,0 +1,536 @@
+#include "core/state/state.h"
+
+#include <algorithm>
+#include <bit>
+#include <string>
+#include <utility>
+
+#include "core/common/check.h"
+
+namespace tidal::state {
+namespace {
+
+// Ids below this index a flat vector (4 MiB of slots per million ids).
+constexpr uint64_t kDenseIdLimit = uint64_t{1} << 25;
+
+std::string Id(WorkloadId id) { return std::to_string(id.value()); }
+
+bool Contains(const std::vector<PodPlacement>& pods, const PodPlacement& p) {
+  return std::find(pods.begin(), pods.end(), p) != pods.end();
+}
+
+bool Terminal(WorkloadState s) {
+  return s == WorkloadState::kSucceeded || s == WorkloadState::kFailed ||
+         s == WorkloadState::kCancelled;
+}
+
+}  // namespace
+
+std::string_view EditName(const Edit& edit) {
+  static constexpr std::string_view kNames[] = {
+      "submit", "approve", "set_priority", "set_target", "place",   "grow",
+      "notice", "shrink",  "pod_exit",     "checkpoint", "requeue", "release",
+      "lend",   "return",  "node_health",  "gpu_fault",  "cordon"};
+  static_assert(std::size(kNames) == std::variant_size_v<Edit>);
+  return kNames[edit.index()];
+}
+
+State::State(Cluster cluster, std::vector<Queue> queues, std::vector<Project> projects) {
+  snap_.cluster = std::move(cluster);
+  snap_.queues = std::move(queues);
+  snap_.projects = std::move(projects);
+  snap_.cluster_version = 1;
+  const size_t nodes = snap_.cluster.nodes.size();
+  used_.assign(nodes, 0);
+  snap_.lent_nodes.assign(nodes, false);
+  snap_.free_gpus.resize(nodes);
+  for (size_t n = 0; n < nodes; ++n) RefreshFree(NodeId(static_cast<uint32_t>(n)));
+  queue_used_.assign(snap_.queues.size(), 0);
+}
+
+StatusOr<State> State::FromSnapshot(const Snapshot& snapshot) {
+  State s(snapshot.cluster, snapshot.queues, snapshot.projects);
+  s.snap_.now = snapshot.now;
+  for (size_t n = 0; n < snapshot.lent_nodes.size() && n < s.snap_.lent_nodes.size(); ++n) {
+    s.snap_.lent_nodes[n] = snapshot.lent_nodes[n];
+  }
+  for (const Workload& w : snapshot.workloads) {
+    Workload pending = w;
+    const WorkloadState held = w.state;
+    if (held == WorkloadState::kRunning || held == WorkloadState::kTerminating) {
+      pending.state = WorkloadState::kPending;
+    }
+    TIDAL_RETURN_IF_ERROR(s.ApplyEdit(SubmitEdit{std::move(pending)}));
+    s.snap_.workloads.back().state = held;
+  }
+  for (const Allocation& a : snapshot.allocations) {
+    const Slot* slot = s.SlotOf(a.workload);
+    if (slot == nullptr || slot->workload < 0) {
+      return InvalidArgument("allocation of workload " + Id(a.workload) + ", which is not in the snapshot");
+    }
+    if (slot->allocation >= 0) return InvalidArgument("workload " + Id(a.workload) + " has two allocations");
+    if (a.pods.empty()) return InvalidArgument("workload " + Id(a.workload) + " has an empty allocation");
+    TIDAL_RETURN_IF_ERROR(s.CheckFree(a.pods, /*require_usable=*/false).WithContext("allocation of workload " + Id(a.workload) + ": "));
+    const int alloc = static_cast<int>(s.snap_.allocations.size());
+    s.snap_.allocations.push_back(a);
+    s.snap_.allocation_gpus.push_back(0);
+    AllocationMeta meta;
+    if (a.terminating) {
+      meta.has_stop = true;
+      meta.stop.notice_time = snapshot.now;
+      meta.stop.grace_deadline = a.grace_deadline;
+    }
+    s.meta_.push_back(meta);
+    s.MutableSlot(a.workload).allocation = alloc;
+    const Workload& w = s.snap_.workloads[slot->workload];
+    for (const PodPlacement& p : a.pods) s.Bind(w, alloc, p);
+  }
+  TIDAL_RETURN_IF_ERROR(s.CheckInvariants());
+  return s;
+}
+
+void State::AdvanceTo(Time t) { snap_.now = std::max(snap_.now, t); }
+
+Status State::Apply(const Edit& edit) {
+  return std::visit([this](const auto& e) { return ApplyEdit(e); }, edit);
+}
+
+// ---------------------------------------------------------------------------
+// Lookups
+
+const State::Slot* State::SlotOf(WorkloadId id) const {
+  const uint64_t v = id.value();
+  if (v < kDenseIdLimit) return v < dense_.size() ? &dense_[v] : nullptr;
+  auto it = sparse_.find(v);
+  return it == sparse_.end() ? nullptr : &it->second;
+}
+
+State::Slot& State::MutableSlot(WorkloadId id) {
+  const uint64_t v = id.value();
+  if (v < kDenseIdLimit) {
+    if (v >= dense_.size()) dense_.resize(std::max<size_t>(v + 1, dense_.size() * 2));
+    return dense_[v];
+  }
+  return sparse_[v];
+}
+
+void State::EraseSlot(WorkloadId id) {
+  const uint64_t v = id.value();
+  if (v < kDenseIdLimit) {
+    dense_[v] = Slot();
+  } else {
+    sparse_.erase(v);
+  }
+}
+
+const Workload* State::workload(WorkloadId id) const {
+  const Slot* s = SlotOf(id);
+  return s == nullptr || s->workload < 0 ? nullptr : &snap_.workloads[s->workload];
+}
+
+const Allocation* State::allocation(WorkloadId id) const {
+  const Slot* s = SlotOf(id);
+  return s == nullptr || s->allocation < 0 ? nullptr : &snap_.allocations[s->allocation];
+}
+
+const StopNotice* State::stop(WorkloadId id) const {
+  const Slot* s = SlotOf(id);
+  if (s == nullptr || s->allocation < 0 || !meta_[s->allocation].has_stop) return nullptr;
+  return &meta_[s->allocation].stop;
+}
+
+Time State::leaving_deadline(WorkloadId id) const {
+  const Slot* s = SlotOf(id);
+  return s == nullptr || s->allocation < 0 ? kInfiniteFuture : meta_[s->allocation].leaving_deadline;
+}
+
+StatusOr<int> State::LiveIndex(WorkloadId id, std::string_view edit) const {
+  const Slot* s = SlotOf(id);
+  if (s == nullptr || s->workload < 0) {
+    return FailedPrecondition(std::string(edit) + ": workload " + Id(id) + " is not live");
+  }
+  return s->workload;
+}
+
+StatusOr<int> State::AllocationIndex(WorkloadId id, std::string_view edit) const {
+  const Slot* s = SlotOf(id);
+  if (s == nullptr || s->allocation < 0) {
+    return FailedPrecondition(std::string(edit) + ": workload " + Id(id) + " holds no GPUs");
+  }
+  return s->allocation;
+}
+
+Status State::CheckNode(NodeId n) const {
+  if (!n.valid() || n.value() >= snap_.cluster.nodes.size()) {
+    return InvalidArgument("node " + std::to_string(n.value()) + " does not exist");
+  }
+  return Status::Ok();
+}
+
+Status State::CheckFree(const std::vector<PodPlacement>& pods, bool require_usable) const {
+  for (size_t k = 0; k < pods.size(); ++k) {
+    const PodPlacement& p = pods[k];
+    TIDAL_RETURN_IF_ERROR(CheckNode(p.node));
+    const Node& node = snap_.cluster.node(p.node);
+    if (p.gpus == 0 || (p.gpus & ~node.all_gpus()) != 0) {
+      return InvalidArgument("pod " + std::to_string(k) + ": GPUs not on node " + node.name);
+    }
+    if (require_usable && (node.health == Health::kFailed || node.cordoned)) {
+      return FailedPrecondition("pod " + std::to_string(k) + ": node " + node.name +
+                                (node.cordoned ? " is cordoned" : " has failed"));
+    }
+    if (require_usable && (p.gpus & node.failed_gpus) != 0) {
+      return FailedPrecondition("pod " + std::to_string(k) + ": a GPU on " + node.name + " has failed");
+    }
+    if ((p.gpus & used_[p.node.value()]) != 0) {
+      return FailedPrecondition("pod " + std::to_string(k) + ": a GPU on " + node.name + " is taken");
+    }
+    for (size_t m = 0; m < k; ++m) {
+      if (pods[m].node == p.node && (pods[m].gpus & p.gpus) != 0) {
+        return InvalidArgument("pods " + std::to_string(m) + " and " + std::to_string(k) +
+                               " share a GPU on " + node.name);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------
+// GPU bookkeeping
+
+void State::RefreshFree(NodeId n) {
+  const Node& node = snap_.cluster.node(n);
+  snap_.free_gpus[n.value()] = node.all_gpus() & ~node.failed_gpus & ~used_[n.value()];
+}
+
+void State::Bind(const Workload& w, int alloc, const PodPlacement& pod) {
+  used_[pod.node.value()] |= pod.gpus;
+  RefreshFree(pod.node);
+  const int g = std::popcount(pod.gpus);
+  snap_.allocation_gpus[alloc] += g;
+  queue_used_[w.queue.value()] += g;
+  if (observer_ != nullptr) observer_->OnPodBound(w, pod);
+}
+
+void State::Unbind(const Workload& w, int alloc, const PodPlacement& pod) {
+  used_[pod.node.value()] &= ~pod.gpus;
+  RefreshFree(pod.node);
+  const int g = std::popcount(pod.gpus);
+  snap_.allocation_gpus[alloc] -= g;
+  queue_used_[w.queue.value()] -= g;
+  if (observer_ != nullptr) observer_->OnPodFreed(w, pod);
+}
+
+void State::FreeAllocation(const Workload& w, int alloc) {
+  for (const PodPlacement& p : snap_.allocations[alloc].pods) Unbind(w, alloc, p);
+  const int last = static_cast<int>(snap_.allocations.size()) - 1;
+  if (alloc != last) {
+    snap_.allocations[alloc] = std::move(snap_.allocations[last]);
+    snap_.allocation_gpus[alloc] = snap_.allocation_gpus[last];
+    meta_[alloc] = std::move(meta_[last]);
+    MutableSlot(snap_.allocations[alloc].workload).allocation = alloc;
+  }
+  snap_.allocations.pop_back();
+  snap_.allocation_gpus.pop_back();
+  meta_.pop_back();
+  MutableSlot(w.id).allocation = -1;
+}
+
+// ---------------------------------------------------------------------------
+// Edits
+
+Status State::ApplyEdit(const SubmitEdit& e) {
+  const Workload& w = e.workload;
+  if (!w.id.valid()) return InvalidArgument("submit: workload id must be set");
+  if (const Slot* s = SlotOf(w.id); s != nullptr && s->workload >= 0) {
+    return FailedPrecondition("submit: workload " + Id(w.id) + " is already live");
+  }
+  if (!w.queue.valid() || w.queue.value() >= snap_.queues.size()) {
+    return InvalidArgument("submit: workload " + Id(w.id) + ": unknown queue");
+  }
+  if (w.project.valid() && w.project.value() >= snap_.projects.size()) {
+    return InvalidArgument("submit: workload " + Id(w.id) + ": unknown project");
+  }
+  if (w.state != WorkloadState::kPending && w.state != WorkloadState::kAwaitingApproval) {
+    return InvalidArgument("submit: workload " + Id(w.id) + " must be pending or awaiting approval");
+  }
+  if (w.gpus_per_pod < 1 || w.gpus_per_pod > kMaxGpusPerNode || w.pods < 0 || w.min_pods < 1) {
+    return InvalidArgument("submit: workload " + Id(w.id) + ": gpus_per_pod, pods or min_pods out of range");
+  }
+  MutableSlot(w.id).workload = static_cast<int32_t>(snap_.workloads.size());
+  snap_.workloads.push_back(w);
+  return Status::Ok();
+}
+
+Status State::ApplyEdit(const ApproveEdit& e) {
+  TIDAL_ASSIGN_OR_RETURN(const int i, LiveIndex(e.workload, "approve"));
+  Workload& w = snap_.workloads[i];
+  if (w.state != WorkloadState::kAwaitingApproval) {
+    return FailedPrecondition("approve: workload " + Id(e.workload) + " is not awaiting approval");
+  }
+  w.state = WorkloadState::kPending;
+  w.priority.awaiting_approval = false;
+  return Status::Ok();
+}
+
+Status State::ApplyEdit(const SetPriorityEdit& e) {
+  TIDAL_ASSIGN_OR_RETURN(const int i, LiveIndex(e.workload, "set_priority"));
+  Workload& w = snap_.workloads[i];
+  w.priority = e.priority;
+  if (w.state == WorkloadState::kPending && w.priority.awaiting_approval) {
+    w.state = WorkloadState::kAwaitingApproval;
+  } else if (w.state == WorkloadState::kAwaitingApproval && !w.priority.awaiting_approval) {
+    w.state = WorkloadState::kPending;
+  }
+  return Status::Ok();
+}
+
+Status State::ApplyEdit(const SetTargetEdit& e) {
+  TIDAL_ASSIGN_OR_RETURN(const int i, LiveIndex(e.workload, "set_target"));
+  if (e.pods < 0) return InvalidArgument("set_target: pods must be >= 0");
+  snap_.workloads[i].pods = e.pods;
+  return Status::Ok();
+}
+
+Status State::ApplyEdit(const PlaceEdit& e) {
+  TIDAL_ASSIGN_OR_RETURN(const int i, LiveIndex(e.workload, "place"));
+  const Workload& w = snap_.workloads[i];
+  if (w.state != WorkloadState::kPending || SlotOf(e.workload)->allocation >= 0) {
+    return FailedPrecondition("place: workload " + Id(e.workload) + " is not pending");
+  }
+  if (e.pods.empty()) return InvalidArgument("place: no pods");
+  if (Status s = CheckFree(e.pods); !s.ok()) return s.WithContext("place: ");
+  Allocation a;
+  a.workload = w.id;
+  a.start_time = snap_.now;
+  a.last_checkpoint = snap_.now;
+  a.borrowed = e.borrowed;
+  a.pods.reserve(e.pods.size());
+  const int alloc = static_cast<int>(snap_.allocations.size());
+  snap_.allocations.push_back(std::move(a));
+  snap_.allocation_gpus.push_back(0);
+  meta_.emplace_back();
+  MutableSlot(w.id).allocation = alloc;
+  snap_.workloads[i].state = WorkloadState::kRunning;
+  for (const PodPlacement& p : e.pods) {
+    snap_.allocations[alloc].pods.push_back(p);
+    Bind(w, alloc, p);
+  }
+  return Status::Ok();
+}
+
+Status State::ApplyEdit(const GrowEdit& e) {
+  TIDAL_ASSIGN_OR_RETURN(const int alloc, AllocationIndex(e.workload, "grow"));
+  if (snap_.allocations[alloc].terminating) {
+    return FailedPrecondition("grow: workload " + Id(e.workload) + " is terminating");
+  }
+  if (e.pods.empty()) return InvalidArgument("grow: no pods");
+  if (Status s = CheckFree(e.pods); !s.ok()) return s.WithContext("grow: ");
+  const Workload& w = *workload(e.workload);
+  for (const PodPlacement& p : e.pods) {
+    snap_.allocations[alloc].pods.push_back(p);
+    Bind(w, alloc, p);
+  }
+  return Status::Ok();
+}
+
+Status State::ApplyEdit(const NoticeEdit& e) {
+  TIDAL_ASSIGN_OR_RETURN(const int alloc, AllocationIndex(e.workload, "notice"));
+  Allocation& a = snap_.allocations[alloc];
+  if (a.terminating) {
+    return FailedPrecondition("notice: workload " + Id(e.workload) + " already has notice");
+  }
+  a.terminating = true;
+  a.grace_deadline = e.grace_deadline;
+  meta_[alloc].has_stop = true;
+  meta_[alloc].stop = StopNotice{e.cause, e.preemptor, snap_.now, e.grace_deadline,
+                                 e.lost_gpu_seconds, e.requeue};
+  snap_.workloads[SlotOf(e.workload)->workload].state = WorkloadState::kTerminating;
+  return Status::Ok();
+}
+
+Status State::ApplyEdit(const ShrinkEdit& e) {
+  TIDAL_ASSIGN_OR_RETURN(const int alloc, AllocationIndex(e.workload, "shrink"));
+  Allocation& a = snap_.allocations[alloc];
+  if (a.terminating) {
+    return FailedPrecondition("shrink: workload " + Id(e.workload) + " is terminating");
+  }
+  if (e.pods.empty()) return InvalidArgument("shrink: no pods");
+  for (const PodPlacement& p : e.pods) {
+    if (!Contains(a.pods, p)) {
+      return FailedPrecondition("shrink: workload " + Id(e.workload) + " has no such pod");
+    }
+    if (Contains(a.leaving, p)) {
+      return FailedPrecondition("shrink: a pod of workload " + Id(e.workload) + " is already leaving");
+    }
+  }
+  a.leaving.insert(a.leaving.end(), e.pods.begin(), e.pods.end());
+  Time& deadline = meta_[alloc].leaving_deadline;
+  deadline = deadline == kInfiniteFuture ? e.grace_deadline : std::max(deadline, e.grace_deadline);
+  return Status::Ok();
+}
+
+Status State::ApplyEdit(const PodExitEdit& e) {
+  TIDAL_ASSIGN_OR_RETURN(const int alloc, AllocationIndex(e.workload, "pod_exit"));
+  Allocation& a = snap_.allocations[alloc];
+  auto pos = std::find(a.pods.begin(), a.pods.end(), e.pod);
+  if (pos == a.pods.end()) {
+    return FailedPrecondition("pod_exit: workload " + Id(e.workload) + " has no such pod");
+  }
+  const Workload& w = *workload(e.workload);
+  if (a.pods.size() == 1) {
+    // Its last pod: the workload holds nothing and waits again.
+    if (a.terminating) return FailedPrecondition("pod_exit: the last pod of a terminating workload exits by requeue or release");
+    FreeAllocation(w, alloc);
+    snap_.workloads[SlotOf(e.workload)->workload].state = WorkloadState::kPending;
+    return Status::Ok();
+  }
+  const PodPlacement pod = *pos;
+  a.pods.erase(pos);
+  if (auto gone = std::find(a.leaving.begin(), a.leaving.end(), pod); gone != a.leaving.end()) {
+    a.leaving.erase(gone);
+  }
+  if (a.leaving.empty()) meta_[alloc].leaving_deadline = kInfiniteFuture;
+  Unbind(w, alloc, pod);
+  return Status::Ok();
+}
+
+Status State::ApplyEdit(const CheckpointEdit& e) {
+  TIDAL_ASSIGN_OR_RETURN(const int alloc, AllocationIndex(e.workload, "checkpoint"));
+  Allocation& a = snap_.allocations[alloc];
+  const Time at = std::min(e.at, snap_.now);
+  if (at > a.last_checkpoint) a.last_checkpoint = at;
+  return Status::Ok();
+}
+
+Status State::ApplyEdit(const RequeueEdit& e) {
+  TIDAL_ASSIGN_OR_RETURN(const int alloc, AllocationIndex(e.workload, "requeue"));
+  const int i = SlotOf(e.workload)->workload;
+  FreeAllocation(snap_.workloads[i], alloc);
+  snap_.workloads[i].state = WorkloadState::kPending;
+  return Status::Ok();
+}
+
+Status State::ApplyEdit(const ReleaseEdit& e) {
+  TIDAL_ASSIGN_OR_RETURN(const int i, LiveIndex(e.workload, "release"));
+  if (!Terminal(e.final_state)) {
+    return InvalidArgument("release: final state must be succeeded, failed or cancelled");
+  }
+  if (const int alloc = SlotOf(e.workload)->allocation; alloc >= 0) {
+    FreeAllocation(snap_.workloads[i], alloc);
+  }
+  const int last = static_cast<int>(snap_.workloads.size()) - 1;
+  if (i != last) {
+    snap_.workloads[i] = std::move(snap_.workloads[last]);
+    MutableSlot(snap_.workloads[i].id).workload = i;
+  }
+  snap_.workloads.pop_back();
+  EraseSlot(e.workload);
+  return Status::Ok();
+}
+
+Status State::ApplyEdit(const LendEdit& e) {
+  TIDAL_RETURN_IF_ERROR(CheckNode(e.node));
+  if (snap_.lent_nodes[e.node.value()]) return FailedPrecondition("lend: node is already lent");
+  snap_.lent_nodes[e.node.value()] = true;
+  return Status::Ok();
+}
+
+Status State::ApplyEdit(const ReturnEdit& e) {
+  TIDAL_RETURN_IF_ERROR(CheckNode(e.node));
+  if (!snap_.is_lent(e.node)) return FailedPrecondition("return: node is not lent");
+  snap_.lent_nodes[e.node.value()] = false;
+  return Status::Ok();
+}
+
+Status State::ApplyEdit(const NodeHealthEdit& e) {
+  TIDAL_RETURN_IF_ERROR(CheckNode(e.node));
+  snap_.cluster.nodes[e.node.value()].health = e.health;
+  ++snap_.cluster_version;
+  return Status::Ok();
+}
+
+Status State::ApplyEdit(const GpuFaultEdit& e) {
+  TIDAL_RETURN_IF_ERROR(CheckNode(e.node));
+  Node& node = snap_.cluster.nodes[e.node.value()];
+  if (e.gpus == 0 || (e.gpus & ~node.all_gpus()) != 0) {
+    return InvalidArgument("gpu_fault: GPUs not on node " + node.name);
+  }
+  node.failed_gpus |= e.gpus;
+  node.cordoned = true;
+  RefreshFree(e.node);
+  ++snap_.cluster_version;
+  return Status::Ok();
+}
+
+Status State::ApplyEdit(const CordonEdit& e) {
+  TIDAL_RETURN_IF_ERROR(CheckNode(e.node));
+  snap_.cluster.nodes[e.node.value()].cordoned = e.cordoned;
+  ++snap_.cluster_version;
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------
+
+Status State::CheckInvariants() const {
+  const size_t nodes = snap_.cluster.nodes.size();
+  std::vector<GpuMask> used(nodes, 0);
+  std::vector<int> queue_used(snap_.queues.size(), 0);
+  if (snap_.allocations.size() != snap_.allocation_gpus.size() || snap_.allocations.size() != meta_.size()) {
+    return Internal("allocation vectors differ in size");
+  }
+  for (size_t k = 0; k < snap_.allocations.size(); ++k) {
+    const Allocation& a = snap_.allocations[k];
+    const Slot* s = SlotOf(a.workload);
+    if (s == nullptr || s->allocation != static_cast<int>(k) || s->workload < 0) {
+      return Internal("allocation " + std::to_string(k) + " of workload " + Id(a.workload) + " is not indexed");
+    }
+    const Workload& w = snap_.workloads[s->workload];
+    const bool terminating = w.state == WorkloadState::kTerminating;
+    if ((w.state != WorkloadState::kRunning && !terminating) || terminating != a.terminating) {
+      return Internal("workload " + Id(w.id) + " is " + std::string(WorkloadStateName(w.state)) +
+                      " but holds GPUs" + (a.terminating ? " (terminating)" : ""));
+    }
+    if (a.pods.empty()) return Internal("workload " + Id(w.id) + " holds an empty allocation");
+    int gpus = 0;
+    for (const PodPlacement& p : a.pods) {
+      if (p.node.value() >= nodes) return Internal("a pod names an unknown node");
+      if ((used[p.node.value()] & p.gpus) != 0) {
+        return Internal("a GPU on " + snap_.cluster.node(p.node).name + " is bound twice");
+      }
+      used[p.node.value()] |= p.gpus;
+      gpus += std::popcount(p.gpus);
+    }
+    for (const PodPlacement& p : a.leaving) {
+      if (!Contains(a.pods, p)) return Internal("workload " + Id(w.id) + " has a leaving pod it does not hold");
+    }
+    if (gpus != snap_.allocation_gpus[k]) {
+      return Internal("workload " + Id(w.id) + " holds " + std::to_string(gpus) + " GPUs, counted " +
+                      std::to_string(snap_.allocation_gpus[k]));
+    }
+    queue_used[w.queue.value()] += gpus;
+  }
+  for (size_t n = 0; n < nodes; ++n) {
+    const Node& node = snap_.cluster.nodes[n];
+    if (used[n] != used_[n] || snap_.free_gpus[n] != (node.all_gpus() & ~node.failed_gpus & ~used[n])) {
+      return Internal("free GPUs of node " + node.name + " are out of date");
+    }
+  }
+  if (queue_used != queue_used_) return Internal("GPUs per queue are out of date");
+  for (size_t i = 0; i < snap_.workloads.size(); ++i) {
+    const Workload& w = snap_.workloads[i];
+    const Slot* s = SlotOf(w.id);
+    if (s == nullptr || s->workload != static_cast<int>(i)) {
+      return Internal("workload " + Id(w.id) + " is not indexed");
+    }
+    const bool holds = s->allocation >= 0;
+    const bool should = w.state == WorkloadState::kRunning || w.state == WorkloadState::kTerminating;
+    if (holds != should) {
+      return Internal("workload " + Id(w.id) + " is " + std::string(WorkloadStateName(w.state)) +
+                      (holds ? " and holds GPUs" : " and holds none"));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace tidal::state

@@ -1,0 +1,148 @@
+// The committed state: the cluster, the queue tree and projects, every live
+// workload, every allocation, the loans, and the bookkeeping the engine reads
+// (free GPUs per node, GPUs per allocation, GPUs per queue). It changes only
+// through State::Apply(Edit) (core/state/edit.h), so the server, the
+// simulator and a replay of the server's journal change it the same way.
+//
+// The state keeps its Snapshot live: snapshot() is the engine's input as is,
+// never rebuilt or copied per pass. Workloads and allocations leave their
+// vectors by swap-remove, so the order is a pure function of the edits
+// applied (and a replay sees the same order the original run did). Lookups
+// by workload id are O(1).
+//
+// Checks: an edit that does not fit the current state (a stale decision: the
+// workload finished meanwhile, a GPU is taken) is refused whole with
+// FailedPrecondition; a malformed one (an unknown node) with InvalidArgument.
+// CheckInvariants() recomputes every derived number from scratch; tests call
+// it after every step.
+#ifndef TIDAL_CORE_STATE_STATE_H_
+#define TIDAL_CORE_STATE_STATE_H_
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "core/common/status.h"
+#include "core/engine/snapshot.h"
+#include "core/state/edit.h"
+
+namespace tidal::state {
+
+// Why a terminating workload was told to stop; kept until it exits.
+struct StopNotice {
+  PreemptCause cause = PreemptCause::kPriority;
+  WorkloadId preemptor;
+  Time notice_time;
+  Time grace_deadline = kInfiniteFuture;
+  double lost_gpu_seconds = 0;
+  bool requeue = true;
+};
+
+// Told of every GPU binding as edits apply, so a caller can keep its own
+// incremental figures (the simulator's GPU-hours, the server's node index)
+// without rescanning allocations.
+class StateObserver {
+ public:
+  virtual ~StateObserver() = default;
+  virtual void OnPodBound(const Workload& w, const PodPlacement& pod) = 0;
+  virtual void OnPodFreed(const Workload& w, const PodPlacement& pod) = 0;
+};
+
+class State {
+ public:
+  State(Cluster cluster, std::vector<Queue> queues, std::vector<Project> projects);
+  // A state holding everything `snapshot` holds (its workloads, allocations
+  // and loans), checked: for tests that start mid-story, and for a dry run
+  // on a copy of the server's state. A terminating allocation's notice is
+  // taken to requeue, with its cause unknown (kPriority).
+  static StatusOr<State> FromSnapshot(const Snapshot& snapshot);
+
+  // The engine's input: always consistent with the edits applied so far.
+  const Snapshot& snapshot() const { return snap_; }
+  Time now() const { return snap_.now; }
+  // Moves the clock; it never goes back (a wall clock that steps back is
+  // held at the last time seen).
+  void AdvanceTo(Time t);
+
+  Status Apply(const Edit& edit);
+
+  void set_observer(StateObserver* observer) { observer_ = observer; }
+
+  const Workload* workload(WorkloadId id) const;
+  const Allocation* allocation(WorkloadId id) const;
+  // The notice a terminating workload got; null when it has none.
+  const StopNotice* stop(WorkloadId id) const;
+  // When a shrink's leaving pods must be gone; kInfiniteFuture when none.
+  Time leaving_deadline(WorkloadId id) const;
+  // GPUs held (running or terminating) by the queue's own workloads.
+  int queue_used_gpus(QueueId q) const { return queue_used_[q.value()]; }
+  GpuMask used_gpus(NodeId n) const { return used_[n.value()]; }
+  const std::vector<int>& queue_used_gpus() const { return queue_used_; }
+
+  // A project's spend is derived (from run time), not an edit: the caller
+  // recomputes it before deriving priorities.
+  void SetProjectUsedGpuHours(ProjectId p, double hours) { snap_.projects[p.value()].used_gpu_hours = hours; }
+
+  // Recomputes free GPUs, GPUs per allocation and per queue, the id indexes
+  // and the state/allocation agreement from scratch; the first mismatch.
+  Status CheckInvariants() const;
+
+ private:
+  struct Slot {
+    int32_t workload = -1;    // index in snap_.workloads
+    int32_t allocation = -1;  // index in snap_.allocations (and meta_)
+  };
+  struct AllocationMeta {
+    StopNotice stop;
+    bool has_stop = false;
+    Time leaving_deadline = kInfiniteFuture;
+  };
+
+  Status ApplyEdit(const SubmitEdit& e);
+  Status ApplyEdit(const ApproveEdit& e);
+  Status ApplyEdit(const SetPriorityEdit& e);
+  Status ApplyEdit(const SetTargetEdit& e);
+  Status ApplyEdit(const PlaceEdit& e);
+  Status ApplyEdit(const GrowEdit& e);
+  Status ApplyEdit(const NoticeEdit& e);
+  Status ApplyEdit(const ShrinkEdit& e);
+  Status ApplyEdit(const PodExitEdit& e);
+  Status ApplyEdit(const CheckpointEdit& e);
+  Status ApplyEdit(const RequeueEdit& e);
+  Status ApplyEdit(const ReleaseEdit& e);
+  Status ApplyEdit(const LendEdit& e);
+  Status ApplyEdit(const ReturnEdit& e);
+  Status ApplyEdit(const NodeHealthEdit& e);
+  Status ApplyEdit(const GpuFaultEdit& e);
+  Status ApplyEdit(const CordonEdit& e);
+
+  const Slot* SlotOf(WorkloadId id) const;
+  Slot& MutableSlot(WorkloadId id);
+  void EraseSlot(WorkloadId id);
+  // The live workload and its index, or an error naming the edit.
+  StatusOr<int> LiveIndex(WorkloadId id, std::string_view edit) const;
+  StatusOr<int> AllocationIndex(WorkloadId id, std::string_view edit) const;
+  // Every pod names a GPU that exists, is free, and is not named twice in
+  // `pods`; and, if `require_usable`, is healthy on a node that takes work.
+  Status CheckFree(const std::vector<PodPlacement>& pods, bool require_usable = true) const;
+  Status CheckNode(NodeId n) const;
+  void Bind(const Workload& w, int alloc, const PodPlacement& pod);
+  void Unbind(const Workload& w, int alloc, const PodPlacement& pod);
+  // Frees every pod and swap-removes the allocation.
+  void FreeAllocation(const Workload& w, int alloc);
+  void RefreshFree(NodeId n);
+
+  Snapshot snap_;
+  std::vector<AllocationMeta> meta_;  // parallel to snap_.allocations
+  std::vector<GpuMask> used_;         // by node
+  std::vector<int> queue_used_;       // by queue
+  // Dense ids (both callers number workloads in submit order) index a flat
+  // vector; ids past it fall back to a hash map.
+  std::vector<Slot> dense_;
+  std::unordered_map<uint64_t, Slot> sparse_;
+  StateObserver* observer_ = nullptr;
+};
+
+}  // namespace tidal::state
+
+#endif  // TIDAL_CORE_STATE_STATE_H_
