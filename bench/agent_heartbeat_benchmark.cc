@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/agent_bench_util.h"
+#include "core/common/percentile.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -40,12 +41,6 @@ std::string HeartbeatBody(int i) {
                     {"memory_used_gib", 40.0}});
   }
   return json{{"gpus", gpus}}.dump();
-}
-
-double Percentile(std::vector<double>& v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
 }
 
 }  // namespace
@@ -170,8 +165,8 @@ int main(int argc, char** argv) {
              agents / reg_s, reg_errors.load());
   fmt::print("  heartbeats: {} sent = {:.0f}/s (target {:.0f}/s), {} errors, {} sent > 1 s late\n",
              sent.load(), sent.load() / wall, agents / interval_s, errors.load(), late.load());
-  fmt::print("  latency ms: p50 {:.1f}  p99 {:.1f}  max {:.1f}\n", Percentile(latencies_ms, 0.5),
-             Percentile(latencies_ms, 0.99), Percentile(latencies_ms, 1.0));
+  fmt::print("  latency ms: p50 {:.1f}  p99 {:.1f}  max {:.1f}\n", tidal::Percentile(latencies_ms, 0.5),
+             tidal::Percentile(latencies_ms, 0.99), tidal::Percentile(latencies_ms, 1.0));
   fmt::print("  server: {:.1f}% of one core, RSS {:.0f} MiB\n", 100 * (cpu1 - cpu0) / wall,
              rss / 1024.0);
   if (!first_error.empty()) fmt::print("  first error: {}\n", first_error.substr(0, 300));

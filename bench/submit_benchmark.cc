@@ -24,13 +24,9 @@
 #include <thread>
 #include <vector>
 
-namespace {
+#include "core/common/percentile.h"
 
-double Percentile(std::vector<double>& v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p / 100.0 * v.size()))];
-}
+namespace {
 
 double Scrape(int port, const std::string& metric) {
   httplib::Client c("127.0.0.1", port);
@@ -137,8 +133,8 @@ int main(int argc, char** argv) {
   const double mutations = Scrape(port, "tidal_store_committed_mutations");
   std::printf("clients %d, %.1f s: %zu durable submits, %.0f/s, errors %ld\n", clients, elapsed,
               all.size(), all.size() / elapsed, errors.load());
-  std::printf("latency ms: p50 %.2f  p90 %.2f  p99 %.2f  max %.2f\n", Percentile(all, 50),
-              Percentile(all, 90), Percentile(all, 99), Percentile(all, 100));
+  std::printf("latency ms: p50 %.2f  p90 %.2f  p99 %.2f  max %.2f\n", tidal::Percentile(all, 0.50),
+              tidal::Percentile(all, 0.90), tidal::Percentile(all, 0.99), tidal::Percentile(all, 1.0));
   std::printf("group commit: %.0f transactions, %.1f changes each\n", commits,
               commits > 0 ? mutations / commits : 0);
   const double passes = Scrape(port, "tidal_scheduling_pass_seconds_count");

@@ -231,10 +231,12 @@ void ControlPlane::ExpireAndReap(Time now, Mutation& m) {
       DropLeaving(r);
       Persist(m, r);
     }
-    // A scale-up that has not reached capacity in 15 minutes failed.
+    // A scale-up that has not reached capacity in time failed: the same
+    // bound the simulator scores by.
     if (!r.scale_ups.empty()) {
       ScaleUp& su = r.scale_ups.back();
-      if (su.ready_ms == 0 && !su.failed && now_ms - su.requested_ms > 15 * 60 * 1000) {
+      if (su.ready_ms == 0 && !su.failed &&
+          now_ms - su.requested_ms > config_.policy.colocation.scale_up_timeout.count()) {
         su.failed = true;
         metrics_.Inc("tidal_scale_ups_total", {{"result", "failed"}});
         AddAudit(m, "autoscaler", "scale_up_failed", &r,

@@ -12,15 +12,6 @@ namespace tidal::server {
 
 using nlohmann::json;
 
-double Percentile(std::vector<double> values, double p) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const double rank = p / 100.0 * static_cast<double>(values.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(rank));
-  const size_t hi = std::min(lo + 1, values.size() - 1);
-  return values[lo] + (values[hi] - values[lo]) * (rank - static_cast<double>(lo));
-}
-
 double OverlapGpuSeconds(int64_t start_ms, int64_t end_ms, int gpus, int64_t from_ms, int64_t to_ms) {
   const int64_t a = std::max(start_ms, from_ms);
   const int64_t b = std::min(end_ms, to_ms);
@@ -256,20 +247,20 @@ StatusOr<json> ControlPlane::Report(const Principal& who, const ReportQuery& que
         {"high_priority", {{"count", row.high_count}, {"gpu_hours", Hours(row.high_gpu_s)}}},
         {"preemptions_caused", row.caused}, {"preemptions_suffered", row.suffered},
         {"lost_gpu_hours", Hours(row.lost_gpu_s)},
-        {"recovery_s", {{"p50", Percentile(row.recovery_s, 50)}, {"p95", Percentile(row.recovery_s, 95)}}},
+        {"recovery_s", {{"p50", Percentile(row.recovery_s, 0.50)}, {"p95", Percentile(row.recovery_s, 0.95)}}},
         {"stops", {{"count", row.stop_s.size()},
                    {"checkpointed_in_time", row.stops_checkpointed},
                    {"killed_at_deadline", row.stops_killed},
-                   {"stop_s", {{"p50", Percentile(row.stop_s, 50)}, {"p95", Percentile(row.stop_s, 95)}}}}},
+                   {"stop_s", {{"p50", Percentile(row.stop_s, 0.50)}, {"p95", Percentile(row.stop_s, 0.95)}}}}},
         {"borrowed_gpu_hours", Hours(row.borrowed_gpu_s)}, {"lent_gpu_hours", Hours(row.lent_gpu_s)},
-        {"queue_wait_s", {{"p50", Percentile(row.waits_s, 50)}, {"p95", Percentile(row.waits_s, 95)},
-                          {"p99", Percentile(row.waits_s, 99)}, {"count", row.waits_s.size()}}},
+        {"queue_wait_s", {{"p50", Percentile(row.waits_s, 0.50)}, {"p95", Percentile(row.waits_s, 0.95)},
+                          {"p99", Percentile(row.waits_s, 0.99)}, {"count", row.waits_s.size()}}},
         {"gang_starts", {{"ok", row.gang_ok}, {"failed", row.gang_failed}}},
-        {"inference", {{"p95_ms", Percentile(row.p95, 50)}, {"p99_ms", Percentile(row.p99, 50)},
+        {"inference", {{"p95_ms", Percentile(row.p95, 0.50)}, {"p99_ms", Percentile(row.p99, 0.50)},
                        {"slo_attainment", row.slo_samples ? static_cast<double>(row.slo_met) / row.slo_samples : 1.0},
                        {"scale_ups", row.scale_ups},
                        {"scale_up_success", row.scale_ups ? static_cast<double>(row.scale_ups_ok) / row.scale_ups : 1.0},
-                       {"time_to_capacity_s", Percentile(row.time_to_capacity_s, 50)}}}});
+                       {"time_to_capacity_s", Percentile(row.time_to_capacity_s, 0.50)}}}});
   }
 
   // Governance findings (about the present state, for the tenant's view).

@@ -9,10 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/common/percentile.h"
+
 namespace tidal::server {
 
-// Linear-interpolated percentile (p in [0, 100]) of `values`; 0 when empty.
-double Percentile(std::vector<double> values, double p);
+using ::tidal::Percentile;  // core/common/percentile.h: nearest rank, q in [0, 1]
 
 // The report's rows as CSV: a header line and one line per row.
 std::string ReportToCsv(const nlohmann::json& report);

@@ -677,7 +677,7 @@ void Run::CheckScaleUps(ServiceTrack& s) {
       const double ttc = Sec(clock_.Now() - it->at);
       ttc_s_.push_back(ttc);
       ++scale_up_resolved_;
-      if (!it->failed && clock_.Now() - it->at <= options_.scale_up_bound) ++scale_up_ok_;
+      if (!it->failed && clock_.Now() - it->at <= policy_.colocation.scale_up_timeout) ++scale_up_ok_;
       it = s.pending.erase(it);
     } else {
       ++it;
@@ -1135,7 +1135,7 @@ StatusOr<SimResult> Run::Go() {
   int unresolved_failed = 0;
   for (const ServiceTrack& sv : services_)
     for (const ScaleUp& u : sv.pending)
-      if (end - u.at > options_.scale_up_bound) ++unresolved_failed;
+      if (end - u.at > policy_.colocation.scale_up_timeout) ++unresolved_failed;
   s.inference.scale_ups = scale_ups_;
   const int judged = scale_up_resolved_ + unresolved_failed;
   s.inference.scale_up_success_rate =

@@ -48,7 +48,6 @@ struct SimOptions {
   Duration min_pass_gap = seconds(1);  // arrivals/exits trigger a pass at most this often
   Duration load_step = minutes(1);     // one scored "service-minute"
   Duration checkpoint_save = seconds(30);  // a checkpointing victim's shutdown time
-  Duration scale_up_bound = minutes(10);   // a scale-up slower than this failed
   // Stop here; 0 = when all finite work is done and the load curve ended
   // (capped at the last arrival + load end + 7 days).
   double end_s = 0;

@@ -10,11 +10,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/common/percentile.h"
+
 namespace tidal::sim {
 
-// Nearest-rank percentile (q in [0, 1]) of `values`, which it sorts; 0 when
-// empty. p50 of {1, 2, 3, 4} is 2: rank ceil(0.5 * 4) = 2.
-double Percentile(std::vector<double>& values, double q);
+using ::tidal::Percentile;  // core/common/percentile.h: nearest rank, q in [0, 1]
 double Mean(const std::vector<double>& values);
 
 struct Summary {

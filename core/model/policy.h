@@ -69,6 +69,9 @@ struct ColocationConfig {
   double headroom = 0.2;                  // spare capacity above the modelled need
   Duration scale_down_delay = minutes(10);  // hysteresis
   Duration forecast_horizon = minutes(30);
+  // A scale-up whose replicas are not all ready this long after it was
+  // decided failed (the simulator's score and the server's metric alike).
+  Duration scale_up_timeout = minutes(10);
 };
 
 struct PolicyConfig {
