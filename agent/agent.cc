@@ -17,6 +17,9 @@
 
 #include "agent/fake_gpu_probe.h"
 #include "agent/http_get.h"
+#include "config/json_codec.h"
+#include "protocol/heartbeat.h"
+#include "protocol/node_registration.h"
 
 extern char** environ;
 
@@ -69,49 +72,53 @@ Duration Agent::sync_interval() const {
 }
 
 json Agent::RegisterBody() const {
-  json gpus = json::array();
+  protocol::NodeRegistration reg;
+  reg.name = config_.name;
+  reg.address = config_.address;
+  reg.gpu_model = inventory_.gpus.empty() ? "" : inventory_.gpus[0].model;
+  reg.gpu_memory_gib = inventory_.gpus.empty() ? 0 : static_cast<int>(inventory_.gpus[0].memory_mib / 1024);
+  reg.driver_version = inventory_.driver_version;
+  reg.mig_capable = std::any_of(inventory_.gpus.begin(), inventory_.gpus.end(),
+                                [](const GpuDevice& g) { return g.mig_enabled; });
+  reg.network = protocol::NetworkInfo{config_.nic_gbps, config_.rdma};
+  std::vector<protocol::GpuInfo> gpus;
   for (const GpuDevice& gpu : inventory_.gpus) {
-    gpus.push_back({{"index", gpu.index}, {"uuid", gpu.uuid},
-                    {"healthy", failed_gpus_.count(gpu.index) == 0}});
+    protocol::GpuInfo info;
+    info.index = gpu.index;
+    info.uuid = gpu.uuid;
+    info.healthy = failed_gpus_.count(gpu.index) == 0;
+    gpus.push_back(std::move(info));
   }
-  json inv = InventoryToJson(inventory_);
-  json body = {{"name", config_.name},
-               {"address", config_.address},
-               {"gpu_model", inventory_.gpus.empty() ? "" : inventory_.gpus[0].model},
-               {"gpu_memory_gib", inventory_.gpus.empty() ? 0 : inventory_.gpus[0].memory_mib / 1024},
-               {"driver_version", inventory_.driver_version},
-               {"mig_capable", std::any_of(inventory_.gpus.begin(), inventory_.gpus.end(),
-                                           [](const GpuDevice& g) { return g.mig_enabled; })},
-               {"network", {{"nic_gbps", config_.nic_gbps}, {"rdma", config_.rdma}}},
-               {"gpus", gpus},
-               {"nvlink_domains", inv["nvlink_domains"]},
-               {"labels", config_.labels},
-               {"taints", json::array()}};
-  for (const Taint& t : config_.taints) body["taints"].push_back({{"key", t.key}, {"value", t.value}});
-  if (!config_.pool.empty()) body["pool"] = config_.pool;
-  if (!config_.rack.empty()) body["rack"] = config_.rack;
-  if (!config_.zone.empty()) body["zone"] = config_.zone;
-  return body;
+  reg.gpus = std::move(gpus);
+  std::vector<std::vector<int>> domains;
+  for (GpuMask mask : NvlinkDomains(inventory_)) domains.push_back(config::GpuIndices(mask));
+  reg.nvlink_domains = std::move(domains);
+  reg.labels = config_.labels;
+  reg.taints = config_.taints;
+  if (!config_.pool.empty()) reg.pool = config_.pool;
+  if (!config_.rack.empty()) reg.rack = config_.rack;
+  if (!config_.zone.empty()) reg.zone = config_.zone;
+  return protocol::NodeRegistrationToJson(reg);
 }
 
 json Agent::HeartbeatBody() const {
-  json gpus = json::array();
+  protocol::Heartbeat heartbeat;
   for (const GpuDevice& gpu : inventory_.gpus) {
-    json g = {{"index", gpu.index}, {"healthy", failed_gpus_.count(gpu.index) == 0}};
+    protocol::GpuReport g;
+    g.index = gpu.index;
+    g.healthy = failed_gpus_.count(gpu.index) == 0;
     if (auto it = last_fault_.find(gpu.index); it != last_fault_.end()) {
-      if (it->second.kind == GpuFaultKind::kXid) g["xid"] = it->second.code;
-      if (it->second.kind == GpuFaultKind::kEccUncorrectable) {
-        g["ecc_uncorrectable"] = it->second.code;
-      }
+      if (it->second.kind == GpuFaultKind::kXid) g.xid = it->second.code;
+      if (it->second.kind == GpuFaultKind::kEccUncorrectable) g.ecc_uncorrectable = it->second.code;
     }
     for (const GpuSample& s : samples_) {
       if (s.gpu_index != gpu.index) continue;
-      g["utilization"] = s.utilization_pct / 100.0;
-      g["memory_used_gib"] = static_cast<double>(s.memory_used_mib) / 1024.0;
+      g.utilization = std::clamp(s.utilization_pct / 100.0, 0.0, 1.0);
+      g.memory_used_gib = static_cast<double>(s.memory_used_mib) / 1024.0;
     }
-    gpus.push_back(std::move(g));
+    heartbeat.gpus.push_back(std::move(g));
   }
-  return {{"gpus", gpus}};
+  return protocol::HeartbeatToJson(heartbeat);
 }
 
 Status Agent::Start(int64_t now_ms) {
@@ -264,7 +271,7 @@ void Agent::Sample(int64_t now_ms) {
     PodEvent e;
     e.key = key;
     e.time_ms = now_ms;
-    e.utilization = lp.utilization;
+    e.utilization = std::clamp(lp.utilization, 0.0, 1.0);
     const int64_t checkpoint_ms = lp.pod->LastCheckpointMs();
     if (checkpoint_ms > lp.reported_checkpoint_ms) {
       e.checkpoint_time_ms = checkpoint_ms;
@@ -409,14 +416,13 @@ void Agent::Heartbeat(int64_t now_ms, std::unique_lock<std::mutex>& lock) {
     return;
   }
   ++heartbeats_sent_;
-  if (reply->contains("lease_s")) lease_.lease_s = (*reply)["lease_s"].get<int>();
-  if (!reply->contains("pods")) return;
-  auto pods = ParsePodList(*reply);
-  if (!pods.ok()) {
-    fmt::print(stderr, "agent {}: desired pods: {}\n", config_.name, pods.status().message());
+  auto decoded = protocol::HeartbeatReplyFromJson(*reply);
+  if (!decoded.ok()) {
+    fmt::print(stderr, "agent {}: heartbeat reply: {}\n", config_.name, decoded.status().message());
     return;
   }
-  Reconcile(*pods, arrived_ms);
+  if (decoded->lease_s) lease_.lease_s = *decoded->lease_s;
+  if (decoded->pods) Reconcile(*decoded->pods, arrived_ms);
 }
 
 // Every exit event is queued when the exit happens; once it is delivered
@@ -428,14 +434,14 @@ void Agent::SendEvents(std::unique_lock<std::mutex>& lock) {
   while (outbox_.size() > kMaxOutbox) outbox_.pop_front();
   if (outbox_.empty()) return;
   const size_t batch = outbox_.size();
-  json events = json::array();
+  protocol::PodEventBatch events;
   std::set<PodKey> exits;
   for (const PodEvent& e : outbox_) {
-    events.push_back(e.ToJson());
+    events.events.push_back(e);
     if (e.phase == "exited") exits.insert(e.key);
   }
   lock.unlock();
-  Status sent = server_.ReportEvents(config_.name, {{"events", events}});
+  Status sent = server_.ReportEvents(config_.name, protocol::PodEventBatchToJson(events));
   lock.lock();
   if (!sent.ok() && sent.code() != StatusCode::kInvalidArgument) {
     fmt::print(stderr, "agent {}: pod status: {}\n", config_.name, sent.message());

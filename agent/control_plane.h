@@ -1,6 +1,7 @@
 // The agent's view of the server: the three agent endpoints of docs/api.md
 // behind an interface, so the agent loop is tested against an in-memory fake
-// and run against HTTP.
+// and run against HTTP. The bodies are the protocol codecs' JSON
+// (protocol/node_registration.h, heartbeat.h, pod_event.h).
 #ifndef TIDAL_AGENT_CONTROL_PLANE_H_
 #define TIDAL_AGENT_CONTROL_PLANE_H_
 

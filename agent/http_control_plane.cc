@@ -2,6 +2,7 @@
 #include <httplib.h>
 
 #include "agent/control_plane.h"
+#include "protocol/node_registration.h"
 
 namespace tidal::agent {
 namespace {
@@ -25,10 +26,9 @@ class HttpControlPlane final : public ControlPlane {
 
   StatusOr<Lease> Register(const json& body) override {
     TIDAL_ASSIGN_OR_RETURN(json reply, Post("/v1/agent/register", body));
-    Lease lease;
-    lease.lease_s = reply.value("lease_s", 30);
-    lease.heartbeat_interval_s = reply.value("heartbeat_interval_s", 5);
-    return lease;
+    auto decoded = protocol::RegistrationReplyFromJson(reply);
+    if (!decoded.ok()) return Internal("POST /v1/agent/register: reply " + decoded.status().message());
+    return Lease{decoded->lease_s, decoded->heartbeat_interval_s};
   }
 
   StatusOr<json> Heartbeat(const std::string& node, const json& body) override {

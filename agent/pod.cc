@@ -45,7 +45,7 @@ Status WriteFileAtomically(const std::string& path, const std::string& text) {
 StatusOr<LoadReport> ParseLoadReport(const std::string& body) {
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return InvalidArgument("load: expected a JSON object");
-  LoadReport r;
+  LoadReport r{0, 0, 0};
   auto number = [&](const char* key, double& out) -> Status {
     if (!j.contains(key)) return Status::Ok();
     if (!j[key].is_number()) return InvalidArgument(fmt::format("load.{}: expected a number", key));
@@ -57,24 +57,6 @@ StatusOr<LoadReport> ParseLoadReport(const std::string& body) {
   TIDAL_RETURN_IF_ERROR(number("p95_ms", r.p95_ms));
   TIDAL_RETURN_IF_ERROR(number("p99_ms", r.p99_ms));
   return r;
-}
-
-json PodEvent::ToJson() const {
-  // Only the fields docs/api.md lists: the server refuses unknown ones. The
-  // stop protocol's outcome (notice time, SIGKILL at the deadline, whether
-  // it checkpointed in time) travels in `reason`, and checkpoint_time_ms.
-  json j = {{"workload", key.workload}, {"rank", key.rank}, {"time_ms", time_ms}};
-  if (!phase.empty()) j["phase"] = phase;
-  if (phase == "exited") {
-    j["exit_code"] = exit_code;
-    j["signal"] = signal;
-    j["reason"] = reason;
-  }
-  if (checkpoint_time_ms > 0) j["checkpoint_time_ms"] = checkpoint_time_ms;
-  if (cold_start_ms >= 0) j["cold_start_ms"] = cold_start_ms;
-  if (load) j["load"] = {{"rps", load->rps}, {"p95_ms", load->p95_ms}, {"p99_ms", load->p99_ms}};
-  if (utilization) j["utilization"] = std::clamp(*utilization, 0.0, 1.0);
-  return j;
 }
 
 std::string_view Pod::PhaseName(Phase phase) {
@@ -122,7 +104,7 @@ ProcessSpec Pod::MakeProcessSpec() const {
 
 json Pod::SaveState() const {
   if (!process_ || phase_ == Phase::kExited || phase_ == Phase::kWaitingForSlot) return nullptr;
-  json state = {{"spec", PodSpecToJson(spec_)},
+  json state = {{"spec", protocol::PodAssignmentToJson(spec_)},
                 {"pod_dir", options_.pod_dir},
                 {"checkpoint_dir", options_.checkpoint_dir},
                 {"port", options_.port},
@@ -148,7 +130,7 @@ json Pod::SaveState() const {
 
 StatusOr<std::unique_ptr<Pod>> Pod::Restore(const json& state, PodOptions base) {
   try {
-    TIDAL_ASSIGN_OR_RETURN(PodSpec spec, ParsePodSpec(state.at("spec")));
+    TIDAL_ASSIGN_OR_RETURN(PodSpec spec, protocol::PodAssignmentFromJson(state.at("spec"), "spec"));
     base.pod_dir = state.at("pod_dir").get<std::string>();
     base.checkpoint_dir = state.at("checkpoint_dir").get<std::string>();
     base.port = state.at("port").get<int>();
@@ -237,8 +219,8 @@ void Pod::Stop(const StopNotice& notice, int64_t now_ms, std::vector<PodEvent>& 
     phase_ = Phase::kExited;
     PodEvent e = Event("exited", now_ms);
     e.reason = fmt::format("stopped before start: {}", notice.cause);
-    e.notice_time_ms = now_ms;
-    e.checkpointed_in_time = true;  // nothing ran, nothing was lost
+    e.stop = StopOutcome{now_ms, /*killed_at_deadline=*/false,
+                         /*checkpointed_in_time=*/true};  // nothing ran, nothing was lost
     events.push_back(std::move(e));
     return;
   }
@@ -271,15 +253,16 @@ void Pod::FinishExit(const ExitStatus& status, int64_t now_ms, std::vector<PodEv
   e.signal = status.term_signal;
   e.checkpoint_time_ms = LastCheckpointMs();
   if (notice_) {
-    e.notice_time_ms = notice_received_ms_;
-    e.killed_at_deadline = killed_at_deadline_;
-    e.checkpointed_in_time = !killed_at_deadline_ && now_ms <= kill_deadline_ms_ &&
-                             e.checkpoint_time_ms > checkpoint_at_notice_ms_ &&
-                             e.checkpoint_time_ms >= notice_received_ms_ - 1000;
+    StopOutcome& stop = e.stop.emplace();
+    stop.notice_time_ms = notice_received_ms_;
+    stop.killed_at_deadline = killed_at_deadline_;
+    stop.checkpointed_in_time = !killed_at_deadline_ && now_ms <= kill_deadline_ms_ &&
+                                e.checkpoint_time_ms > checkpoint_at_notice_ms_ &&
+                                e.checkpoint_time_ms >= notice_received_ms_ - 1000;
     e.reason = fmt::format("stopped ({}): {}{}; notice at {} ms, {}", notice_->cause,
                            status.Describe(), killed_at_deadline_ ? " at the grace deadline" : "",
                            notice_received_ms_,
-                           e.checkpointed_in_time ? "checkpointed in time" : "no checkpoint after the notice");
+                           stop.checkpointed_in_time ? "checkpointed in time" : "no checkpoint after the notice");
   } else {
     e.reason = status.success() ? "completed" : fmt::format("failed: {}", status.Describe());
   }

@@ -11,9 +11,10 @@
 // default) to the whole process group and arms a local deadline of
 // receive time + (grace_deadline - notice_time), so clock skew between the
 // server and this node cannot shorten the grace. Past the deadline the group
-// gets SIGKILL. The exit event says when the notice came, whether the pod
-// was killed at the deadline, and whether it checkpointed in time: it exited
-// before the deadline and its checkpoint directory changed after the notice.
+// gets SIGKILL. The exit event's stop outcome says when the notice came,
+// whether the pod was killed at the deadline, and whether it checkpointed in
+// time: it exited before the deadline and its checkpoint directory changed
+// after the notice.
 #ifndef TIDAL_AGENT_POD_H_
 #define TIDAL_AGENT_POD_H_
 
@@ -32,38 +33,18 @@
 #include "agent/pod_spec.h"
 #include "agent/start_limiter.h"
 #include "core/common/time.h"
+#include "protocol/pod_event.h"
 
 namespace tidal::agent {
 
-struct LoadReport {
-  double rps = 0;
-  double p95_ms = 0;
-  double p99_ms = 0;
-};
-// Parses a replica's load reply: {"rps", "p95_ms", "p99_ms"} (extra keys ignored).
+using LoadReport = protocol::LoadReport;
+// Parses a replica's load reply: {"rps", "p95_ms", "p99_ms"} (extra keys
+// ignored; a missing figure is 0).
 StatusOr<LoadReport> ParseLoadReport(const std::string& body);
 
-struct PodEvent {
-  PodKey key;
-  std::string phase;  // "running", "ready", "exited"; "" = a periodic report
-  int64_t time_ms = 0;
-  // exited
-  int exit_code = 0;
-  int signal = 0;
-  std::string reason;
-  int64_t checkpoint_time_ms = 0;  // 0 = none
-  // ready
-  int64_t cold_start_ms = -1;
-  // stop protocol (exited after a notice)
-  int64_t notice_time_ms = 0;
-  bool killed_at_deadline = false;
-  bool checkpointed_in_time = false;
-  // periodic reports
-  std::optional<LoadReport> load;
-  std::optional<double> utilization;  // 0..1
-
-  nlohmann::json ToJson() const;
-};
+// What the agent tells the server about a pod; the protocol's message.
+using PodEvent = protocol::PodEvent;
+using StopOutcome = protocol::StopOutcome;
 
 struct PodOptions {
   std::string node_name;

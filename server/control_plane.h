@@ -32,6 +32,7 @@
 #include "core/colocation/colocation_controller.h"
 #include "core/common/status.h"
 #include "core/engine/scheduler.h"
+#include "protocol/pod_assignment.h"
 #include "server/auth.h"
 #include "server/metrics.h"
 #include "server/server_config.h"
@@ -159,7 +160,9 @@ class ControlPlane {
   void MarkNodeLost(NodeId n, Time now, Mutation& m);
   void ExpireAndReap(Time now, Mutation& m);
   void ApplyDecisions(const Decisions& d, const Snapshot& snap, Time now, Mutation& m);
-  nlohmann::json PodsFor(NodeId node) const;
+  std::vector<protocol::PodAssignment> PodsFor(NodeId node) const;
+  // The node's desired pods, once the store has everything they reflect.
+  StatusOr<std::vector<protocol::PodAssignment>> DesiredPods(const std::string& node) const;
   nlohmann::json NodeToJsonLocked(NodeId n) const;
   void PersistNode(NodeId n, Mutation& m) const;
   struct ParsedRegistration {

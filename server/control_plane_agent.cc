@@ -1,5 +1,7 @@
 // The node-agent protocol: register, heartbeat (lease, GPU health and
 // utilization), the node's desired pods, and pod events.
+#include <signal.h>
+
 #include <algorithm>
 #include <bit>
 
@@ -9,10 +11,12 @@
 #include "config/field_reader.h"
 #include "server/control_plane.h"
 #include "server/workload_codec.h"
+#include "protocol/heartbeat.h"
+#include "protocol/node_registration.h"
+#include "protocol/pod_event.h"
 
 namespace tidal::server {
 
-using config::ObjectReader;
 using nlohmann::json;
 
 namespace {
@@ -28,17 +32,11 @@ Status AgentOnly(const Principal& who) { return RequireRole(who, {Role::kAgent, 
 // request must change nothing, and validating first is what lets
 // RegisterNode avoid copying the whole cluster to roll back.
 StatusOr<ControlPlane::ParsedRegistration> ControlPlane::ParseRegistration(const json& body) const {
-  TIDAL_ASSIGN_OR_RETURN(
-      ObjectReader r,
-      ObjectReader::Open(body, "",
-                         {"name", "address", "pool", "rack", "zone", "gpu_model", "gpu_memory_gib",
-                          "driver_version", "mig_capable", "network", "gpus", "nvlink_domains",
-                          "labels", "taints"}));
+  TIDAL_ASSIGN_OR_RETURN(protocol::NodeRegistration reg, protocol::NodeRegistrationFromJson(body));
   const Catalog& cat = config_.catalog;
   ParsedRegistration out;
   Node& node = out.node;
-  std::string name;
-  TIDAL_RETURN_IF_ERROR(r.String("name", &name, /*required=*/true));
+  const std::string& name = reg.name;
   if (name.empty() || name.size() > 253) return config::FieldError("name", "expected 1 to 253 characters");
   out.existing = cat.FindNode(name);
   if (out.existing) {
@@ -49,73 +47,54 @@ StatusOr<ControlPlane::ParsedRegistration> ControlPlane::ParseRegistration(const
     auto training = cat.FindPool("training");
     node.pool = training ? *training : PoolId(0);
   }
-  if (r.Has("pool")) {
-    std::string pool;
-    TIDAL_RETURN_IF_ERROR(r.String("pool", &pool));
-    auto p = cat.FindPool(pool);
-    if (!p) return config::FieldError("pool", fmt::format("unknown pool \"{}\"", pool));
+  if (reg.pool) {
+    auto p = cat.FindPool(*reg.pool);
+    if (!p) return config::FieldError("pool", fmt::format("unknown pool \"{}\"", *reg.pool));
     node.pool = *p;
   }
-  TIDAL_RETURN_IF_ERROR(r.String("zone", &out.zone));
-  TIDAL_RETURN_IF_ERROR(r.String("rack", &out.rack));
+  out.zone = reg.zone.value_or("");
+  out.rack = reg.rack.value_or("");
   if (out.zone.empty() && !node.zone.valid()) {
     out.zone = cat.cluster.zones.empty() ? "default" : cat.cluster.zones[0].name;
   }
   if (out.rack.empty() && !node.rack.valid()) out.rack = "rack-" + name;
-  TIDAL_RETURN_IF_ERROR(r.String("gpu_model", &node.gpu_model));
-  TIDAL_RETURN_IF_ERROR(r.Int("gpu_memory_gib", &node.gpu_memory_gib, 0, 1 << 20));
-  TIDAL_RETURN_IF_ERROR(r.String("driver_version", &node.driver_version));
-  TIDAL_RETURN_IF_ERROR(r.Bool("mig_capable", &node.mig_capable));
-  if (r.Has("network")) {
-    TIDAL_ASSIGN_OR_RETURN(ObjectReader n, ObjectReader::Open(r.at("network"), "network", {"nic_gbps", "rdma"}));
-    TIDAL_RETURN_IF_ERROR(n.Double("nic_gbps", &node.network.nic_gbps, 0, 1e6));
-    TIDAL_RETURN_IF_ERROR(n.Bool("rdma", &node.network.rdma));
+  if (reg.gpu_model) node.gpu_model = *reg.gpu_model;
+  if (reg.gpu_memory_gib) node.gpu_memory_gib = *reg.gpu_memory_gib;
+  if (reg.driver_version) node.driver_version = *reg.driver_version;
+  if (reg.mig_capable) node.mig_capable = *reg.mig_capable;
+  if (reg.network) {
+    if (reg.network->nic_gbps) node.network.nic_gbps = *reg.network->nic_gbps;
+    if (reg.network->rdma) node.network.rdma = *reg.network->rdma;
   }
-  if (r.Has("gpus")) {
-    TIDAL_RETURN_IF_ERROR(config::ExpectArray(r.at("gpus"), "gpus"));
-    const json& gpus = r.at("gpus");
+  if (reg.gpus) {
+    const std::vector<protocol::GpuInfo>& gpus = *reg.gpus;
     if (gpus.empty() || gpus.size() > static_cast<size_t>(kMaxGpusPerNode)) {
       return config::FieldError("gpus", fmt::format("expected 1 to {} GPUs, got {}", kMaxGpusPerNode, gpus.size()));
     }
     node.gpu_count = static_cast<int>(gpus.size());
     node.failed_gpus = 0;
     for (size_t i = 0; i < gpus.size(); ++i) {
-      TIDAL_ASSIGN_OR_RETURN(ObjectReader g, ObjectReader::Open(gpus[i], config::IndexPath("gpus", i),
-                                                                {"index", "uuid", "healthy", "model", "memory_gib"}));
-      int index = static_cast<int>(i);
-      TIDAL_RETURN_IF_ERROR(g.Int("index", &index, 0, node.gpu_count - 1));
-      bool healthy = true;
-      TIDAL_RETURN_IF_ERROR(g.Bool("healthy", &healthy));
-      if (!healthy) node.failed_gpus |= GpuMask{1} << index;
+      const int index = gpus[i].index.value_or(static_cast<int>(i));
+      if (index >= node.gpu_count) {
+        return config::FieldError(config::JoinPath(config::IndexPath("gpus", i), "index"),
+                                  fmt::format("expected an integer from 0 to {}, got {}", node.gpu_count - 1, index));
+      }
+      if (!gpus[i].healthy) node.failed_gpus |= GpuMask{1} << index;
     }
     node.nvlink_domains.clear();
   }
   if (node.gpu_count <= 0) return config::FieldError("gpus", "required: the node's GPUs");
-  if (r.Has("nvlink_domains")) {
-    auto domains = config::ParseNvlink(r.at("nvlink_domains"), node.gpu_count, "nvlink_domains");
+  if (reg.nvlink_domains) {
+    auto domains = config::ParseNvlink(json(*reg.nvlink_domains), node.gpu_count, "nvlink_domains");
     if (!domains.ok()) return domains.status();
     node.nvlink_domains = *domains;
   }
   if (node.nvlink_domains.empty()) {
     for (int g = 0; g < node.gpu_count; ++g) node.nvlink_domains.push_back(GpuMask{1} << g);
   }
-  if (r.Has("labels")) {
-    node.labels.clear();
-    TIDAL_RETURN_IF_ERROR(r.StringMap("labels", &node.labels));
-  }
-  if (r.Has("taints")) {
-    TIDAL_RETURN_IF_ERROR(config::ExpectArray(r.at("taints"), "taints"));
-    node.taints.clear();
-    size_t i = 0;
-    for (const json& t : r.at("taints")) {
-      TIDAL_ASSIGN_OR_RETURN(ObjectReader tr, ObjectReader::Open(t, config::IndexPath("taints", i++), {"key", "value"}));
-      Taint taint;
-      TIDAL_RETURN_IF_ERROR(tr.String("key", &taint.key, true));
-      TIDAL_RETURN_IF_ERROR(tr.String("value", &taint.value));
-      node.taints.push_back(taint);
-    }
-  }
-  TIDAL_RETURN_IF_ERROR(r.String("address", &out.address));
+  if (reg.labels) node.labels = *reg.labels;
+  if (reg.taints) node.taints = *reg.taints;
+  out.address = reg.address.value_or("");
   node.health = node.failed_gpus ? Health::kDegraded : Health::kHealthy;
   return out;
 }
@@ -183,9 +162,9 @@ StatusOr<json> ControlPlane::RegisterNode(const Principal& who, const json& body
               {"pool", config_.catalog.cluster.pools[node.pool.value()].name}},
              now);
     seq = Enqueue(std::move(m));
-    reply = {{"node", node.name},
-             {"lease_s", ToSeconds(config_.node_lease)},
-             {"heartbeat_interval_s", ToSeconds(config_.heartbeat_interval)}};
+    reply = protocol::RegistrationReplyToJson(
+        {node.name, static_cast<int>(ToSeconds(config_.node_lease)),
+         static_cast<int>(ToSeconds(config_.heartbeat_interval))});
   }
   TIDAL_RETURN_IF_ERROR(store_->WaitDurable(seq));
   Kick();
@@ -195,7 +174,7 @@ StatusOr<json> ControlPlane::RegisterNode(const Principal& who, const json& body
 StatusOr<json> ControlPlane::Heartbeat(const Principal& who, const std::string& node_name,
                                        const json& body) {
   TIDAL_RETURN_IF_ERROR(AgentOnly(who));
-  TIDAL_ASSIGN_OR_RETURN(ObjectReader r, ObjectReader::Open(body, "", {"gpus"}));
+  TIDAL_ASSIGN_OR_RETURN(protocol::Heartbeat heartbeat, protocol::HeartbeatFromJson(body));
   uint64_t seq = 0;
   bool changed = false;
   {
@@ -209,24 +188,14 @@ StatusOr<json> ControlPlane::Heartbeat(const Principal& who, const std::string& 
     // Validate everything before changing anything.
     struct Sample { int index; bool faulty; int xid; double util; double mem; };
     std::vector<Sample> samples;
-    if (r.Has("gpus")) {
-      TIDAL_RETURN_IF_ERROR(config::ExpectArray(r.at("gpus"), "gpus"));
-      size_t i = 0;
-      for (const json& g : r.at("gpus")) {
-        TIDAL_ASSIGN_OR_RETURN(ObjectReader gr, ObjectReader::Open(g, config::IndexPath("gpus", i++),
-            {"index", "healthy", "xid", "ecc_uncorrectable", "utilization", "memory_used_gib"}));
-        Sample s{0, false, 0, -1, 0};
-        TIDAL_RETURN_IF_ERROR(gr.Int("index", &s.index, 0, node.gpu_count - 1, true));
-        bool healthy = true;
-        int ecc = 0;
-        TIDAL_RETURN_IF_ERROR(gr.Bool("healthy", &healthy));
-        TIDAL_RETURN_IF_ERROR(gr.Int("xid", &s.xid, 0, 1 << 20));
-        TIDAL_RETURN_IF_ERROR(gr.Int("ecc_uncorrectable", &ecc, 0, INT32_MAX));
-        TIDAL_RETURN_IF_ERROR(gr.Double("utilization", &s.util, 0, 1));
-        TIDAL_RETURN_IF_ERROR(gr.Double("memory_used_gib", &s.mem, 0, 1e6));
-        s.faulty = !healthy || s.xid != 0 || ecc > 0;
-        samples.push_back(s);
+    for (size_t i = 0; i < heartbeat.gpus.size(); ++i) {
+      const protocol::GpuReport& g = heartbeat.gpus[i];
+      if (g.index >= node.gpu_count) {
+        return config::FieldError(config::JoinPath(config::IndexPath("gpus", i), "index"),
+                                  fmt::format("expected an integer from 0 to {}, got {}", node.gpu_count - 1, g.index));
       }
+      samples.push_back({g.index, !g.healthy || g.xid != 0 || g.ecc_uncorrectable > 0, g.xid,
+                         g.utilization.value_or(-1), g.memory_used_gib.value_or(0)});
     }
     const Time now = clock_.Now();
     Mutation m;
@@ -293,43 +262,40 @@ StatusOr<json> ControlPlane::Heartbeat(const Principal& who, const std::string& 
   }
   TIDAL_RETURN_IF_ERROR(store_->WaitDurable(seq));
   if (changed) Kick();
-  TIDAL_ASSIGN_OR_RETURN(json pods, NodePods(who, node_name));
-  pods["lease_s"] = ToSeconds(config_.node_lease);
-  return pods;
+  protocol::HeartbeatReply reply;
+  reply.lease_s = static_cast<int>(ToSeconds(config_.node_lease));
+  TIDAL_ASSIGN_OR_RETURN(reply.pods, DesiredPods(node_name));
+  return protocol::HeartbeatReplyToJson(reply);
 }
 
-json ControlPlane::PodsFor(NodeId node) const {
-  json pods = json::array();
+std::vector<protocol::PodAssignment> ControlPlane::PodsFor(NodeId node) const {
+  std::vector<protocol::PodAssignment> pods;
   for (uint64_t wid : node_workloads_[node.value()]) {
     const WorkloadRecord* r = Find(wid);
     if (!r) continue;
     auto add = [&](const PodPlacement& p, int rank, int world, const std::optional<StopNotice>& notice) {
-      json pod = {{"workload", wid},
-                  {"name", r->w.name},
-                  {"kind", WorkloadKindName(r->w.kind)},
-                  {"rank", rank},
-                  {"attempt", r->attempt},
-                  {"world_size", world},
-                  {"gpus", MaskToIndices(p.gpus)},
-                  {"command", r->run.command},
-                  {"env", r->run.env},
-                  {"image", r->run.image},
-                  {"checkpoint_dir_key", fmt::format("w{}", wid)},
-                  {"master_port", kMasterPortBase + static_cast<int>(wid % kMasterPortSpan)}};
-      std::string master = "127.0.0.1";
+      protocol::PodAssignment pod;
+      pod.key = {wid, rank, r->attempt};
+      pod.name = r->w.name;
+      pod.kind = std::string(WorkloadKindName(r->w.kind));
+      pod.world_size = world;
+      pod.gpus = MaskToIndices(p.gpus);
+      pod.command = r->run.command;
+      pod.env = r->run.env;
+      pod.image = r->run.image;
+      pod.checkpoint_dir_key = fmt::format("w{}", wid);
+      pod.master_port = kMasterPortBase + static_cast<int>(wid % kMasterPortSpan);
+      pod.master_addr = "127.0.0.1";
       if (r->allocation && !r->allocation->pods.empty()) {
-        master = node_rt_[r->allocation->pods[0].node.value()].address;
+        pod.master_addr = node_rt_[r->allocation->pods[0].node.value()].address;
       }
-      pod["master_addr"] = master;
-      pod["readiness"] = r->run.readiness ? json{{"port", r->run.readiness->port}, {"path", r->run.readiness->path}} : json(nullptr);
-      pod["load_endpoint"] = r->run.load_endpoint ? json{{"port", r->run.load_endpoint->port}, {"path", r->run.load_endpoint->path}} : json(nullptr);
-      pod["desired"] = notice ? "stop" : "run";
-      pod["notice"] = notice ? json{{"cause", notice->cause},
-                                    {"notice_time_ms", notice->notice_ms},
-                                    {"grace_deadline_ms", notice->grace_deadline_ms},
-                                    {"signal", "SIGTERM"}}
-                             : json(nullptr);
-      pods.push_back(pod);
+      if (r->run.readiness) pod.readiness = protocol::HttpEndpoint{r->run.readiness->port, r->run.readiness->path};
+      if (r->run.load_endpoint) {
+        pod.load_endpoint = protocol::HttpEndpoint{r->run.load_endpoint->port, r->run.load_endpoint->path};
+      }
+      pod.desired_run = !notice;
+      if (notice) pod.notice = protocol::StopNotice{notice->cause, notice->notice_ms, notice->grace_deadline_ms, SIGTERM};
+      pods.push_back(std::move(pod));
     };
     if (!r->allocation) continue;
     // Leaving pods keep their rank; world_size counts the pods that stay.
@@ -345,82 +311,31 @@ json ControlPlane::PodsFor(NodeId node) const {
   return pods;
 }
 
-StatusOr<json> ControlPlane::NodePods(const Principal& who, const std::string& node_name) const {
-  TIDAL_RETURN_IF_ERROR(AgentOnly(who));
+StatusOr<std::vector<protocol::PodAssignment>> ControlPlane::DesiredPods(const std::string& node_name) const {
   uint64_t seq = 0;
-  json reply;
+  std::vector<protocol::PodAssignment> pods;
   {
     std::lock_guard lock(mu_);
     auto id = config_.catalog.FindNode(node_name);
     if (!id) return NotFound(fmt::format("node \"{}\" is not known", node_name));
-    reply = {{"pods", PodsFor(*id)}};
+    pods = PodsFor(*id);
     seq = last_seq_;
   }
   // Never hand out a placement the store does not have yet.
   TIDAL_RETURN_IF_ERROR(store_->WaitDurable(seq));
-  return reply;
+  return pods;
+}
+
+StatusOr<json> ControlPlane::NodePods(const Principal& who, const std::string& node_name) const {
+  TIDAL_RETURN_IF_ERROR(AgentOnly(who));
+  TIDAL_ASSIGN_OR_RETURN(std::vector<protocol::PodAssignment> pods, DesiredPods(node_name));
+  return protocol::PodAssignmentListToJson({std::move(pods)});
 }
 
 StatusOr<json> ControlPlane::PodStatus(const Principal& who, const std::string& node_name,
                                        const json& body) {
   TIDAL_RETURN_IF_ERROR(AgentOnly(who));
-  TIDAL_ASSIGN_OR_RETURN(ObjectReader r, ObjectReader::Open(body, "", {"events"}));
-  if (!r.Has("events")) return config::FieldError("events", "required field is missing");
-  TIDAL_RETURN_IF_ERROR(config::ExpectArray(r.at("events"), "events"));
-  struct Event {
-    uint64_t workload = 0;
-    int rank = 0;
-    int64_t attempt = -1;  // -1 = not sent
-    std::string phase;
-    int64_t time_ms = 0;
-    int exit_code = 0, signal = 0;
-    std::string reason;
-    int64_t checkpoint_ms = 0;
-    int64_t cold_start_ms = -1;
-    int64_t notice_ms = 0;
-    bool has_stop_outcome = false;
-    bool killed_at_deadline = false, checkpointed_in_time = false;
-    double rps = -1, p95 = -1, p99 = -1, util = -1;
-  };
-  std::vector<Event> events;
-  size_t i = 0;
-  for (const json& e : r.at("events")) {
-    const std::string path = config::IndexPath("events", i++);
-    TIDAL_ASSIGN_OR_RETURN(ObjectReader er, ObjectReader::Open(e, path,
-        {"workload", "rank", "attempt", "phase", "time_ms", "exit_code", "signal", "reason",
-         "checkpoint_time_ms", "cold_start_ms", "load", "utilization", "notice_time_ms",
-         "killed_at_deadline", "checkpointed_in_time"}));
-    Event ev;
-    if (!er.Has("workload")) return config::FieldError(er.FieldPath("workload"), "required field is missing");
-    int64_t workload = 0;
-    TIDAL_RETURN_IF_ERROR(er.Int64("workload", &workload, 1, INT64_MAX));
-    ev.workload = static_cast<uint64_t>(workload);
-    TIDAL_RETURN_IF_ERROR(er.Int("rank", &ev.rank, 0, kMaxTotalGpus, true));
-    TIDAL_RETURN_IF_ERROR(er.Int64("attempt", &ev.attempt, 0, INT64_MAX));
-    TIDAL_RETURN_IF_ERROR(er.String("phase", &ev.phase));
-    if (!ev.phase.empty() && ev.phase != "running" && ev.phase != "ready" && ev.phase != "exited") {
-      return config::FieldError(er.FieldPath("phase"), "expected one of running|ready|exited, got \"" + ev.phase + "\"");
-    }
-    TIDAL_RETURN_IF_ERROR(er.Int64("time_ms", &ev.time_ms, 0, INT64_MAX));
-    TIDAL_RETURN_IF_ERROR(er.Int("exit_code", &ev.exit_code, -255, 255));
-    TIDAL_RETURN_IF_ERROR(er.Int("signal", &ev.signal, 0, 128));
-    TIDAL_RETURN_IF_ERROR(er.String("reason", &ev.reason));
-    TIDAL_RETURN_IF_ERROR(er.Int64("checkpoint_time_ms", &ev.checkpoint_ms, 0, INT64_MAX));
-    TIDAL_RETURN_IF_ERROR(er.Int64("cold_start_ms", &ev.cold_start_ms, 0, INT64_MAX));
-    TIDAL_RETURN_IF_ERROR(er.Int64("notice_time_ms", &ev.notice_ms, 0, INT64_MAX));
-    TIDAL_RETURN_IF_ERROR(er.Bool("killed_at_deadline", &ev.killed_at_deadline));
-    TIDAL_RETURN_IF_ERROR(er.Bool("checkpointed_in_time", &ev.checkpointed_in_time));
-    ev.has_stop_outcome = er.Has("notice_time_ms") || er.Has("killed_at_deadline") ||
-                          er.Has("checkpointed_in_time");
-    TIDAL_RETURN_IF_ERROR(er.Double("utilization", &ev.util, 0, 1));
-    if (er.Has("load")) {
-      TIDAL_ASSIGN_OR_RETURN(ObjectReader lr, ObjectReader::Open(er.at("load"), er.FieldPath("load"), {"rps", "p95_ms", "p99_ms"}));
-      TIDAL_RETURN_IF_ERROR(lr.Double("rps", &ev.rps, 0, 1e9));
-      TIDAL_RETURN_IF_ERROR(lr.Double("p95_ms", &ev.p95, 0, 1e9));
-      TIDAL_RETURN_IF_ERROR(lr.Double("p99_ms", &ev.p99, 0, 1e9));
-    }
-    events.push_back(ev);
-  }
+  TIDAL_ASSIGN_OR_RETURN(protocol::PodEventBatch batch, protocol::PodEventBatchFromJson(body));
   uint64_t seq = 0;
   int accepted = 0;
   bool freed = false;
@@ -431,32 +346,37 @@ StatusOr<json> ControlPlane::PodStatus(const Principal& who, const std::string& 
     const Time now = clock_.Now();
     const std::string actor = "agent:" + node_name;
     Mutation m;
-    for (const Event& ev : events) {
-      WorkloadRecord* w = Find(ev.workload);
-      if (!w || !node_workloads_[node->value()].count(ev.workload)) continue;  // stale: ignore
+    for (const protocol::PodEvent& ev : batch.events) {
+      const uint64_t workload = ev.key.workload;
+      const int rank = ev.key.rank;
+      WorkloadRecord* w = Find(workload);
+      if (!w || !node_workloads_[node->value()].count(workload)) continue;  // stale: ignore
       // An event about an earlier placement (the agent had not yet seen the
       // requeue) must not touch the new one.
-      if (ev.attempt >= 0 && ev.attempt != w->attempt) continue;
-      if (!w->allocation || ev.rank >= static_cast<int>(w->allocation->pods.size()) ||
-          w->allocation->pods[ev.rank].node != *node) {
+      if (ev.key.attempt > 0 && ev.key.attempt != w->attempt) continue;
+      if (!w->allocation || rank >= static_cast<int>(w->allocation->pods.size()) ||
+          w->allocation->pods[rank].node != *node) {
         continue;  // not a pod of this node (any more)
       }
       ++accepted;
       const Time at = ev.time_ms > 0 ? TimeFromMillis(ev.time_ms) : now;
       bool dirty = false;
-      if (ev.checkpoint_ms > 0) {
-        w->allocation->last_checkpoint = std::max(w->allocation->last_checkpoint, TimeFromMillis(ev.checkpoint_ms));
+      if (ev.checkpoint_time_ms > 0) {
+        w->allocation->last_checkpoint = std::max(w->allocation->last_checkpoint, TimeFromMillis(ev.checkpoint_time_ms));
         dirty = true;
       }
-      if (ev.util >= 0) w->utilization = w->utilization < 0 ? ev.util : 0.8 * w->utilization + 0.2 * ev.util;
-      if (ev.rps >= 0 && w->w.kind == WorkloadKind::kInference) {
-        RecordReplicaLoad(*w, ev.rank, ev.rps, ev.p95, ev.p99, at);
+      if (ev.utilization) {
+        const double util = *ev.utilization;
+        w->utilization = w->utilization < 0 ? util : 0.8 * w->utilization + 0.2 * util;
+      }
+      if (ev.load && ev.load->rps >= 0 && w->w.kind == WorkloadKind::kInference) {
+        RecordReplicaLoad(*w, rank, ev.load->rps, ev.load->p95_ms, ev.load->p99_ms, at);
       }
       if (ev.phase == "running" && w->pod_started_ms == 0) {
         w->pod_started_ms = ToMillis(at);
         dirty = true;
       } else if (ev.phase == "ready") {
-        w->ready_ranks.insert(ev.rank);
+        w->ready_ranks.insert(rank);
         if (!w->scale_ups.empty()) {
           ScaleUp& su = w->scale_ups.back();
           if (su.ready_ms == 0 && !su.failed && static_cast<int>(w->ready_ranks.size()) >= su.to_pods) {
@@ -470,14 +390,14 @@ StatusOr<json> ControlPlane::PodStatus(const Principal& who, const std::string& 
         dirty = true;
       } else if (ev.phase == "exited") {
         auto& leaving = w->allocation->leaving;
-        const PodPlacement pod = w->allocation->pods[ev.rank];
+        const PodPlacement pod = w->allocation->pods[rank];
         if (!w->stop && std::find(leaving.begin(), leaving.end(), pod) != leaving.end()) {
           // A pod removed by a shrink is gone: its GPUs are free now.
           IndexAllocation(*w, false);
-          RemoveRank(*w, ev.rank);
+          RemoveRank(*w, rank);
           if (leaving.empty()) w->shrink_notice.reset();
           IndexAllocation(*w, true);
-          AddAudit(m, actor, "pod_exit", w, {{"rank", ev.rank}, {"exit_code", ev.exit_code},
+          AddAudit(m, actor, "pod_exit", w, {{"rank", rank}, {"exit_code", ev.exit_code},
                                              {"signal", ev.signal}, {"reason", ev.reason},
                                              {"cause", "shrink"}}, at);
           freed = true;
@@ -488,12 +408,12 @@ StatusOr<json> ControlPlane::PodStatus(const Principal& who, const std::string& 
           // A service outlives its replicas: one that exits is replaced (the
           // next pass grows the service back to its desired replicas), and
           // the last one requeues the service instead of failing it.
-          AddAudit(m, actor, "pod_exit", w, {{"rank", ev.rank}, {"exit_code", ev.exit_code},
+          AddAudit(m, actor, "pod_exit", w, {{"rank", rank}, {"exit_code", ev.exit_code},
                                              {"signal", ev.signal}, {"reason", ev.reason},
                                              {"cause", "replica_replaced"}}, at);
           if (w->allocation->pods.size() > 1) {
             IndexAllocation(*w, false);
-            RemoveRank(*w, ev.rank);
+            RemoveRank(*w, rank);
             IndexAllocation(*w, true);
             Persist(m, *w);
           } else {
@@ -502,16 +422,16 @@ StatusOr<json> ControlPlane::PodStatus(const Principal& who, const std::string& 
           freed = true;
           continue;
         }
-        w->exited_ranks.insert(ev.rank);
-        w->replica_load.erase(ev.rank);
-        json detail = {{"rank", ev.rank}, {"exit_code", ev.exit_code},
+        w->exited_ranks.insert(rank);
+        w->replica_load.erase(rank);
+        json detail = {{"rank", rank}, {"exit_code", ev.exit_code},
                        {"signal", ev.signal}, {"reason", ev.reason}};
         if (PreemptionRecord* p = OpenPreemption(*w)) {
           // A gang stopped in time only if every pod checkpointed in time.
-          if (ev.has_stop_outcome) {
-            p->checkpointed_in_time = (p->exited_pods == 0 || p->checkpointed_in_time) && ev.checkpointed_in_time;
-            p->killed_at_deadline = p->killed_at_deadline || ev.killed_at_deadline;
-            if (ev.notice_ms > 0) p->agent_notice_ms = std::max(p->agent_notice_ms, ev.notice_ms);
+          if (ev.stop) {
+            p->checkpointed_in_time = (p->exited_pods == 0 || p->checkpointed_in_time) && ev.stop->checkpointed_in_time;
+            p->killed_at_deadline = p->killed_at_deadline || ev.stop->killed_at_deadline;
+            if (ev.stop->notice_time_ms > 0) p->agent_notice_ms = std::max(p->agent_notice_ms, ev.stop->notice_time_ms);
           } else {
             p->checkpointed_in_time = false;  // the agent did not say: assume not
           }
@@ -519,10 +439,10 @@ StatusOr<json> ControlPlane::PodStatus(const Principal& who, const std::string& 
           p->exit_ms = std::max(p->exit_ms, ToMillis(at));
           detail["preemption_seq"] = p->audit_seq;
         }
-        if (ev.has_stop_outcome) {
-          detail["notice_time_ms"] = ev.notice_ms;
-          detail["killed_at_deadline"] = ev.killed_at_deadline;
-          detail["checkpointed_in_time"] = ev.checkpointed_in_time;
+        if (ev.stop) {
+          detail["notice_time_ms"] = ev.stop->notice_time_ms;
+          detail["killed_at_deadline"] = ev.stop->killed_at_deadline;
+          detail["checkpointed_in_time"] = ev.stop->checkpointed_in_time;
         }
         AddAudit(m, actor, "pod_exit", w, std::move(detail), at);
         dirty = true;
@@ -541,7 +461,7 @@ StatusOr<json> ControlPlane::PodStatus(const Principal& who, const std::string& 
             ++w->gang_start_failures;
             metrics_.Inc("tidal_gang_starts_total", {{"result", "failed"}});
           }
-          Release(*w, WorkloadState::kFailed, fmt::format("rank {} exited with code {} signal {}", ev.rank, ev.exit_code, ev.signal),
+          Release(*w, WorkloadState::kFailed, fmt::format("rank {} exited with code {} signal {}", rank, ev.exit_code, ev.signal),
                   now, m, actor);
           freed = true;
           continue;
@@ -551,11 +471,11 @@ StatusOr<json> ControlPlane::PodStatus(const Principal& who, const std::string& 
           continue;
         }
       }
-      if (ev.phase == "running" && w->w.is_gang() && ev.rank == 0) {
+      if (ev.phase == "running" && w->w.is_gang() && rank == 0) {
         metrics_.Inc("tidal_gang_starts_total", {{"result", "ok"}});
       }
       if (ev.cold_start_ms >= 0) {
-        AddAudit(m, actor, "ready", w, {{"rank", ev.rank}, {"cold_start_ms", ev.cold_start_ms}}, at);
+        AddAudit(m, actor, "ready", w, {{"rank", rank}, {"cold_start_ms", ev.cold_start_ms}}, at);
       }
       if (dirty) Persist(m, *w);
     }

@@ -18,6 +18,9 @@
 #include "agent/control_plane.h"
 #include "agent/fake_gpu_probe.h"
 #include "agent/pod_process.h"
+#include "protocol/heartbeat.h"
+#include "protocol/node_registration.h"
+#include "protocol/pod_event.h"
 #include "tests/support/agent_fixtures.h"
 
 namespace tidal::agent {
@@ -30,59 +33,78 @@ using tidal::testing::ReadWholeFile;
 using tidal::testing::WaitUntil;
 using std::chrono::milliseconds;
 
-// Records what the agent sends and answers heartbeats with `pods`.
+// Records what the agent sends, decoded with the server's protocol decoders
+// (so a field the agent drops or misnames fails here), and answers
+// heartbeats with `pods`, encoded like the server does.
 class FakeServer final : public ControlPlane {
  public:
   StatusOr<Lease> Register(const json& body) override {
-    registrations.push_back(body);
+    auto reg = protocol::NodeRegistrationFromJson(body);
+    EXPECT_TRUE(reg.ok()) << reg.status().ToString();
+    if (!reg.ok()) return reg.status();
+    registrations.push_back(*reg);
     return Lease{30, 5};
   }
   StatusOr<json> Heartbeat(const std::string& node, const json& body) override {
     EXPECT_EQ(node, "n1");
-    heartbeats.push_back(body);
+    auto heartbeat = protocol::HeartbeatFromJson(body);
+    EXPECT_TRUE(heartbeat.ok()) << heartbeat.status().ToString();
+    if (!heartbeat.ok()) return heartbeat.status();
+    heartbeats.push_back(*heartbeat);
     if (unknown_node) {
       unknown_node = false;
       return NotFound("node n1: not registered");
     }
     // Like the server, stop listing ranks whose exit was reported.
-    json listed = json::array();
-    for (const json& p : pods) {
-      if (!exited.count({p["workload"].get<uint64_t>(), p["rank"].get<int>()})) listed.push_back(p);
+    std::vector<PodSpec> listed;
+    for (const PodSpec& p : pods) {
+      if (!exited.count({p.key.workload, p.key.rank})) listed.push_back(p);
     }
-    return json{{"lease_s", 30}, {"pods", listed}};
+    return protocol::HeartbeatReplyToJson({30, listed});
   }
   Status ReportEvents(const std::string&, const json& body) override {
     if (fail_reports > 0) {
       --fail_reports;
       return Unavailable("server restarting");
     }
-    for (const json& e : body["events"]) {
+    auto batch = protocol::PodEventBatchFromJson(body);
+    EXPECT_TRUE(batch.ok()) << batch.status().ToString();
+    if (!batch.ok()) return batch.status();
+    for (const PodEvent& e : batch->events) {
       events.push_back(e);
-      if (e.value("phase", "") == "exited") exited.insert({e["workload"].get<uint64_t>(), e["rank"].get<int>()});
+      if (e.phase == "exited") exited.insert({e.key.workload, e.key.rank});
     }
     return Status::Ok();
   }
-  std::vector<json> PhaseEvents(const std::string& phase, int rank = -1) const {
-    std::vector<json> out;
-    for (const json& e : events) {
-      if (e.value("phase", "") == phase && (rank < 0 || e["rank"] == rank)) {
-        out.push_back(e);
-      }
+  std::vector<PodEvent> PhaseEvents(const std::string& phase, int rank = -1) const {
+    std::vector<PodEvent> out;
+    for (const PodEvent& e : events) {
+      if (e.phase == phase && (rank < 0 || e.key.rank == rank)) out.push_back(e);
     }
     return out;
   }
 
-  std::vector<json> registrations, heartbeats, events;
-  json pods = json::array();
+  std::vector<protocol::NodeRegistration> registrations;
+  std::vector<protocol::Heartbeat> heartbeats;
+  std::vector<PodEvent> events;
+  std::vector<PodSpec> pods;
   std::set<std::pair<uint64_t, int>> exited;
   int fail_reports = 0;
   bool unknown_node = false;
 };
 
-json PodJson(int rank, std::vector<std::string> command, std::vector<int> gpus) {
-  return {{"workload", 5}, {"name", "train"}, {"kind", "training"}, {"rank", rank},
-          {"world_size", 2}, {"gpus", gpus}, {"master_addr", "127.0.0.1"},
-          {"master_port", 29505}, {"command", command}, {"desired", "run"}};
+PodSpec TrainPod(int rank, std::vector<std::string> command, std::vector<int> gpus) {
+  PodSpec pod;
+  pod.key = {5, rank, 0};
+  pod.name = "train";
+  pod.kind = "training";
+  pod.world_size = 2;
+  pod.gpus = std::move(gpus);
+  pod.master_addr = "127.0.0.1";
+  pod.master_port = 29505;
+  pod.command = std::move(command);
+  pod.checkpoint_dir_key = "w5";
+  return pod;
 }
 
 class AgentTest : public ::testing::Test {
@@ -126,23 +148,23 @@ class AgentTest : public ::testing::Test {
 
 TEST_F(AgentTest, RegistersInventoryLabelsAndTaints) {
   ASSERT_EQ(server_.registrations.size(), 1u);
-  const json& r = server_.registrations[0];
-  EXPECT_EQ(r["name"], "n1");
-  EXPECT_EQ(r["gpu_model"], "H100-80GB");
-  EXPECT_EQ(r["gpu_memory_gib"], 80);
-  EXPECT_EQ(r["gpus"].size(), 4u);
-  EXPECT_EQ(r["gpus"][2]["uuid"], "GPU-fake-0002");
-  EXPECT_EQ(r["nvlink_domains"], json::parse("[[0,1],[2,3]]"));
-  EXPECT_EQ(r["labels"]["team"], "nlp");
-  EXPECT_EQ(r["taints"][0]["key"], "dedicated");
+  const protocol::NodeRegistration& r = server_.registrations[0];
+  EXPECT_EQ(r.name, "n1");
+  EXPECT_EQ(r.gpu_model, "H100-80GB");
+  EXPECT_EQ(r.gpu_memory_gib, 80);
+  ASSERT_EQ(r.gpus->size(), 4u);
+  EXPECT_EQ((*r.gpus)[2].uuid, "GPU-fake-0002");
+  EXPECT_EQ(r.nvlink_domains, (std::vector<std::vector<int>>{{0, 1}, {2, 3}}));
+  EXPECT_EQ(r.labels->at("team"), "nlp");
+  EXPECT_EQ((*r.taints)[0].key, "dedicated");
 }
 
 TEST_F(AgentTest, RunsDesiredPodsWithLocalRanksAndReportsExits) {
-  server_.pods = json::array({PodJson(1, {"env"}, {2, 3}), PodJson(0, {"env"}, {0, 1})});
+  server_.pods = {TrainPod(1, {"env"}, {2, 3}), TrainPod(0, {"env"}, {0, 1})};
   ASSERT_TRUE(StepUntil([&] { return server_.PhaseEvents("exited").size() == 2; }));
-  for (const json& e : server_.PhaseEvents("exited")) {
-    EXPECT_EQ(e["exit_code"], 0);
-    EXPECT_EQ(e["reason"], "completed");
+  for (const PodEvent& e : server_.PhaseEvents("exited")) {
+    EXPECT_EQ(e.exit_code, 0);
+    EXPECT_EQ(e.reason, "completed");
   }
   EXPECT_EQ(server_.PhaseEvents("running").size(), 2u);
   const std::string rank1 = ReadWholeFile(dir_ / "work/pods/5-r1-a0-0/stdout.log");
@@ -165,7 +187,7 @@ TEST_F(AgentTest, RunsDesiredPodsWithLocalRanksAndReportsExits) {
 }
 
 TEST_F(AgentTest, StopNoticeFromServerAndUnlistedPodsAreStopped) {
-  server_.pods = json::array({PodJson(0, {"sleep", "30"}, {0}), PodJson(1, {"sleep", "30"}, {1})});
+  server_.pods = {TrainPod(0, {"sleep", "30"}, {0}), TrainPod(1, {"sleep", "30"}, {1})};
   ASSERT_TRUE(StepUntil([&] { return server_.PhaseEvents("running").size() == 2; }));
   pid_t unlisted_pid = -1;
   for (const PodView& v : agent_->Pods()) {
@@ -173,16 +195,21 @@ TEST_F(AgentTest, StopNoticeFromServerAndUnlistedPodsAreStopped) {
   }
   ASSERT_GT(unlisted_pid, 0);
   const int64_t now = WallClockMs();
-  server_.pods[0]["desired"] = "stop";
-  server_.pods[0]["notice"] = {{"cause", "priority"}, {"notice_time_ms", now},
-                               {"grace_deadline_ms", now + 5000}, {"signal", "SIGTERM"}};
-  server_.pods.erase(1);  // rank 1 is no longer listed at all
+  server_.pods[0].desired_run = false;
+  server_.pods[0].notice = StopNotice{"priority", now, now + 5000, SIGTERM};
+  server_.pods.erase(server_.pods.begin() + 1);  // rank 1 is no longer listed at all
   ASSERT_TRUE(StepUntil([&] {
     return server_.PhaseEvents("exited").size() == 1 && agent_->Pods().empty();
   }));
-  const json r0 = server_.PhaseEvents("exited", 0)[0];
-  EXPECT_EQ(r0["signal"], SIGTERM);  // sleep dies of the notice's SIGTERM
-  const std::string reason = r0["reason"];
+  const PodEvent r0 = server_.PhaseEvents("exited", 0)[0];
+  EXPECT_EQ(r0.signal, SIGTERM);  // sleep dies of the notice's SIGTERM
+  // The stop outcome reaches the server (it once travelled only in
+  // `reason`): notice delivered now, not killed, nothing checkpointed.
+  ASSERT_TRUE(r0.stop.has_value());
+  EXPECT_GE(r0.stop->notice_time_ms, now);
+  EXPECT_FALSE(r0.stop->killed_at_deadline);
+  EXPECT_FALSE(r0.stop->checkpointed_in_time);
+  const std::string reason = r0.reason;
   EXPECT_NE(reason.find("stopped (priority): killed by SIGTERM; notice at"), std::string::npos)
       << reason;
   EXPECT_EQ(reason.find("grace deadline"), std::string::npos);
@@ -194,12 +221,12 @@ TEST_F(AgentTest, StopNoticeFromServerAndUnlistedPodsAreStopped) {
 }
 
 TEST_F(AgentTest, RelistedRankWhileTheOldRunStopsIsANewPod) {
-  server_.pods = json::array({PodJson(0, {"sh", "-c", "trap 'sleep 0.3; exit 0' TERM; sleep 30 & wait"}, {0})});
+  server_.pods = {TrainPod(0, {"sh", "-c", "trap 'sleep 0.3; exit 0' TERM; sleep 30 & wait"}, {0})};
   ASSERT_TRUE(StepUntil([&] { return server_.PhaseEvents("running").size() == 1; }));
-  const json pod = server_.pods[0];
-  server_.pods = json::array();
+  const PodSpec pod = server_.pods[0];
+  server_.pods.clear();
   agent_->Step(WallClockMs() + 100);  // unlisted: retires, stopping
-  server_.pods = json::array({pod});  // placed here again at once
+  server_.pods = {pod};  // placed here again at once
   ASSERT_TRUE(StepUntil([&] { return server_.PhaseEvents("running").size() == 2; }));
   // The new run waited for the old one to leave GPU 0.
   EXPECT_TRUE(server_.PhaseEvents("exited").empty());
@@ -209,10 +236,10 @@ TEST_F(AgentTest, RelistedRankWhileTheOldRunStopsIsANewPod) {
 }
 
 TEST_F(AgentTest, StopForAPodNeverRunHereIsAnsweredWithItsExitOnce) {
-  json pod = PodJson(0, {"sleep", "30"}, {0});
-  pod["desired"] = "stop";
-  pod["notice"] = {{"cause", "priority"}, {"notice_time_ms", 0}, {"grace_deadline_ms", 1000}};
-  server_.pods = json::array({pod});
+  PodSpec pod = TrainPod(0, {"sleep", "30"}, {0});
+  pod.desired_run = false;
+  pod.notice = StopNotice{"priority", 0, 1000, SIGTERM};
+  server_.pods = {pod};
   server_.exited.clear();
   for (int i = 0; i < 5; ++i) {
     agent_->Step(WallClockMs());
@@ -220,7 +247,7 @@ TEST_F(AgentTest, StopForAPodNeverRunHereIsAnsweredWithItsExitOnce) {
     std::this_thread::sleep_for(std::chrono::milliseconds(60));
   }
   ASSERT_EQ(server_.PhaseEvents("exited").size(), 1u);
-  EXPECT_NE(server_.PhaseEvents("exited")[0]["reason"].get<std::string>().find("not running on this node"),
+  EXPECT_NE(server_.PhaseEvents("exited")[0].reason.find("not running on this node"),
             std::string::npos);
   EXPECT_TRUE(server_.PhaseEvents("running").empty());
   EXPECT_TRUE(agent_->Pods().empty());
@@ -232,10 +259,10 @@ TEST_F(AgentTest, XidForcesAnImmediateHeartbeatMarkingTheGpuUnhealthy) {
   { std::ofstream(dir_ / "faults") << "xid 3 79\n"; }
   agent_->Step(WallClockMs());  // within the sync interval: only the fault triggers it
   ASSERT_EQ(server_.heartbeats.size(), before + 1);
-  const json& gpu3 = server_.heartbeats.back()["gpus"][3];
-  EXPECT_EQ(gpu3["healthy"], false);
-  EXPECT_EQ(gpu3["xid"], 79);
-  EXPECT_EQ(server_.heartbeats.back()["gpus"][2]["healthy"], true);
+  const protocol::GpuReport& gpu3 = server_.heartbeats.back().gpus[3];
+  EXPECT_EQ(gpu3.healthy, false);
+  EXPECT_EQ(gpu3.xid, 79);
+  EXPECT_EQ(server_.heartbeats.back().gpus[2].healthy, true);
   EXPECT_EQ(agent_->failed_gpus(), std::set<int>({3}));
   EXPECT_NE(ReadWholeFile(dir_ / "work/pods.json").find("\"failed_gpus\": [\n  3\n ]"),
             std::string::npos);
@@ -243,13 +270,13 @@ TEST_F(AgentTest, XidForcesAnImmediateHeartbeatMarkingTheGpuUnhealthy) {
 
 TEST_F(AgentTest, UnsentEventsAreKeptAndResentInOrder) {
   server_.fail_reports = 3;
-  server_.pods = json::array({PodJson(0, {"true"}, {0})});
+  server_.pods = {TrainPod(0, {"true"}, {0})};
   ASSERT_TRUE(StepUntil([&] { return server_.PhaseEvents("exited").size() == 1; }));
   ASSERT_EQ(server_.PhaseEvents("running").size(), 1u);
   size_t running_at = 0, exited_at = 0;
   for (size_t i = 0; i < server_.events.size(); ++i) {
-    if (server_.events[i].value("phase", "") == "running") running_at = i;
-    if (server_.events[i].value("phase", "") == "exited") exited_at = i;
+    if (server_.events[i].phase == "running") running_at = i;
+    if (server_.events[i].phase == "exited") exited_at = i;
   }
   EXPECT_LT(running_at, exited_at);
 }
@@ -261,8 +288,8 @@ TEST_F(AgentTest, UnknownNodeRegistersAgain) {
 
 TEST_F(AgentTest, BusyPodsShowGpuUtilizationIdleOnesDoNot) {
   // One pod burns CPU (a stand-in for a GPU kernel), the other sleeps.
-  server_.pods = json::array({PodJson(0, {"sh", "-c", "while :; do :; done"}, {0}),
-                              PodJson(1, {"sleep", "30"}, {1})});
+  server_.pods = {TrainPod(0, {"sh", "-c", "while :; do :; done"}, {0}),
+                  TrainPod(1, {"sleep", "30"}, {1})};
   ASSERT_TRUE(StepUntil([&] { return server_.PhaseEvents("running").size() == 2; }));
   // Busy = at least 2% of a core over a 200 ms sample.
   EXPECT_TRUE(StepUntil([&] {
@@ -279,9 +306,9 @@ TEST_F(AgentTest, BusyPodsShowGpuUtilizationIdleOnesDoNot) {
   // The next heartbeat carries the sample just taken.
   const size_t sent = server_.heartbeats.size();
   ASSERT_TRUE(StepUntil([&] { return server_.heartbeats.size() > sent; }));
-  const json& hb = server_.heartbeats.back();
-  EXPECT_GT(hb["gpus"][0]["memory_used_gib"].get<double>(), 40.0);  // 60% of 80 GiB = 48
-  EXPECT_EQ(hb["gpus"][2]["memory_used_gib"].get<double>(), 0.0);
+  const protocol::Heartbeat& hb = server_.heartbeats.back();
+  EXPECT_GT(hb.gpus[0].memory_used_gib.value_or(-1), 40.0);  // 60% of 80 GiB = 48
+  EXPECT_EQ(hb.gpus[2].memory_used_gib.value_or(-1), 0.0);
 }
 
 // Processes (not zombies) with `arg` among their arguments.
@@ -296,10 +323,10 @@ int CountProcessesWithArg(const std::string& arg) {
 TEST_F(AgentTest, RestartedAgentAdoptsItsRunningPodInsteadOfStartingItAgain) {
   // $0 of the shell is a marker that names this pod's process alone.
   const std::string marker = "adopt-marker-" + std::to_string(getpid());
-  server_.pods = json::array({PodJson(
+  server_.pods = {TrainPod(
       0, {"sh", "-c", "trap 'echo bye; exit 0' TERM; while :; do echo tick; sleep 0.05; done",
           marker},
-      {0})});
+      {0})};
   ASSERT_TRUE(StepUntil([&] { return server_.PhaseEvents("running").size() == 1; }));
   const PodView before = agent_->Pods().at(0);
   ASSERT_GT(before.workload_pid, 0);
@@ -331,11 +358,10 @@ TEST_F(AgentTest, RestartedAgentAdoptsItsRunningPodInsteadOfStartingItAgain) {
 
   // The new agent runs the stop protocol and reports the exit.
   const int64_t now = WallClockMs();
-  server_.pods[0]["desired"] = "stop";
-  server_.pods[0]["notice"] = {{"cause", "priority"}, {"notice_time_ms", now},
-                               {"grace_deadline_ms", now + 5000}, {"signal", "SIGTERM"}};
+  server_.pods[0].desired_run = false;
+  server_.pods[0].notice = StopNotice{"priority", now, now + 5000, SIGTERM};
   ASSERT_TRUE(StepUntil([&] { return server_.PhaseEvents("exited").size() == 1; }));
-  const std::string reason = server_.PhaseEvents("exited")[0]["reason"];
+  const std::string reason = server_.PhaseEvents("exited")[0].reason;
   EXPECT_NE(reason.find("stopped (priority): exited with code 0"), std::string::npos) << reason;
   EXPECT_TRUE(WaitUntil([&] { return !ProcessGroupAlive(before.pid); }, milliseconds(3000)));
   EXPECT_TRUE(WaitUntil([&] { return ReadWholeFile(log).find("bye\n") != std::string::npos; },
@@ -343,7 +369,7 @@ TEST_F(AgentTest, RestartedAgentAdoptsItsRunningPodInsteadOfStartingItAgain) {
 }
 
 TEST_F(AgentTest, ExitWhileNoAgentRanIsReportedByTheNextWithItsCode) {
-  server_.pods = json::array({PodJson(0, {"sh", "-c", "sleep 0.3; exit 3"}, {0})});
+  server_.pods = {TrainPod(0, {"sh", "-c", "sleep 0.3; exit 3"}, {0})};
   ASSERT_TRUE(StepUntil([&] { return server_.PhaseEvents("running").size() == 1; }));
   const pid_t pgid = agent_->Pods().at(0).pid;
   agent_->Detach();
@@ -352,9 +378,9 @@ TEST_F(AgentTest, ExitWhileNoAgentRanIsReportedByTheNextWithItsCode) {
   agent_ = std::make_unique<Agent>(config_, *probe_, server_);
   ASSERT_TRUE(agent_->Start(WallClockMs()).ok());
   ASSERT_TRUE(StepUntil([&] { return server_.PhaseEvents("exited").size() == 1; }));
-  const json e = server_.PhaseEvents("exited")[0];
-  EXPECT_EQ(e["exit_code"], 3);
-  EXPECT_EQ(e["reason"], "failed: exited with code 3");
+  const PodEvent e = server_.PhaseEvents("exited")[0];
+  EXPECT_EQ(e.exit_code, 3);
+  EXPECT_EQ(e.reason, "failed: exited with code 3");
   EXPECT_EQ(server_.PhaseEvents("running").size(), 1u);  // not started again
 }
 
@@ -363,7 +389,7 @@ TEST_F(AgentTest, PodsOfAnAgentThatNeverComesBackDieAfterTheOrphanTimeout) {
   config_.orphan_timeout = milliseconds(600);
   agent_ = std::make_unique<Agent>(config_, *probe_, server_);
   ASSERT_TRUE(agent_->Start(WallClockMs()).ok());
-  server_.pods = json::array({PodJson(0, {"sleep", "30"}, {0})});
+  server_.pods = {TrainPod(0, {"sleep", "30"}, {0})};
   ASSERT_TRUE(StepUntil([&] { return server_.PhaseEvents("running").size() == 1; }));
   const pid_t pgid = agent_->Pods().at(0).pid;
   agent_->Detach();
@@ -386,12 +412,14 @@ class StallingServer final : public ControlPlane {
       arm = false;
       stall_ms = 2000;
     }
-    return json{{"pods", pods}};
+    return protocol::HeartbeatReplyToJson({std::nullopt, pods});
   }
   Status ReportEvents(const std::string&, const json& body) override {
     Stall();
     std::lock_guard lock(mu);
-    for (const json& e : body["events"]) events.push_back(e);
+    auto batch = protocol::PodEventBatchFromJson(body);
+    EXPECT_TRUE(batch.ok()) << batch.status().ToString();
+    if (batch.ok()) events.insert(events.end(), batch->events.begin(), batch->events.end());
     return Status::Ok();
   }
   void Stall() {
@@ -404,8 +432,8 @@ class StallingServer final : public ControlPlane {
   }
 
   std::mutex mu;
-  json pods = json::array();
-  std::vector<json> events;
+  std::vector<PodSpec> pods;
+  std::vector<PodEvent> events;
   bool arm = false;
   int stall_ms = 0;
 };
@@ -418,7 +446,7 @@ TEST_F(AgentTest, AHangingServerDoesNotDelayTheGraceDeadlineKill) {
   {
     std::lock_guard lock(server.mu);
     // Ignores SIGTERM: only the SIGKILL at the deadline ends it.
-    server.pods = json::array({PodJson(0, {"sh", "-c", "trap '' TERM; while :; do sleep 0.05; done"}, {0})});
+    server.pods = {TrainPod(0, {"sh", "-c", "trap '' TERM; while :; do sleep 0.05; done"}, {0})};
   }
   std::atomic<bool> stop{false};
   std::thread loop([&] { agent.Run([&] { return stop.load(); }, milliseconds(20)); });
@@ -430,9 +458,8 @@ TEST_F(AgentTest, AHangingServerDoesNotDelayTheGraceDeadlineKill) {
   const int64_t notice_ms = WallClockMs();
   {
     std::lock_guard lock(server.mu);
-    server.pods[0]["desired"] = "stop";
-    server.pods[0]["notice"] = {{"cause", "priority"}, {"notice_time_ms", notice_ms},
-                                {"grace_deadline_ms", notice_ms + 300}, {"signal", "SIGTERM"}};
+    server.pods[0].desired_run = false;
+    server.pods[0].notice = StopNotice{"priority", notice_ms, notice_ms + 300, SIGTERM};
     server.arm = true;  // the reply with the notice is the last quick one
   }
   // Notice within a sync (50 ms), SIGKILL 300 ms later, reaped on the next
@@ -442,13 +469,13 @@ TEST_F(AgentTest, AHangingServerDoesNotDelayTheGraceDeadlineKill) {
   // The exit reaches the server once it answers again.
   EXPECT_TRUE(WaitUntil([&] {
     std::lock_guard lock(server.mu);
-    return !server.events.empty() && server.events.back().value("phase", "") == "exited";
+    return !server.events.empty() && server.events.back().phase == "exited";
   }, milliseconds(8000)));
   stop = true;
   loop.join();
   std::lock_guard lock(server.mu);
   ASSERT_FALSE(server.events.empty());
-  const std::string reason = server.events.back()["reason"];
+  const std::string reason = server.events.back().reason;
   EXPECT_NE(reason.find("killed by SIGKILL at the grace deadline"), std::string::npos) << reason;
 }
 

@@ -7,6 +7,9 @@
 #include <filesystem>
 #include <memory>
 
+#include "protocol/heartbeat.h"
+#include "protocol/pod_assignment.h"
+#include "protocol/pod_event.h"
 #include "server/control_plane.h"
 #include "server/server_config.h"
 #include "server/store.h"
@@ -194,6 +197,70 @@ TEST_F(ControlPlaneTest, StopOutcomeIsRecordedAgainstThePreemption) {
     EXPECT_DOUBLE_EQ(row["stops"]["stop_s"]["p50"].get<double>(), 30.0);
   }
   EXPECT_TRUE(found);
+}
+
+// The agent's side of pods/status, built with the shared protocol encoder
+// (never by hand): what the real agent sends reaches the preemption record.
+TEST_F(ControlPlaneTest, AgentEncodedStopOutcomeAndAttemptReachThePreemption) {
+  Register("x", 1);
+  const uint64_t id = Submit({{"name", "t"}, {"project", "vision"}, {"command", {"train"}},
+                              {"node_selector", {{"host", "x"}}}});
+  cp_->RunPass();
+  // The node misses its lease (30 s), comes back, and the job lands on it
+  // again: attempt 2, so an event of attempt 1 is stale.
+  clock_.Advance(seconds(31));
+  cp_->RunPass();
+  ASSERT_TRUE(cp_->Heartbeat(kAgent, "x", protocol::HeartbeatToJson({})).ok());
+  cp_->RunPass();
+  auto listed = protocol::PodAssignmentListFromJson(cp_->NodePods(kAgent, "x").value());
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  ASSERT_EQ(listed->pods.size(), 1u);
+  const protocol::PodKey key = listed->pods[0].key;
+  ASSERT_EQ(key.attempt, 2);
+  auto post = [&](const protocol::PodEvent& e) {
+    auto r = cp_->PodStatus(kAgent, "x", protocol::PodEventBatchToJson({{e}}));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? (*r)["accepted"].get<int>() : -1;
+  };
+  protocol::PodEvent stale;
+  stale.key = {key.workload, key.rank, 1};
+  stale.phase = "exited";
+  stale.exit_code = 1;
+  EXPECT_EQ(post(stale), 0);
+  EXPECT_EQ(Get(id)["state"], "running");  // the failure of attempt 1 is not this run's
+
+  // A GPU fault drains the node: the pod gets notice (cause drain).
+  protocol::Heartbeat fault;
+  fault.gpus.push_back({0, true, 79, 0, std::nullopt, std::nullopt});
+  ASSERT_TRUE(cp_->Heartbeat(kAgent, "x", protocol::HeartbeatToJson(fault)).ok());
+  ASSERT_EQ(Get(id)["state"], "terminating");
+  const int64_t notice_ms = ToMillis(clock_.Now()) + 150;  // when the agent got it
+  clock_.Advance(seconds(4));
+  const int64_t exit_ms = ToMillis(clock_.Now());
+  protocol::PodEvent exit;
+  exit.key = key;
+  exit.phase = "exited";
+  exit.time_ms = exit_ms;
+  exit.reason = "stopped (drain): exited with code 0";
+  exit.checkpoint_time_ms = exit_ms - 1000;
+  exit.stop = protocol::StopOutcome{notice_ms, /*killed_at_deadline=*/false, /*checkpointed_in_time=*/true};
+  EXPECT_EQ(post(exit), 1);
+
+  const json w = Get(id);
+  EXPECT_EQ(w["state"], "pending");
+  ASSERT_EQ(w["preemptions"].size(), 1u);
+  const json& p = w["preemptions"][0];
+  EXPECT_EQ(p["agent_notice_time_ms"], notice_ms);
+  EXPECT_EQ(p["exit_time_ms"], exit_ms);
+  EXPECT_FALSE(p["killed_at_deadline"].get<bool>());
+  EXPECT_TRUE(p["checkpointed_in_time"].get<bool>());
+  const json exits = AuditOf(id, "preempt_exit");
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0]["detail"]["agent_notice_time_ms"], notice_ms);
+  EXPECT_TRUE(exits[0]["detail"]["checkpointed_in_time"].get<bool>());
+  const json pod_exits = AuditOf(id, "pod_exit");
+  ASSERT_EQ(pod_exits.size(), 1u);  // the stale exit left no trace
+  EXPECT_EQ(pod_exits[0]["detail"]["notice_time_ms"], notice_ms);
 }
 
 TEST_F(ControlPlaneTest, ServiceLoadIsTheSumOverReadyReplicas) {
