@@ -772,6 +772,24 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
     return false;
   }
 
+  // A preemption must have a beneficiary. A batch job that, starting when
+  // its victims are gone, would finish after its deadline is rejected by
+  // then (CheckBatchDeadline), and the GPUs it freed go to whoever comes
+  // next: no victim is stopped for it.
+  if (w.kind == WorkloadKind::kBatchInference && w.batch.deadline != kInfiniteFuture &&
+      w.expected_duration > Duration::zero()) {
+    Time gone = now_;
+    for (int idx : selection->chosen) {
+      const preemption::Candidate& c = candidates[idx];
+      if (c.kind == preemption::CandidateKind::kTerminating) {
+        gone = std::max(gone, EndOf(c.allocation) == kInfiniteFuture ? now_ : EndOf(c.allocation));
+      } else {
+        gone = std::max(gone, now_ + cfg.default_grace);
+      }
+    }
+    if (gone + w.expected_duration > w.batch.deadline) return false;
+  }
+
   // Apply: claim terminating GPUs, shrink elastic jobs, evict whole gangs.
   Time ready = now_;
   int n_new = 0;
