@@ -208,8 +208,12 @@ void SchedulingPass::ShrinkServices() {
 
 int SchedulingPass::QueueRank(const Workload& w) const {
   // The borrowing penalty of its priority template's budget layer, added
-  // back: within its own queue a workload that needs borrowing ranks as if
-  // it did not (its own queue's small jobs are what push it over).
+  // back to one that needs borrowing (the deriver's test: the queue's usage
+  // plus its gang minimum above the guarantee): within its own queue it
+  // ranks as if it did not, since its own queue's work is what pushes it
+  // over.
+  const int min_gpus = std::max(1, w.min_pods) * w.gpus_per_pod;
+  if (quota_.usage(w.queue) + min_gpus <= quota_.guarantee(w.queue)) return w.priority.value;
   int gap = 0;
   for (const PriorityTemplate& t : policy_.templates) {
     if (t.name == w.priority.template_name) {
