@@ -246,7 +246,7 @@ void SchedulingPass::HeadReservations() {
     }
   }
   for (const auto& [q, held] : head) {
-    if (reservations_.size() >= kMaxReservations) break;
+    if (head_reservations_ >= kMaxHeadReservations) break;
     const auto [wi, rank] = held;
     const Workload& w = ws[wi];
     const PlacementRequest r{std::max(1, w.min_pods), w.gpus_per_pod, w.constraints.topology};
@@ -263,9 +263,10 @@ void SchedulingPass::HeadReservations() {
       reservations_.push_back(std::move(res));
       blocked_.clear();
       reserved_queue_[q] = 1;
-    } else if (!TryReserve(wi, e, r)) {
+    } else if (!TryReserve(wi, e, r, /*head=*/true)) {
       continue;
     }
+    ++head_reservations_;
     Reservation& res = reservations_.back();
     res.only_queue = w.queue;
     res.rank = rank;
@@ -890,9 +891,14 @@ void SchedulingPass::Preempt(uint32_t alloc, PreemptCause cause, WorkloadId pree
 // ---------------------------------------------------------------------------
 // Reservations and backfill
 
-bool SchedulingPass::TryReserve(uint32_t wi, const Eligibility& e, const PlacementRequest& r) {
+bool SchedulingPass::TryReserve(uint32_t wi, const Eligibility& e, const PlacementRequest& r, bool head) {
   const Workload& w = snapshot_.workloads[wi];
-  if (reservations_.size() >= kMaxReservations || r.total_gpus() <= 1) return false;
+  // Head reservations have their own cap: they never take a slot from the
+  // main phase's blocked work.
+  if ((!head && static_cast<int>(reservations_.size()) - head_reservations_ >= kMaxReservations) ||
+      r.total_gpus() <= 1) {
+    return false;
+  }
   const bool tracked = quota_.tracked(w.queue);
   if (tracked && reserved_queue_[w.queue.value()]) return false;
   ClusterState hypo = state_;

@@ -5,7 +5,7 @@
 //   3. head reservations: each queue's first pending multi-GPU workload
 //      that needs borrowing, ranked without the budget layer's borrowing
 //      penalty, holds nodes against its own queue's work ranked after it;
-//   3b. main phase, in order (priority desc, submit time, id) over pending
+//   4. main phase, in order (priority desc, submit time, id) over pending
 //      workloads and services below their desired count: admit what fits
 //      within its queue's guarantee; otherwise preempt or reclaim (least-cost
 //      victims, preemption/victim_selector.h), or reserve capacity for the
@@ -13,9 +13,9 @@
 //      kMaxReservations) at the earliest time the release timeline frees
 //      room for it. Later workloads use a reservation's nodes only when they
 //      end (now + expected_duration) before it starts (backfill);
-//   4. borrow phase: work that needs borrowed quota, taking turns by the
+//   5. borrow phase: work that needs borrowed quota, taking turns by the
 //      smallest weighted borrowed share (borrowed GPUs / queue weight);
-//   5. grow phase: when nothing waits for capacity, elastic training grows
+//   6. grow phase: when nothing waits for capacity, elastic training grows
 //      toward max_pods (also jobs placed in this pass, inside their Place).
 // Every workload left waiting gets one WaitDecision with its dominant
 // reason; ones that can never fit get a RejectDecision.
@@ -45,6 +45,9 @@
 namespace tidal::engine {
 
 inline constexpr int kMaxReservations = 4;
+// Head reservations per pass (see HeadReservations), on top of
+// kMaxReservations: at most 8 reservations in all.
+inline constexpr int kMaxHeadReservations = 4;
 // A reservation search gives up after this many placement attempts.
 inline constexpr int kMaxReservationProbes = 64;
 // Victim searches per pass, highest-priority preemptors first; the rest try
@@ -112,7 +115,7 @@ class SchedulingPass {
   bool TryPreempt(uint32_t wi, const placement::Eligibility& e,
                   const placement::PlacementRequest& r, bool within_guarantee);
   bool TryReserve(uint32_t wi, const placement::Eligibility& e,
-                  const placement::PlacementRequest& r);
+                  const placement::PlacementRequest& r, bool head = false);
   FitFailure ExplainFit(const Workload& w, const placement::Eligibility& e,
                         const placement::PlacementRequest& r, const ShapeKey& key,
                         uint32_t usable_mask);
@@ -159,6 +162,7 @@ class SchedulingPass {
   std::vector<uint8_t> leaving_claimed_;
 
   std::vector<Reservation> reservations_;
+  int head_reservations_ = 0;  // of reservations_, made by HeadReservations
   std::vector<uint8_t> reserved_queue_;  // per queue: holds a reservation
   std::map<uint32_t, std::vector<uint8_t>> blocked_;  // by usable-reservation mask
 
