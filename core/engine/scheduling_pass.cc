@@ -126,6 +126,7 @@ Decisions SchedulingPass::Run() {
   ForcedStops();
   ShrinkServices();
   start_state_ = std::make_unique<ClusterState>(state_);
+  HeadReservations();
   MainPhase();
   BorrowPhase();
   GrowPhase();
@@ -205,6 +206,74 @@ void SchedulingPass::ShrinkServices() {
   }
 }
 
+int SchedulingPass::QueueRank(const Workload& w) const {
+  // The borrowing penalty of its priority template's budget layer, added
+  // back to one that needs borrowing (the deriver's test: the queue's usage
+  // plus its gang minimum above the guarantee): within its own queue it
+  // ranks as if it did not, since its own queue's work is what pushes it
+  // over.
+  const int min_gpus = std::max(1, w.min_pods) * w.gpus_per_pod;
+  if (quota_.usage(w.queue) + min_gpus <= quota_.guarantee(w.queue)) return w.priority.value;
+  int gap = 0;
+  for (const PriorityTemplate& t : policy_.templates) {
+    if (t.name == w.priority.template_name) {
+      gap = std::max(0, t.budget.within_guarantee - t.budget.borrowing);
+      break;
+    }
+  }
+  return w.priority.value + gap;
+}
+
+void SchedulingPass::HeadReservations() {
+  // Per queue, its first pending multi-GPU workload in main-phase order by
+  // queue rank (rank desc, submit time, id).
+  const std::vector<Workload>& ws = snapshot_.workloads;
+  std::map<uint32_t, std::pair<uint32_t, int>> head;  // queue -> (workload, rank)
+  for (uint32_t wi : unplaced_) {
+    const Workload& w = ws[wi];
+    if (!quota_.tracked(w.queue) || w.state != WorkloadState::kPending || w.priority.awaiting_approval ||
+        w.kind == WorkloadKind::kInference || w.gpus_per_pod <= 0 || w.gpus_per_pod > kMaxGpusPerNode ||
+        std::max(1, w.min_pods) * w.gpus_per_pod <= 1) {
+      continue;
+    }
+    const int rank = QueueRank(w);
+    auto [it, inserted] = head.try_emplace(w.queue.value(), wi, rank);
+    if (inserted) continue;
+    const Workload& h = ws[it->second.first];
+    if (std::make_tuple(-rank, w.submit_time, w.id) <
+        std::make_tuple(-it->second.second, h.submit_time, h.id)) {
+      it->second = {wi, rank};
+    }
+  }
+  for (const auto& [q, held] : head) {
+    if (head_reservations_ >= kMaxHeadReservations) break;
+    const auto [wi, rank] = held;
+    const Workload& w = ws[wi];
+    const PlacementRequest r{std::max(1, w.min_pods), w.gpus_per_pod, w.constraints.topology};
+    // Only a head that needs borrowing: one within the guarantee is placed
+    // (or reserved for) in the main phase in its turn.
+    if (quota_.Check(w.queue, r.total_gpus(), FreeUsableGpus()).admission != quota::Admission::kBorrow) continue;
+    const Eligibility& e = eligibility_.For(w);
+    if (!e.any_ok || NeverFits(w, e, r.total_gpus())) continue;
+    if (auto now_plan = placer_.Place(state_, e, r, BlockedFor(0))) {
+      Reservation res{w.id, w.name, now_, {}};
+      for (const PodPlacement& p : *now_plan) res.nodes.push_back(p.node.value());
+      std::sort(res.nodes.begin(), res.nodes.end());
+      res.nodes.erase(std::unique(res.nodes.begin(), res.nodes.end()), res.nodes.end());
+      reservations_.push_back(std::move(res));
+      blocked_.clear();
+      reserved_queue_[q] = 1;
+    } else if (!TryReserve(wi, e, r, /*head=*/true)) {
+      continue;
+    }
+    ++head_reservations_;
+    Reservation& res = reservations_.back();
+    res.only_queue = w.queue;
+    res.rank = rank;
+    res.holder_submit = w.submit_time;
+  }
+}
+
 void SchedulingPass::MainPhase() {
   const std::vector<Workload>& ws = snapshot_.workloads;
   std::vector<uint32_t> order = unplaced_;
@@ -258,22 +327,47 @@ void SchedulingPass::BorrowPhase() {
 void SchedulingPass::GrowPhase() {
   if (capacity_waits_) return;
   const std::vector<Workload>& ws = snapshot_.workloads;
-  std::vector<uint32_t> elastic;
+  // (workload, its Place decision of this pass or -1 when it was running).
+  std::vector<std::pair<uint32_t, int>> elastic;
   for (uint32_t wi : placed_elastic_) {
     const int ai = alloc_of_[wi];
     if (alloc_state_[ai] != AllocState::kLive) continue;
     const Workload& w = ws[wi];
     if (removed_pods_.count(static_cast<uint32_t>(ai)) != 0) continue;  // shrinking now
-    if (static_cast<int>(snapshot_.allocations[ai].pods.size()) < w.max_pods) elastic.push_back(wi);
+    if (static_cast<int>(snapshot_.allocations[ai].pods.size()) < w.max_pods) elastic.push_back({wi, -1});
   }
-  std::sort(elastic.begin(), elastic.end(), [&](uint32_t a, uint32_t b) {
-    if (ws[a].priority.value != ws[b].priority.value) return ws[a].priority.value > ws[b].priority.value;
-    return ws[a].id < ws[b].id;
+  // Placed in this pass below their maximum (at their minimum, or at a
+  // desired size below it): they grow now, in their Place decision. No later
+  // pass may come to grow them (the simulator skips passes that have
+  // nothing pending and nothing changed).
+  for (const auto& [wi, place] : placed_elastic_now_) {
+    if (static_cast<int>(out_.places[place].pods.size()) < ws[wi].max_pods) elastic.push_back({wi, place});
+  }
+  std::sort(elastic.begin(), elastic.end(), [&](const auto& x, const auto& y) {
+    const Workload& a = ws[x.first];
+    const Workload& b = ws[y.first];
+    if (a.priority.value != b.priority.value) return a.priority.value > b.priority.value;
+    return a.id < b.id;
   });
-  for (uint32_t wi : elastic) {
+  for (const auto& [wi, place] : elastic) {
     const Workload& w = ws[wi];
-    const Allocation& a = snapshot_.allocations[alloc_of_[wi]];
     const Eligibility& e = eligibility_.For(w);
+    if (place >= 0) {
+      PlaceDecision& d = out_.places[place];
+      const PlacementRequest one{1, w.gpus_per_pod, {}};
+      for (int pods = static_cast<int>(d.pods.size()); pods < w.max_pods; ++pods) {
+        const quota::QuotaVerdict v = quota_.Check(w.queue, w.gpus_per_pod, FreeUsableGpus());
+        if (v.admission == quota::Admission::kDenied) break;
+        auto plan = placer_.Place(state_, e, one, BlockedFor(UsableReservations(w)));
+        if (!plan) break;
+        for (const PodPlacement& p : *plan) state_.Take(p.node, p.gpus);
+        quota_.Add(w.queue, w.gpus_per_pod);
+        d.borrowed = d.borrowed || v.admission == quota::Admission::kBorrow || IsBorrowedPlacement(e, *plan);
+        d.pods.insert(d.pods.end(), plan->begin(), plan->end());
+      }
+      continue;
+    }
+    const Allocation& a = snapshot_.allocations[alloc_of_[wi]];
     const int from = static_cast<int>(a.pods.size());
     ResizeDecision r;
     r.workload = w.id;
@@ -458,7 +552,13 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
   // Explained before reserving: its own reservation must not count against it.
   FitFailure f = ExplainFit(w, e, tried, key, usable);
   std::optional<Time> start;
-  if (TryReserve(wi, e, tried)) start = reservations_.back().start;
+  if (TryReserve(wi, e, tried)) {
+    start = reservations_.back().start;
+  } else {
+    for (const Reservation& res : reservations_) {
+      if (res.holder == w.id) start = res.start;  // a head reservation
+    }
+  }
   if (f.fit_at_start && highest_placed_priority_ > w.priority.value) {
     f.reason = ReasonCode::kPriority;
     f.detail = Str("priority: the ", tried.total_gpus(), " GPUs it needs were free at the start of this "
@@ -515,6 +615,9 @@ void SchedulingPass::Commit(uint32_t wi, std::vector<PodPlacement> pods, bool bo
     if (timeline_built_) timeline_.Add(now_ + w.expected_duration, w.queue, pods);
   }
   highest_placed_priority_ = std::max(highest_placed_priority_, w.priority.value);
+  if (w.kind == WorkloadKind::kTraining && w.is_elastic()) {
+    placed_elastic_now_.push_back({wi, static_cast<int>(out_.places.size())});
+  }
   out_.places.push_back({w.id, std::move(pods), borrowed});
 }
 
@@ -558,8 +661,7 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
         preemption::Candidate c;
         c.allocation = i;
         c.workload = a.workload;
-        c.terminating = true;
-        c.shrink = true;  // marks "the leaving pods", not the allocation
+        c.kind = preemption::CandidateKind::kLeaving;
         c.pods = a.leaving.data();
         c.pod_count = static_cast<uint32_t>(a.leaving.size());
         for (const PodPlacement& p : a.leaving) c.gpus += std::popcount(p.gpus);
@@ -599,7 +701,7 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
       preemption::Candidate c;
       c.allocation = i;
       c.workload = a.workload;
-      c.terminating = true;
+      c.kind = preemption::CandidateKind::kTerminating;
       c.pods = a.pods.data();
       c.pod_count = static_cast<uint32_t>(a.pods.size());
       c.gpus = gpus;
@@ -607,32 +709,33 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
       candidates.push_back(c);
       continue;
     }
-    PreemptCause cause;
-    bool guard;
+    // Why this victim may lose `lose` of its GPUs, if it may. Asked per
+    // variant: a queue that cannot give up a whole elastic job may still give
+    // up the pods above its minimum (the selector then guards the running
+    // total, so the queue stays at or above its guarantee).
     const bool same_queue = v->queue == w.queue;
-    if (owners_pool && !same_queue) {
-      cause = PreemptCause::kReclaim;
-      guard = false;
-    } else if (within_guarantee && !same_queue && quota_.tracked(v->queue) &&
-               !placement::QueueWithin(snapshot_.queues, w.queue, v->queue) &&
-               quota_.CanReclaimFrom(v->queue, gpus)) {
-      cause = PreemptCause::kReclaim;
-      guard = true;
-    } else if (w.priority.value - v->priority.value >= cfg.min_priority_gap &&
-               now_ - a.start_time >= cfg.min_runtime &&
-               (same_queue || !quota_.tracked(v->queue) || quota_.CanReclaimFrom(v->queue, gpus))) {
-      cause = PreemptCause::kPriority;
-      guard = !same_queue;
-    } else {
-      continue;
-    }
+    auto classify = [&](int lose) -> std::optional<std::pair<PreemptCause, bool>> {
+      if (owners_pool && !same_queue) return std::make_pair(PreemptCause::kReclaim, false);
+      if (within_guarantee && !same_queue && quota_.tracked(v->queue) &&
+          !placement::QueueWithin(snapshot_.queues, w.queue, v->queue) &&
+          quota_.CanReclaimFrom(v->queue, lose)) {
+        return std::make_pair(PreemptCause::kReclaim, true);
+      }
+      if (w.priority.value - v->priority.value >= cfg.min_priority_gap &&
+          now_ - a.start_time >= cfg.min_runtime &&
+          (same_queue || !quota_.tracked(v->queue) || quota_.CanReclaimFrom(v->queue, lose))) {
+        return std::make_pair(PreemptCause::kPriority, !same_queue);
+      }
+      return std::nullopt;
+    };
     const Time checkpoint = std::max(a.last_checkpoint, a.start_time);
-    auto add = [&](bool shrink, const PodPlacement* pods, uint32_t count) {
+    auto add = [&](preemption::CandidateKind kind, const PodPlacement* pods, uint32_t count,
+                   std::pair<PreemptCause, bool> why) {
       preemption::Candidate c;
       c.allocation = i;
       c.workload = v->id;
       c.queue = v->queue;
-      c.shrink = shrink;
+      c.kind = kind;
       c.pods = pods;
       c.pod_count = count;
       c.gpus = 0;
@@ -640,15 +743,20 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
       c.lost_gpu_seconds = preemption::LostGpuSeconds(c.gpus, now_, checkpoint);
       c.priority = v->priority.value;
       c.start = a.start_time;
-      c.cause = cause;
-      c.guard_queue = guard;
+      c.cause = why.first;
+      c.guard_queue = why.second;
       candidates.push_back(c);
     };
     if (v->kind == WorkloadKind::kTraining && v->is_elastic()) {
       const int shrinkable = static_cast<int>(a.pods.size()) - std::max(1, v->min_pods);
-      for (int k = 0; k < shrinkable; ++k) add(true, &a.pods[a.pods.size() - 1 - k], 1);
+      const auto why = shrinkable > 0 ? classify(std::popcount(a.pods.back().gpus)) : std::nullopt;
+      for (int k = 0; why && k < shrinkable; ++k) {
+        add(preemption::CandidateKind::kShrink, &a.pods[a.pods.size() - 1 - k], 1, *why);
+      }
     }
-    add(false, a.pods.data(), static_cast<uint32_t>(a.pods.size()));
+    if (const auto why = classify(gpus)) {
+      add(preemption::CandidateKind::kEvict, a.pods.data(), static_cast<uint32_t>(a.pods.size()), *why);
+    }
   }
   const std::vector<uint8_t>* blocked = BlockedFor(UsableReservations(w));
   std::optional<preemption::Selection> selection;
@@ -669,6 +777,24 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
     return false;
   }
 
+  // A preemption must have a beneficiary. A batch job that, starting when
+  // its victims are gone, would finish after its deadline is rejected by
+  // then (CheckBatchDeadline), and the GPUs it freed go to whoever comes
+  // next: no victim is stopped for it.
+  if (w.kind == WorkloadKind::kBatchInference && w.batch.deadline != kInfiniteFuture &&
+      w.expected_duration > Duration::zero()) {
+    Time gone = now_;
+    for (int idx : selection->chosen) {
+      const preemption::Candidate& c = candidates[idx];
+      if (c.kind == preemption::CandidateKind::kTerminating) {
+        gone = std::max(gone, EndOf(c.allocation) == kInfiniteFuture ? now_ : EndOf(c.allocation));
+      } else {
+        gone = std::max(gone, now_ + cfg.default_grace);
+      }
+    }
+    if (gone + w.expected_duration > w.batch.deadline) return false;
+  }
+
   // Apply: claim terminating GPUs, shrink elastic jobs, evict whole gangs.
   Time ready = now_;
   int n_new = 0;
@@ -678,15 +804,15 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
   for (int idx : selection->chosen) {
     const preemption::Candidate& c = candidates[idx];
     freed += c.gpus;
-    if (c.terminating && c.shrink) {
+    if (c.kind == preemption::CandidateKind::kLeaving) {
       leaving_claimed_[c.allocation] = 1;
       ready = std::max(ready, now_ + cfg.default_grace);
       ++n_terminating;
-    } else if (c.terminating) {
+    } else if (c.kind == preemption::CandidateKind::kTerminating) {
       alloc_state_[c.allocation] = AllocState::kClaimed;
       ready = std::max(ready, EndOf(c.allocation) == kInfiniteFuture ? now_ : EndOf(c.allocation));
       ++n_terminating;
-    } else if (c.shrink) {
+    } else if (c.kind == preemption::CandidateKind::kShrink) {
       shrinks[c.allocation].push_back(&c);
     } else {
       const Workload& v = snapshot_.workloads[workload_of_[c.allocation]];
@@ -765,9 +891,14 @@ void SchedulingPass::Preempt(uint32_t alloc, PreemptCause cause, WorkloadId pree
 // ---------------------------------------------------------------------------
 // Reservations and backfill
 
-bool SchedulingPass::TryReserve(uint32_t wi, const Eligibility& e, const PlacementRequest& r) {
+bool SchedulingPass::TryReserve(uint32_t wi, const Eligibility& e, const PlacementRequest& r, bool head) {
   const Workload& w = snapshot_.workloads[wi];
-  if (reservations_.size() >= kMaxReservations || r.total_gpus() <= 1) return false;
+  // Head reservations have their own cap: they never take a slot from the
+  // main phase's blocked work.
+  if ((!head && static_cast<int>(reservations_.size()) - head_reservations_ >= kMaxReservations) ||
+      r.total_gpus() <= 1) {
+    return false;
+  }
   const bool tracked = quota_.tracked(w.queue);
   if (tracked && reserved_queue_[w.queue.value()]) return false;
   ClusterState hypo = state_;
@@ -803,7 +934,13 @@ uint32_t SchedulingPass::UsableReservations(const Workload& w) const {
     const Reservation& r = reservations_[i];
     const bool ends_before = policy_.backfill && w.expected_duration > Duration::zero() &&
                              now_ + w.expected_duration <= r.start;
-    if (r.holder == w.id || ends_before) mask |= 1u << i;
+    // A head reservation holds its nodes only against its own queue's work
+    // that ranks after the holder.
+    const bool not_held_against =
+        r.only_queue.valid() &&
+        (r.only_queue != w.queue || std::make_tuple(-w.priority.value, w.submit_time, w.id) <
+                                        std::make_tuple(-r.rank, r.holder_submit, r.holder));
+    if (r.holder == w.id || ends_before || not_held_against) mask |= 1u << i;
   }
   return mask;
 }

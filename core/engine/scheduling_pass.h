@@ -2,7 +2,10 @@
 //   1. forced stops: non-inference work on shared nodes no longer lent
 //      (inference return) and debug sessions past max_runtime;
 //   2. inference services above their desired replica count shrink;
-//   3. main phase, in order (priority desc, submit time, id) over pending
+//   3. head reservations: each queue's first pending multi-GPU workload
+//      that needs borrowing, ranked without the budget layer's borrowing
+//      penalty, holds nodes against its own queue's work ranked after it;
+//   4. main phase, in order (priority desc, submit time, id) over pending
 //      workloads and services below their desired count: admit what fits
 //      within its queue's guarantee; otherwise preempt or reclaim (least-cost
 //      victims, preemption/victim_selector.h), or reserve capacity for the
@@ -10,10 +13,10 @@
 //      kMaxReservations) at the earliest time the release timeline frees
 //      room for it. Later workloads use a reservation's nodes only when they
 //      end (now + expected_duration) before it starts (backfill);
-//   4. borrow phase: work that needs borrowed quota, taking turns by the
+//   5. borrow phase: work that needs borrowed quota, taking turns by the
 //      smallest weighted borrowed share (borrowed GPUs / queue weight);
-//   5. grow phase: when nothing waits for capacity, elastic training grows
-//      toward max_pods.
+//   6. grow phase: when nothing waits for capacity, elastic training grows
+//      toward max_pods (also jobs placed in this pass, inside their Place).
 // Every workload left waiting gets one WaitDecision with its dominant
 // reason; ones that can never fit get a RejectDecision.
 #ifndef TIDAL_CORE_ENGINE_SCHEDULING_PASS_H_
@@ -42,6 +45,9 @@
 namespace tidal::engine {
 
 inline constexpr int kMaxReservations = 4;
+// Head reservations per pass (see HeadReservations), on top of
+// kMaxReservations: at most 8 reservations in all.
+inline constexpr int kMaxHeadReservations = 4;
 // A reservation search gives up after this many placement attempts.
 inline constexpr int kMaxReservationProbes = 64;
 // Victim searches per pass, highest-priority preemptors first; the rest try
@@ -65,6 +71,12 @@ class SchedulingPass {
     std::string holder_name;
     Time start;
     std::vector<uint32_t> nodes;
+    // Valid for a head reservation: it holds the nodes only against this
+    // queue's own work that ranks after the holder (rank, holder_submit,
+    // holder); other queues' work is ordered by priority as before.
+    QueueId only_queue;
+    int rank = 0;
+    Time holder_submit;
   };
 
   // Why a shape did not fit, cached for the pass: capacity only shrinks.
@@ -77,6 +89,15 @@ class SchedulingPass {
 
   void ForcedStops();
   void ShrinkServices();
+  // Before the main phase: each queue's oldest pending multi-GPU workload
+  // that needs borrowing reserves its nodes against the queue's own later
+  // work. Borrowing work ranks below the queue's work within the guarantee
+  // (the budget layer of its priority) and is placed only in the borrow
+  // phase, so without this the queue's small jobs take every GPU that frees
+  // up first and a big gang starves behind its own queue.
+  void HeadReservations();
+  // Priority with the budget layer's borrowing penalty added back.
+  int QueueRank(const Workload& w) const;
   void MainPhase();
   void BorrowPhase();
   void GrowPhase();
@@ -94,7 +115,7 @@ class SchedulingPass {
   bool TryPreempt(uint32_t wi, const placement::Eligibility& e,
                   const placement::PlacementRequest& r, bool within_guarantee);
   bool TryReserve(uint32_t wi, const placement::Eligibility& e,
-                  const placement::PlacementRequest& r);
+                  const placement::PlacementRequest& r, bool head = false);
   FitFailure ExplainFit(const Workload& w, const placement::Eligibility& e,
                         const placement::PlacementRequest& r, const ShapeKey& key,
                         uint32_t usable_mask);
@@ -141,6 +162,7 @@ class SchedulingPass {
   std::vector<uint8_t> leaving_claimed_;
 
   std::vector<Reservation> reservations_;
+  int head_reservations_ = 0;  // of reservations_, made by HeadReservations
   std::vector<uint8_t> reserved_queue_;  // per queue: holds a reservation
   std::map<uint32_t, std::vector<uint8_t>> blocked_;  // by usable-reservation mask
 
@@ -159,6 +181,8 @@ class SchedulingPass {
   std::vector<uint32_t> unplaced_;
   std::vector<uint32_t> placed_services_;
   std::vector<uint32_t> placed_elastic_;
+  // Elastic training placed in this pass: (workload, its Place decision).
+  std::vector<std::pair<uint32_t, int>> placed_elastic_now_;
   std::vector<uint32_t> debug_allocs_;
   bool capacity_waits_ = false;
   int preemption_searches_ = 0;

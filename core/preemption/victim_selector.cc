@@ -9,7 +9,47 @@
 namespace tidal::preemption {
 namespace {
 
-int Tier(const Candidate& c) { return c.terminating ? 0 : (c.shrink ? 1 : 2); }
+int Tier(const Candidate& c) {
+  switch (c.kind) {
+    case CandidateKind::kTerminating:
+    case CandidateKind::kLeaving:
+      return 0;
+    case CandidateKind::kShrink:
+      return 1;
+    case CandidateKind::kEvict:
+      return 2;
+  }
+  return 2;
+}
+
+// GPUs of `c` on `node` that another chosen candidate of the same
+// allocation frees too (an eviction covers its shrink pods).
+GpuMask CoveredByOthers(const std::vector<Candidate>& candidates, const std::vector<int>& same_alloc,
+                        int self, NodeId node) {
+  GpuMask covered = 0;
+  for (int j : same_alloc) {
+    if (j == self) continue;
+    for (const PodPlacement& q : std::span(candidates[j].pods, candidates[j].pod_count)) {
+      if (q.node == node) covered |= q.gpus;
+    }
+  }
+  return covered;
+}
+
+// An eviction frees its allocation's shrink pods too: a selection that
+// holds both keeps the eviction only, so each allocation gets one decision.
+void DropSubsumedShrinks(const std::vector<Candidate>& candidates, std::vector<int>& chosen) {
+  std::vector<uint32_t> evicted;
+  for (int i : chosen) {
+    if (candidates[i].kind == CandidateKind::kEvict) evicted.push_back(candidates[i].allocation);
+  }
+  if (evicted.empty()) return;
+  std::sort(evicted.begin(), evicted.end());
+  std::erase_if(chosen, [&](int i) {
+    return candidates[i].kind == CandidateKind::kShrink &&
+           std::binary_search(evicted.begin(), evicted.end(), candidates[i].allocation);
+  });
+}
 
 int EligibleFree(const engine::ClusterState& state, const placement::Eligibility& e) {
   int free = 0;
@@ -44,17 +84,26 @@ std::optional<Selection> SelectVictims(const engine::ClusterState& state,
   if (sorted.empty()) return std::nullopt;
   engine::ClusterState hypo = state;
   std::map<QueueId, int> taken;  // GPUs chosen per guarded queue
+  // Chosen candidates per allocation (positions in `sorted`): what an
+  // allocation frees is the union of its chosen candidates' pods.
+  std::map<uint32_t, std::vector<int>> of_alloc;
+  std::map<uint32_t, int> alloc_gpus;  // GPUs chosen per allocation so far
   Selection selection;
   std::optional<std::vector<PodPlacement>> plan;
   int free = EligibleFree(hypo, e);
   const int needed = request.total_gpus();
   for (size_t i = 0; i < sorted.size() && !plan; ++i) {
     const Candidate& c = sorted[i];
+    // An eviction after some of its own shrink pods frees only the rest.
+    auto chosen_before = alloc_gpus.find(c.allocation);
+    const int extra = c.gpus - (chosen_before == alloc_gpus.end() ? 0 : chosen_before->second);
     if (c.guard_queue && quota.tracked(c.queue)) {
       int& t = taken[c.queue];
-      if (quota.live_usage(c.queue) - t - c.gpus < quota.guarantee(c.queue)) continue;
-      t += c.gpus;
+      if (quota.live_usage(c.queue) - t - extra < quota.guarantee(c.queue)) continue;
+      t += extra;
     }
+    alloc_gpus[c.allocation] += extra;
+    of_alloc[c.allocation].push_back(static_cast<int>(i));
     for (const PodPlacement& p : std::span(c.pods, c.pod_count)) {
       const int before = hypo.class_free_gpus(hypo.class_of(p.node));
       hypo.Release(p.node, p.gpus);
@@ -65,20 +114,32 @@ std::optional<Selection> SelectVictims(const engine::ClusterState& state,
   }
   if (!plan) return std::nullopt;
 
-  // Drop the costliest victims the request fits without.
+  // Drop the costliest victims the request fits without. Dropping one takes
+  // back only the GPUs no other chosen candidate of its allocation frees, so
+  // a shrink pod under a chosen eviction drops at no cost.
+  std::vector<std::pair<NodeId, GpuMask>> taken_back;
   for (int k = static_cast<int>(selection.chosen.size()) - 1; k >= 0; --k) {
-    const Candidate& c = sorted[selection.chosen[k]];
+    const int idx = selection.chosen[k];
+    const Candidate& c = sorted[idx];
+    std::vector<int>& same = of_alloc[c.allocation];
+    taken_back.clear();
     for (const PodPlacement& p : std::span(c.pods, c.pod_count)) {
-      hypo.Take(p.node, p.gpus & hypo.free_mask(p.node));
+      const GpuMask mask = p.gpus & hypo.free_mask(p.node) &
+                           ~(same.size() > 1 ? CoveredByOthers(sorted, same, idx, p.node) : 0);
+      if (mask == 0) continue;
+      hypo.Take(p.node, mask);
+      taken_back.push_back({p.node, mask});
     }
-    auto without = placer.Place(hypo, e, request, blocked);
+    auto without = taken_back.empty() ? plan : placer.Place(hypo, e, request, blocked);
     if (without) {
       plan = std::move(without);
       selection.chosen.erase(selection.chosen.begin() + k);
+      std::erase(same, idx);
     } else {
-      for (const PodPlacement& p : std::span(c.pods, c.pod_count)) hypo.Release(p.node, p.gpus);
+      for (const auto& [node, mask] : taken_back) hypo.Release(node, mask);
     }
   }
+  DropSubsumedShrinks(sorted, selection.chosen);
   selection.plan = std::move(*plan);
   return selection;
 }
@@ -143,14 +204,20 @@ std::optional<Selection> SelectVictimsOnOneNode(const engine::ClusterState& stat
     std::vector<PodPlacement> plan;
     for (const auto& [ci, mask] : local) {
       const Candidate& c = candidates[ci];
+      // An eviction after some of its own shrink pods frees only the rest.
+      int extra = c.gpus;
+      for (int j : chosen) {
+        if (candidates[j].allocation == c.allocation) extra -= candidates[j].gpus;
+      }
+      extra = std::max(extra, 0);
       if (c.guard_queue && quota.tracked(c.queue)) {
         auto it = std::find_if(taken.begin(), taken.end(), [&](const auto& t) { return t.first == c.queue; });
         const int already = it == taken.end() ? 0 : it->second;
-        if (quota.live_usage(c.queue) - already - c.gpus < quota.guarantee(c.queue)) continue;
+        if (quota.live_usage(c.queue) - already - extra < quota.guarantee(c.queue)) continue;
         if (it == taken.end()) {
-          taken.push_back({c.queue, c.gpus});
+          taken.push_back({c.queue, extra});
         } else {
-          it->second += c.gpus;
+          it->second += extra;
         }
       }
       free |= mask;
@@ -161,7 +228,9 @@ std::optional<Selection> SelectVictimsOnOneNode(const engine::ClusterState& stat
       }
     }
     if (plan.empty()) continue;
-    // Drop the costliest victims the request fits without.
+    // Drop the costliest victims the request fits without (what the others
+    // free is a union of masks, so a shrink pod under a chosen eviction of
+    // the same job drops here).
     for (int k = static_cast<int>(chosen.size()) - 1; k >= 0; --k) {
       GpuMask without = state.free_mask(node);
       for (int j = 0; j < static_cast<int>(chosen.size()); ++j) {
@@ -176,6 +245,7 @@ std::optional<Selection> SelectVictimsOnOneNode(const engine::ClusterState& stat
         plan = std::move(trial);
       }
     }
+    DropSubsumedShrinks(candidates, chosen);
     bool evicts = false;
     double lost = 0;
     int top_priority = std::numeric_limits<int>::min();

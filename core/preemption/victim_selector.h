@@ -27,14 +27,25 @@
 
 namespace tidal::preemption {
 
+// What a candidate frees, one variant per candidate. One allocation may give
+// several candidates (its shrink pods and its whole self); a selection frees
+// the union of their GPUs and keeps at most one decision per allocation (an
+// eviction subsumes the shrinks of the same allocation).
+enum class CandidateKind : uint8_t {
+  kTerminating,  // a terminating allocation nobody has claimed: free
+  kLeaving,      // an allocation's Allocation::leaving pods nobody has claimed: free
+  kShrink,       // one pod of an elastic job above its minimum
+  kEvict,        // the whole allocation (gangs go whole)
+};
+
 struct Candidate {
   uint32_t allocation = 0;  // index in Snapshot::allocations
   WorkloadId workload;
   QueueId queue;
-  bool terminating = false;
-  bool shrink = false;
-  // What it frees: a range of the allocation's pods (all of them, or the one
-  // pod a shrink removes). The allocation outlives the selection.
+  CandidateKind kind = CandidateKind::kEvict;
+  // What it frees: a range of the allocation's pods (all of them, the one
+  // pod a shrink removes, or its leaving pods). The allocation outlives the
+  // selection.
   const PodPlacement* pods = nullptr;
   uint32_t pod_count = 0;
   int gpus = 0;
@@ -51,7 +62,9 @@ double LostGpuSeconds(int gpus, Time now, Time last_checkpoint);
 void SortCandidates(std::vector<Candidate>& candidates);
 
 struct Selection {
-  std::vector<int> chosen;  // indices into the candidates, in sorted order
+  // Indices into the candidates, in sorted order; never an allocation's
+  // shrink next to its eviction.
+  std::vector<int> chosen;
   std::vector<PodPlacement> plan;  // where the request lands once they are gone
 };
 

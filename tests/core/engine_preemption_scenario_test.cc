@@ -1,4 +1,6 @@
 // Issue #2 point 4: preemption by priority, least-cost victims, shrink first.
+#include <map>
+
 #include <gtest/gtest.h>
 
 #include "core/engine/scheduler.h"
@@ -139,6 +141,69 @@ TEST(PreemptionScenarioTest, GangsAreEvictedWholeWhenShrinkingIsNotEnough) {
   ASSERT_EQ(d.preempts.size(), 1u);
   EXPECT_EQ(d.preempts[0].victim, WorkloadId(2));
   EXPECT_TRUE(d.resizes.empty());
+}
+
+// One victim, one decision: when an elastic job's shrink is not enough and
+// the whole job has to go, it gets one Preempt, not a Preempt and a Resize.
+TEST(PreemptionScenarioTest, AVictimGetsAtMostOneDecision) {
+  // 4 nodes, all held by elastic job 1 (4 x 8 GPUs, min 2). Job 9 needs 4
+  // whole nodes (32 GPUs). Candidates in cost order: its last two pods (a
+  // shrink, 8 GPUs each), then the whole job (32). Shrinking frees 16 < 32,
+  // so the whole job goes; its shrink pods are part of it. Before the fix
+  // both were chosen: a Preempt and a Resize for job 1, "release 48 GPUs"
+  // (16 counted twice) and its live usage lowered twice.
+  Snapshot s = testing::SimpleCluster(1, 4);
+  s.now = kT0 + hours(2);
+  Workload elastic = Job(1, QueueId(0), 4, 8, hours(10), 0);
+  elastic.min_pods = 2;
+  elastic.max_pods = 4;
+  testing::AddRunning(s, elastic,
+                      {{NodeId(0), GpuRange(0, 8)}, {NodeId(1), GpuRange(0, 8)},
+                       {NodeId(2), GpuRange(0, 8)}, {NodeId(3), GpuRange(0, 8)}},
+                      kT0, kT0);
+  s.workloads.push_back(Job(9, QueueId(0), 4, 8, hours(1), 100, s.now));
+  const Decisions d = Scheduler(Policy()).Schedule(s);
+  std::map<WorkloadId, int> decisions;
+  for (const PreemptDecision& p : d.preempts) ++decisions[p.victim];
+  for (const ResizeDecision& r : d.resizes) ++decisions[r.workload];
+  for (const auto& [id, n] : decisions) EXPECT_LE(n, 1) << "workload " << id.value();
+  ASSERT_EQ(d.preempts.size(), 1u);
+  EXPECT_EQ(d.preempts[0].victim, WorkloadId(1));
+  EXPECT_TRUE(d.resizes.empty());
+  ASSERT_EQ(d.waits.size(), 1u);
+  EXPECT_EQ(d.waits[0].reason, ReasonCode::kAwaitingVictims);
+  EXPECT_NE(d.waits[0].detail.find("release 32 GPUs"), std::string::npos) << d.waits[0].detail;
+}
+
+// A preemption must have a beneficiary: a batch job that could not finish
+// by its deadline once its victims are gone stops nobody.
+TEST(PreemptionScenarioTest, NoVictimForABatchJobThatWouldMissItsDeadlineAnyway) {
+  // One 8-GPU node held by rigid gang 1 (2 x 4 GPUs, priority 0, running 2 h).
+  // Batch job 9 (priority 100) needs 1 GPU for 1800 s; its deadline is
+  // now + 1830 s, so starting now it would make it (not rejected), but the
+  // gang leaves only at the grace deadline, now + 60 s, and 60 + 1800 = 1860
+  // > 1830: by then the job is rejected for its deadline and the gang's GPUs
+  // go to nobody it was stopped for. Before the fix the gang was preempted.
+  Snapshot s = testing::SimpleCluster(1, 1);
+  s.now = kT0 + hours(2);
+  testing::AddRunning(s, Job(1, QueueId(0), 2, 4, hours(10), 0),
+                      {{NodeId(0), GpuRange(0, 4)}, {NodeId(0), GpuRange(4, 4)}}, kT0, kT0);
+  Workload batch = Job(9, QueueId(0), 1, 1, seconds(1800), 100, s.now);
+  batch.kind = WorkloadKind::kBatchInference;
+  batch.batch.deadline = s.now + seconds(1830);
+  s.workloads.push_back(batch);
+  const Decisions d = Scheduler(Policy()).Schedule(s);
+  EXPECT_TRUE(d.preempts.empty());
+  EXPECT_TRUE(d.rejects.empty());
+  ASSERT_EQ(d.waits.size(), 1u);
+  EXPECT_EQ(d.waits[0].workload, WorkloadId(9));
+
+  // With 60 s more slack (deadline now + 1890 s: 60 + 1800 = 1860 <= 1890)
+  // the gang is its victim as before.
+  s.workloads.back().batch.deadline = s.now + seconds(1890);
+  const Decisions ok = Scheduler(Policy()).Schedule(s);
+  ASSERT_EQ(ok.preempts.size(), 1u);
+  EXPECT_EQ(ok.preempts[0].victim, WorkloadId(1));
 }
 
 TEST(PreemptionScenarioTest, PriorityGapAndMinRuntimeProtectVictims) {

@@ -15,7 +15,7 @@ Candidate Make(uint64_t id, double lost, int priority, int64_t start_s, bool shr
   c.lost_gpu_seconds = lost;
   c.priority = priority;
   c.start = TimeFromMillis(start_s * 1000);
-  c.shrink = shrink;
+  c.kind = shrink ? CandidateKind::kShrink : CandidateKind::kEvict;
   return c;
 }
 
