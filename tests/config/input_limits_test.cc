@@ -9,7 +9,7 @@ TEST(InputLimitsTest, JsonDepthCountsBracketsOutsideStrings) {
   EXPECT_TRUE(CheckJsonDepth(R"({"a": [[1], {"b": 2}]})", "body", 3).ok());
   // Depth 4: {, [, [, [.
   const Status deep = CheckJsonDepth(R"({"a": [[[1]]]})", "body", 3);
-  EXPECT_EQ(deep.message(), "body: nested deeper than the limit of 3 levels of [ and { (at byte 9)");
+  EXPECT_EQ(deep.message(), "body: nested deeper than the limit of 3 levels of [ and { (at byte 8)");
   // Brackets in strings, escaped quotes included, are text.
   EXPECT_TRUE(CheckJsonDepth(R"({"a": "[[[[\"[[[["})", "body", 1).ok());
   EXPECT_FALSE(CheckJsonDepth(std::string(150000, '['), "body").ok());
