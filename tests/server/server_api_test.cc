@@ -69,7 +69,7 @@ TEST(ServerApi, ListFiltersByProjectKindAndState) {
   ServerProcess s;
   Submit(s, kResearchToken, {{"name", "a"}, {"project", "vision"}, {"gpus_per_replica", 1}});
   Submit(s, kResearchToken, {{"name", "b"}, {"project", "sandbox"}, {"kind", "debug"}});
-  Submit(s, kAdsToken, {{"name", "c"}});  // ads has one project: ads-ranking
+  Submit(s, kAdsToken, {{"name", "c"}, {"gpus_per_replica", 1}});  // ads has one project: ads-ranking
   json all = s.Get("/v1/workloads", kAdminToken).json();
   EXPECT_EQ(all["workloads"].size(), 3u);
   json own = s.Get("/v1/workloads", kResearchToken).json();

@@ -185,7 +185,10 @@ TEST(ServerBadInput, HostileSubmissionsAreRefusedNamingTheRule) {
     ASSERT_NE(r.status, 0) << "the server stopped answering after: " << what;
     EXPECT_EQ(r.status, c.status) << what;
     const json err = r.json();
-    ASSERT_TRUE(err.is_object() && err.contains("error")) << what;
+    if (!err.is_object() || !err.contains("error")) {
+      ADD_FAILURE() << "no error: " << what;
+      continue;
+    }
     EXPECT_EQ(err["error"]["field"], c.field) << what;
     EXPECT_NE(err["error"]["message"].get<std::string>().find(c.message), std::string::npos) << what;
   }
