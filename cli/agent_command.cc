@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
@@ -175,7 +176,11 @@ RegisterCommand reg([](CLI::App& root) {
     if (flags->config.name.empty()) {
       char host[256] = {};
       gethostname(host, sizeof(host) - 1);
-      flags->config.name = host;
+      // Node names are DNS-1123 subdomains (lowercase); host names are not
+      // case-sensitive, so "GPU-Node1" registers as "gpu-node1".
+      std::string name = host;
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      flags->config.name = name;
     }
     if (flags->config.work_dir.empty()) {
       flags->config.work_dir = fmt::format("/tmp/tidal-agent-{}", flags->config.name);

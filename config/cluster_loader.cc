@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -449,7 +450,8 @@ class ClusterParser {
           ObjectReader pr,
           ObjectReader::Open(list[i], path,
                              {"name", "tenant", "tier", "queue", "budget_gpu_hours",
-                              "used_gpu_hours", "top_tier_approved"}));
+                              "used_gpu_hours", "top_tier_approved", "allowed_queues",
+                              "allowed_kinds"}));
       Project p;
       p.id = ProjectId(static_cast<uint32_t>(i));
       TIDAL_RETURN_IF_ERROR(pr.String("name", &p.name, /*required=*/true));
@@ -463,6 +465,31 @@ class ClusterParser {
       TIDAL_RETURN_IF_ERROR(pr.Double("budget_gpu_hours", &p.budget_gpu_hours, 0, 1e12));
       TIDAL_RETURN_IF_ERROR(pr.Double("used_gpu_hours", &p.used_gpu_hours, 0, 1e12));
       TIDAL_RETURN_IF_ERROR(pr.Bool("top_tier_approved", &p.top_tier_approved));
+      std::vector<std::string> queues;
+      TIDAL_RETURN_IF_ERROR(pr.StringList("allowed_queues", &queues));
+      for (size_t j = 0; j < queues.size(); ++j) {
+        TIDAL_ASSIGN_OR_RETURN(QueueId q, QueueByName(queues[j], IndexPath(pr.FieldPath("allowed_queues"), j)));
+        if (!p.MayUseQueue(q)) p.allowed_queues.push_back(q);
+      }
+      std::vector<std::string> kinds;
+      TIDAL_RETURN_IF_ERROR(pr.StringList("allowed_kinds", &kinds));
+      if (pr.Has("allowed_kinds") && kinds.empty()) {
+        return FieldError(pr.FieldPath("allowed_kinds"),
+                          "must name at least one kind (leave the field out to allow all)");
+      }
+      for (size_t j = 0; j < kinds.size(); ++j) {
+        std::optional<WorkloadKind> kind;
+        for (WorkloadKind k : {WorkloadKind::kTraining, WorkloadKind::kInference,
+                               WorkloadKind::kBatchInference, WorkloadKind::kDebug}) {
+          if (WorkloadKindName(k) == kinds[j]) kind = k;
+        }
+        if (!kind) {
+          return FieldError(IndexPath(pr.FieldPath("allowed_kinds"), j),
+                            "expected one of training|inference|batch_inference|debug, got \"" +
+                                kinds[j] + "\"");
+        }
+        p.allowed_kinds.push_back(*kind);
+      }
       config_.projects.push_back(std::move(p));
     }
     return Status::Ok();

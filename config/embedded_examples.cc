@@ -95,13 +95,19 @@ queues:
     guaranteed_gpus: 4
     borrowing_limit_gpus: 0
     pools: [training]
+# A project submits only the kinds it is granted (allowed_kinds; default all)
+# to its own queue and the ones it is granted (allowed_queues): a kind and a
+# queue are entitlements (priority bonus, preemption class, someone's quota).
 projects:
-  - {name: chat-serving, tenant: chat, tier: critical, queue: serving, top_tier_approved: true}
-  - {name: llm-pretrain, tenant: research, tier: critical, queue: llm, budget_gpu_hours: 50000}
-  - {name: llm-sft, tenant: research, tier: standard, queue: llm}
-  - {name: vision, tenant: research, tier: standard, queue: research, budget_gpu_hours: 8000, used_gpu_hours: 1200}
-  - {name: sandbox, tenant: research, tier: experiment, queue: research}
-  - {name: ads-ranking, tenant: ads, tier: standard, queue: ads}
+  - {name: chat-serving, tenant: chat, tier: critical, queue: serving, top_tier_approved: true,
+     allowed_kinds: [inference, batch_inference]}
+  - {name: llm-pretrain, tenant: research, tier: critical, queue: llm, budget_gpu_hours: 50000,
+     allowed_kinds: [training]}
+  - {name: llm-sft, tenant: research, tier: standard, queue: llm, allowed_kinds: [training, batch_inference]}
+  - {name: vision, tenant: research, tier: standard, queue: research, budget_gpu_hours: 8000, used_gpu_hours: 1200,
+     allowed_kinds: [training, batch_inference]}
+  - {name: sandbox, tenant: research, tier: experiment, queue: research, allowed_kinds: [debug, training]}
+  - {name: ads-ranking, tenant: ads, tier: standard, queue: ads, allowed_kinds: [training, batch_inference]}
 )yaml";
 
 const std::string_view kBasicPolicyYaml = R"yaml(# The default policy (compiled into tidal as DefaultPolicy()). Priority is

@@ -1,6 +1,7 @@
 #include "config/field_reader.h"
 
 #include <cmath>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -60,8 +61,29 @@ Status ObjectReader::Missing(std::string_view key) const {
   return FieldError(FieldPath(key), "required field is missing");
 }
 
+bool ObjectReader::IsNull(std::string_view key) const {
+  auto it = obj_->find(key);
+  return it != obj_->end() && it->is_null();
+}
+
+namespace {
+
+// The value of an integer JSON number, or nullopt when it is not one or does
+// not fit in int64 (9223372036854775808 parses as unsigned).
+std::optional<int64_t> IntegerOf(const json& v) {
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
+    return static_cast<int64_t>(u);
+  }
+  if (v.is_number_integer()) return v.get<int64_t>();
+  return std::nullopt;
+}
+
+}  // namespace
+
 Status ObjectReader::Int(std::string_view key, int* out, int min, int max, bool required) const {
-  if (!Has(key)) return required ? Missing(key) : Status::Ok();
+  if (!Has(key) && !IsNull(key)) return required ? Missing(key) : Status::Ok();
   const json& v = at(key);
   std::string expected;
   if (min == 1 && max == INT_MAX) {
@@ -73,33 +95,32 @@ Status ObjectReader::Int(std::string_view key, int* out, int min, int max, bool 
   } else {
     expected = fmt::format("an integer from {} to {}", min, max);
   }
-  if (!v.is_number_integer()) {
+  const std::optional<int64_t> x = IntegerOf(v);
+  if (!x || *x < min || *x > max) {
     return FieldError(FieldPath(key), fmt::format("expected {}, got {}", expected, Shown(v)));
   }
-  const int64_t x = v.get<int64_t>();
-  if (x < min || x > max) {
-    return FieldError(FieldPath(key), fmt::format("expected {}, got {}", expected, x));
-  }
-  *out = static_cast<int>(x);
+  *out = static_cast<int>(*x);
   return Status::Ok();
 }
 
 Status ObjectReader::Int64(std::string_view key, int64_t* out, int64_t min, int64_t max) const {
-  if (!Has(key)) return Status::Ok();
+  if (!Has(key) && !IsNull(key)) return Status::Ok();
   const json& v = at(key);
-  if (!v.is_number_integer() || v.get<int64_t>() < min || v.get<int64_t>() > max) {
+  const std::optional<int64_t> x = IntegerOf(v);
+  if (!x || *x < min || *x > max) {
     return FieldError(FieldPath(key), fmt::format("expected an integer from {} to {}, got {}",
                                                   min, max, Shown(v)));
   }
-  *out = v.get<int64_t>();
+  *out = *x;
   return Status::Ok();
 }
 
 Status ObjectReader::Double(std::string_view key, double* out, double min, double max) const {
-  if (!Has(key)) return Status::Ok();
+  if (!Has(key) && !IsNull(key)) return Status::Ok();
   const json& v = at(key);
   if (!v.is_number()) {
-    return FieldError(FieldPath(key), "expected a number, got " + Shown(v));
+    return FieldError(FieldPath(key),
+                      fmt::format("expected a number from {} to {}, got {}", min, max, Shown(v)));
   }
   const double x = v.get<double>();
   if (!std::isfinite(x) || x < min || x > max) {
@@ -178,7 +199,7 @@ Status ObjectReader::StringMap(std::string_view key,
 
 Status ObjectReader::Seconds(std::string_view key, Duration* out, double max_s) const {
   double s = 0;
-  if (!Has(key)) return Status::Ok();
+  if (!Has(key) && !IsNull(key)) return Status::Ok();
   TIDAL_RETURN_IF_ERROR(Double(key, &s, 0, max_s));
   *out = Duration(std::llround(s * 1000.0));
   return Status::Ok();
@@ -186,7 +207,7 @@ Status ObjectReader::Seconds(std::string_view key, Duration* out, double max_s) 
 
 Status ObjectReader::Millis(std::string_view key, Duration* out, double max_ms) const {
   double ms = 0;
-  if (!Has(key)) return Status::Ok();
+  if (!Has(key) && !IsNull(key)) return Status::Ok();
   TIDAL_RETURN_IF_ERROR(Double(key, &ms, 0, max_ms));
   *out = Duration(static_cast<int64_t>(ms));
   return Status::Ok();

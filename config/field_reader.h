@@ -46,8 +46,13 @@ class ObjectReader {
   bool Has(std::string_view key) const;
   const nlohmann::json& at(std::string_view key) const;
 
-  // Each reader leaves `out` untouched when the field is absent (or null),
-  // unless `required`, which makes absence an error.
+  // Present with the value null.
+  bool IsNull(std::string_view key) const;
+
+  // Each reader leaves `out` untouched when the field is absent, unless
+  // `required`, which makes absence an error. The number readers refuse an
+  // explicit null ("expected ..., got nothing"): `replicas: null` is a
+  // mistake, not a request for the default. The others treat null as absent.
   Status Int(std::string_view key, int* out, int min = INT_MIN, int max = INT_MAX,
              bool required = false) const;
   Status Int64(std::string_view key, int64_t* out, int64_t min, int64_t max) const;

@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 
 #include "config/field_reader.h"
+#include "config/input_limits.h"
+#include "core/priority/priority_deriver.h"
 
 namespace tidal::config {
 namespace {
@@ -103,7 +105,29 @@ constexpr std::string_view kAllKindFields[] = {
     "model_size_gib", "model_source", "max_runtime_s"};
 constexpr std::string_view kStoredFields[] = {"id", "state", "submit_time_ms", "priority"};
 
+std::string AllowedKindsText(const Project& p) {
+  if (p.allowed_kinds.empty()) return "all";
+  std::string out;
+  for (WorkloadKind k : p.allowed_kinds) out += (out.empty() ? "" : ", ") + std::string(WorkloadKindName(k));
+  return out;
+}
+
 }  // namespace
+
+std::string AllowedQueuesText(const Project& p, const NameScope& scope) {
+  std::string out = scope.QueueName(p.default_queue);
+  for (QueueId q : p.allowed_queues) out += ", " + scope.QueueName(q);
+  return out;
+}
+
+Status CheckLabelMap(std::string_view path, const std::map<std::string, std::string>& labels) {
+  TIDAL_RETURN_IF_ERROR(CheckCount(path, labels.size(), kMaxLabels));
+  for (const auto& [k, v] : labels) {
+    TIDAL_RETURN_IF_ERROR(CheckLabelKey(JoinPath(path, k.size() <= kMaxLabelKeyLength ? k : "<key>"), k));
+    TIDAL_RETURN_IF_ERROR(CheckLabelValue(JoinPath(path, k), v));
+  }
+  return Status::Ok();
+}
 
 std::vector<int> GpuIndices(GpuMask mask) {
   std::vector<int> out;
@@ -174,6 +198,8 @@ StatusOr<WorkloadSpec> WorkloadFromJson(const json& value, const NameScope& scop
     }
   }
   TIDAL_RETURN_IF_ERROR(r.String("name", &w.name, /*required=*/true));
+  // Stored records were checked when submitted; the rules may have grown since.
+  if (!stored) TIDAL_RETURN_IF_ERROR(CheckObjectName(r.FieldPath("name"), w.name));
 
   // Project, then tenant and queue, which default from the project.
   std::string project_name;
@@ -185,6 +211,11 @@ StatusOr<WorkloadSpec> WorkloadFromJson(const json& value, const NameScope& scop
     }
   }
   if (project == nullptr) return FieldError(r.FieldPath("project"), "unknown project '" + project_name + "'");
+  if (!stored && !project->MaySubmitKind(w.kind)) {
+    return FieldError(r.FieldPath("kind"), fmt::format("project '{}' may not submit kind {} (allowed: {})",
+                                                       project->name, WorkloadKindName(w.kind),
+                                                       AllowedKindsText(*project)));
+  }
   w.project = project->id;
   w.tenant = project->tenant;
   if (r.Has("tenant")) {
@@ -206,11 +237,22 @@ StatusOr<WorkloadSpec> WorkloadFromJson(const json& value, const NameScope& scop
       }
     }
     if (queue == nullptr) return FieldError(r.FieldPath("queue"), "unknown queue '" + queue_name + "'");
+    if (!stored && !project->MayUseQueue(queue->id)) {
+      return FieldError(r.FieldPath("queue"), fmt::format("project '{}' may not use queue '{}' (allowed: {})",
+                                                          project->name, queue->name,
+                                                          AllowedQueuesText(*project, scope)));
+    }
     w.queue = queue->id;
   }
 
   // Shape. Training, batch and debug pods form a rigid gang by default; an
   // inference service may shrink to one replica unless told otherwise.
+  const bool needs_gpus = w.kind == WorkloadKind::kTraining || w.kind == WorkloadKind::kBatchInference;
+  const bool gpus_required = !stored && needs_gpus && !options.caller_defaults_gpus_per_replica;
+  if (gpus_required && !r.Has("gpus_per_replica") && !r.IsNull("gpus_per_replica")) {
+    return FieldError(r.FieldPath("gpus_per_replica"),
+                      fmt::format("required for kind {} (1 to {})", WorkloadKindName(w.kind), kMaxGpusPerPod));
+  }
   TIDAL_RETURN_IF_ERROR(r.Int("gpus_per_replica", &w.gpus_per_pod, 1, kMaxGpusPerPod));
   TIDAL_RETURN_IF_ERROR(r.Int("replicas", &w.pods, 1, kMaxWorkloadGpus));
   w.min_pods = w.kind == WorkloadKind::kInference ? 1 : w.pods;
@@ -246,6 +288,13 @@ StatusOr<WorkloadSpec> WorkloadFromJson(const json& value, const NameScope& scop
   if (r.Has("deadline_s")) {
     Duration deadline(0);
     TIDAL_RETURN_IF_ERROR(r.Seconds("deadline_s", &deadline));
+    // A deadline moments away is a priority lever, not a plan (docs/priority.md).
+    if (!stored && deadline < kMinDeadlineLead) {
+      return FieldError(r.FieldPath("deadline_s"),
+                        fmt::format("expected at least {} s after submission, got {}",
+                                    std::chrono::duration_cast<seconds>(kMinDeadlineLead).count(),
+                                    Shown(r.at("deadline_s"))));
+    }
     w.batch.deadline = w.submit_time + deadline;
   }
 
@@ -267,10 +316,28 @@ StatusOr<WorkloadSpec> WorkloadFromJson(const json& value, const NameScope& scop
                                                                {"required", "preferred"}));
     TIDAL_RETURN_IF_ERROR(gr.StringList("required", &c.required_gpu_models));
     TIDAL_RETURN_IF_ERROR(gr.StringList("preferred", &c.preferred_gpu_models));
+    if (!stored) {
+      for (const auto& [key, list] : {std::pair{"required", &c.required_gpu_models},
+                                      std::pair{"preferred", &c.preferred_gpu_models}}) {
+        TIDAL_RETURN_IF_ERROR(CheckCount(gr.FieldPath(key), list->size(), kMaxListEntries));
+        for (size_t i = 0; i < list->size(); ++i) {
+          TIDAL_RETURN_IF_ERROR(CheckLabelValue(IndexPath(gr.FieldPath(key), i), (*list)[i]));
+        }
+      }
+    }
   }
   TIDAL_RETURN_IF_ERROR(r.StringMap("node_selector", &c.node_selector));
+  if (!stored) TIDAL_RETURN_IF_ERROR(CheckLabelMap(r.FieldPath("node_selector"), c.node_selector));
   if (r.Has("tolerations")) {
     TIDAL_RETURN_IF_ERROR(ReadTaintList(r.at("tolerations"), r.FieldPath("tolerations"), &c.tolerations));
+    if (!stored) {
+      TIDAL_RETURN_IF_ERROR(CheckCount(r.FieldPath("tolerations"), c.tolerations.size(), kMaxListEntries));
+      for (size_t i = 0; i < c.tolerations.size(); ++i) {
+        const std::string item = IndexPath(r.FieldPath("tolerations"), i);
+        TIDAL_RETURN_IF_ERROR(CheckLabelKey(JoinPath(item, "key"), c.tolerations[i].key));
+        TIDAL_RETURN_IF_ERROR(CheckLabelValue(JoinPath(item, "value"), c.tolerations[i].value));
+      }
+    }
   }
   if (r.Has("topology")) {
     TIDAL_ASSIGN_OR_RETURN(ObjectReader tr, ObjectReader::Open(r.at("topology"), r.FieldPath("topology"),
@@ -496,7 +563,17 @@ json ProjectToJson(const Project& p, const NameScope& scope) {
           {"queue", scope.QueueName(p.default_queue)},
           {"budget_gpu_hours", p.budget_gpu_hours},
           {"used_gpu_hours", p.used_gpu_hours},
-          {"top_tier_approved", p.top_tier_approved}};
+          {"top_tier_approved", p.top_tier_approved},
+          {"allowed_queues", [&] {
+             json q = json::array();
+             for (QueueId id : p.allowed_queues) q.push_back(scope.QueueName(id));
+             return q;
+           }()},
+          {"allowed_kinds", [&] {
+             json k = json::array();
+             for (WorkloadKind kind : p.allowed_kinds) k.push_back(WorkloadKindName(kind));
+             return k;
+           }()}};
 }
 
 }  // namespace tidal::config

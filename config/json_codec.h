@@ -5,6 +5,7 @@
 #ifndef TIDAL_CONFIG_JSON_CODEC_H_
 #define TIDAL_CONFIG_JSON_CODEC_H_
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,6 +69,10 @@ struct WorkloadJsonOptions {
   Time submit_base = Time();
   // Assigned when the JSON carries no id (kSubmit); 0 leaves it invalid.
   uint64_t id = 0;
+  // kSubmit: training and batch inference must give gpus_per_replica (a job
+  // silently shrunk to 1 GPU is a wasted run) unless the caller has its own
+  // default for it (the server's per-project defaults) and checks it after.
+  bool caller_defaults_gpus_per_replica = false;
 };
 
 // Parses one workload. `path` prefixes errors ("workloads[2]").
@@ -90,6 +95,12 @@ nlohmann::json NodeToJson(const Node& node, const Cluster& cluster);
 nlohmann::json ClusterToJson(const Cluster& cluster);
 nlohmann::json QueueToJson(const Queue& queue, const NameScope& scope);
 nlohmann::json ProjectToJson(const Project& project, const NameScope& scope);
+
+// "research, shared": the queues a project may use, its default first.
+std::string AllowedQueuesText(const Project& project, const NameScope& scope);
+// Labels and node selectors: at most kMaxLabels entries, keys and values
+// within config/input_limits.h's bounds. Errors name "path.key".
+Status CheckLabelMap(std::string_view path, const std::map<std::string, std::string>& labels);
 
 // GPU indices of a mask, lowest first: 0b1010 -> [1, 3].
 std::vector<int> GpuIndices(GpuMask mask);

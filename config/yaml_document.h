@@ -19,7 +19,12 @@ class YamlDocument {
  public:
   // Parses `text`; `source_name` (a file name) prefixes every error.
   static StatusOr<YamlDocument> Parse(std::string_view text, std::string source_name);
-  // Reads and parses the file at `path`; errors name the file.
+  // Parses `text` as JSON (RFC 8259, not YAML's reading of it): a syntax
+  // error names the line it is on, and so does a field error Locate()
+  // rewrites. Nesting deeper than kMaxJsonDepth is refused before parsing.
+  static StatusOr<YamlDocument> ParseJson(std::string_view text, std::string source_name);
+  // Reads and parses the file at `path`, as JSON when it ends in ".json";
+  // errors name the file.
   static StatusOr<YamlDocument> Load(const std::string& path);
 
   const nlohmann::json& root() const { return root_; }

@@ -295,6 +295,20 @@ StatusOr<ControlPlane::Admitted> ControlPlane::Admit(const Principal& who, const
   if (!queue.valid()) {
     return InvalidArgument(fmt::format("queue: required (project \"{}\" has no default queue)", proj.name));
   }
+  // Entitlements: a queue is another team's quota and pools, a kind carries a
+  // priority bonus and a preemptibility class; the cluster file grants both.
+  const config::NameScope scope{&cat.cluster, &cat.queues, &cat.projects, nullptr};
+  if (!proj.MayUseQueue(queue)) {
+    return PermissionDenied(fmt::format("queue: project \"{}\" may not use queue \"{}\" (allowed: {})",
+                                        proj.name, cat.QueueName(queue),
+                                        config::AllowedQueuesText(proj, scope)));
+  }
+  if (auto kind = ParseKind(names.kind.empty() ? "training" : names.kind); kind && !proj.MaySubmitKind(*kind)) {
+    std::string allowed;
+    for (WorkloadKind k : proj.allowed_kinds) allowed += (allowed.empty() ? "" : ", ") + std::string(WorkloadKindName(k));
+    return PermissionDenied(fmt::format("kind: project \"{}\" may not submit kind {} (allowed: {})",
+                                        proj.name, WorkloadKindName(*kind), allowed));
+  }
   TIDAL_ASSIGN_OR_RETURN(SubmitSpec spec, ParseSubmit(body, cat, proj.name, now));
   Workload& w = spec.record.w;
   w.tenant = tenant;
@@ -318,6 +332,19 @@ StatusOr<ControlPlane::Admitted> ControlPlane::Admit(const Principal& who, const
         w.gpus_per_pod = *k->second.gpus_per_replica;
       }
     }
+  }
+  // Training and batch jobs say how many GPUs a replica needs (a default of
+  // 1 would silently run a multi-GPU job on one), unless the project's
+  // defaults in the server config say it for them.
+  bool has_gpus = spec.has_gpus_per_replica;
+  if (auto d = config_.project_defaults.find(proj.name); d != config_.project_defaults.end()) {
+    if (auto k = d->second.kinds.find(w.kind); k != d->second.kinds.end()) {
+      has_gpus = has_gpus || k->second.gpus_per_replica.has_value();
+    }
+  }
+  if (!has_gpus && (w.kind == WorkloadKind::kTraining || w.kind == WorkloadKind::kBatchInference)) {
+    return InvalidArgument(fmt::format("gpus_per_replica: required for kind {} (1 to {})",
+                                       WorkloadKindName(w.kind), config::kMaxGpusPerPod));
   }
   run.labels["tidal.io/tenant"] = tenant;
   run.labels["tidal.io/project"] = proj.name;
@@ -367,7 +394,14 @@ StatusOr<SubmitResult> ControlPlane::Submit(const Principal& who, const json& bo
     if (!ready_) return Unavailable("server is recovering");
     if (!key.empty()) {
       if (auto it = idempotency_.find(key); it != idempotency_.end()) {
-        result.workload = RecordToJson(records_.at(it->second), config_.catalog);
+        const WorkloadRecord& first = records_.at(it->second);
+        if (!first.request_digest.empty() && first.request_digest != RequestDigest(body)) {
+          return AlreadyExists(fmt::format(
+              "Idempotency-Key: key \"{}\" was already used for workload {} with a different body; "
+              "use a new key for a new request",
+              idempotency_key, first.w.id.value()));
+        }
+        result.workload = RecordToJson(first, config_.catalog);
         result.replayed = true;
         seq = last_seq_;
       } else if (idempotency_in_flight_.count(key)) {
@@ -391,6 +425,7 @@ StatusOr<SubmitResult> ControlPlane::Submit(const Principal& who, const json& bo
                 {"derivation", r.w.priority.derivation},
                 {"awaiting_approval", r.w.priority.awaiting_approval}},
                now);
+      if (!key.empty()) r.request_digest = RequestDigest(body);
       json record = RecordToJson(r, config_.catalog);
       m.workloads.emplace_back(r.w.id.value(), RecordToStoredJson(r, config_.catalog).dump());
       if (!key.empty()) {

@@ -9,6 +9,7 @@
 
 #include "config/cluster_loader.h"
 #include "config/field_reader.h"
+#include "config/input_limits.h"
 #include "server/control_plane.h"
 #include "server/workload_codec.h"
 #include "protocol/heartbeat.h"
@@ -42,6 +43,8 @@ StatusOr<ControlPlane::ParsedRegistration> ControlPlane::ParseRegistration(const
   if (out.existing) {
     node = cat.cluster.nodes[out.existing->value()];
   } else {
+    // A new name ends up in paths, logs and metrics labels (`../../x`).
+    TIDAL_RETURN_IF_ERROR(config::CheckNodeName("name", name));
     if (cat.cluster.pools.empty()) return FailedPrecondition("pool: the cluster config declares no pools");
     node.name = name;
     auto training = cat.FindPool("training");

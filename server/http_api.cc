@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "config/input_limits.h"
 #include "server/report.h"
 
 namespace tidal::server {
@@ -80,10 +81,18 @@ StatusOr<json> ParseBody(const httplib::Request& req, size_t limit) {
     return ResourceExhausted(fmt::format("body: {} bytes is above the limit of {}", req.body.size(), limit));
   }
   if (req.body.empty()) return InvalidArgument("body: expected a JSON object, got nothing");
+  // Before parsing: a body of 150,000 '[' would exhaust the stack of the
+  // parser's callers (copies and destructors recurse).
+  TIDAL_RETURN_IF_ERROR(config::CheckJsonDepth(req.body, "body"));
   try {
     return json::parse(req.body);
   } catch (const json::parse_error& e) {
     return InvalidArgument(fmt::format("body: malformed JSON at byte {}", e.byte));
+  } catch (const json::exception& e) {
+    // 1e309: nlohmann refuses numbers that overflow a double.
+    const std::string what = e.what();  // "[json.exception.out_of_range.406] number overflow ..."
+    const size_t cut = what.find("] ");
+    return InvalidArgument(fmt::format("body: {}", cut == std::string::npos ? what : what.substr(cut + 2)));
   }
 }
 

@@ -1,5 +1,11 @@
 // SQLite implementation of Store with group commit.
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <atomic>
 #include <condition_variable>
@@ -89,9 +95,11 @@ class SqliteStore final : public Store {
     if (writer_.joinable()) writer_.join();
     if (reader_) sqlite3_close(reader_);
     if (db_) sqlite3_close(db_);
+    if (lock_fd_ >= 0) close(lock_fd_);  // releases the flock
   }
 
   Status Open(const std::string& path) {
+    TIDAL_RETURN_IF_ERROR(LockExclusive(path));
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX;
     if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
       return Unavailable(fmt::format("store sqlite:{}: {}", path, sqlite3_errmsg(db_)));
@@ -188,6 +196,33 @@ class SqliteStore final : public Store {
   uint64_t committed_mutations() const override { return committed_mutations_.load(); }
 
  private:
+  // One server per store: a second writer would hand out the same audit
+  // sequence numbers and ids, and its first commit would kill the other
+  // (UNIQUE constraint failed: audit.seq). flock on PATH.lock, held for the
+  // store's life; the kernel drops it when the process dies, so a crash
+  // never leaves a stale lock.
+  Status LockExclusive(const std::string& path) {
+    const std::string lock_path = path + ".lock";
+    lock_fd_ = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lock_fd_ < 0) {
+      return Unavailable(fmt::format("store sqlite:{}: cannot open lock file {}: {}", path, lock_path,
+                                     std::strerror(errno)));
+    }
+    if (flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+      const int err = errno;
+      close(lock_fd_);
+      lock_fd_ = -1;
+      if (err == EWOULDBLOCK) {
+        return FailedPrecondition(fmt::format(
+            "store sqlite:{}: in use by another tidal server (lock {} is held); stop it or use "
+            "another store", path, lock_path));
+      }
+      return Unavailable(fmt::format("store sqlite:{}: cannot lock {}: {}", path, lock_path,
+                                     std::strerror(err)));
+    }
+    return Status::Ok();
+  }
+
   void WriterLoop() {
     Statement begin(db_, "BEGIN IMMEDIATE");
     Statement commit(db_, "COMMIT");
@@ -263,6 +298,7 @@ class SqliteStore final : public Store {
     }
   }
 
+  int lock_fd_ = -1;
   sqlite3* db_ = nullptr;
   sqlite3* reader_ = nullptr;
   std::mutex reader_mu_;

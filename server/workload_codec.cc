@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "config/field_reader.h"
+#include "config/input_limits.h"
 
 namespace tidal::server {
 namespace {
@@ -128,6 +129,8 @@ void AddServerFields(const WorkloadRecord& r, const Catalog& catalog, bool compa
   };
   const Workload& w = r.w;
   put("submitted_by", r.submitted_by, r.submitted_by.empty());
+  // Kept for the store only: it checks retries and is nobody's business.
+  if (compact && !r.request_digest.empty()) j["request_digest"] = r.request_digest;
   // Absolute: submit_time moves on a requeue, deadline_s is relative to it.
   put("deadline_ms", w.batch.deadline == kInfiniteFuture ? json(nullptr) : json(ToMillis(w.batch.deadline)),
       w.batch.deadline == kInfiniteFuture);
@@ -236,6 +239,7 @@ StatusOr<SubmitNames> ReadSubmitNames(const json& body) {
     }
   }
   SubmitNames names;
+  TIDAL_RETURN_IF_ERROR(r.String("kind", &names.kind));
   TIDAL_RETURN_IF_ERROR(r.String("tenant", &names.tenant));
   TIDAL_RETURN_IF_ERROR(r.String("project", &names.project));
   TIDAL_RETURN_IF_ERROR(r.String("queue", &names.queue));
@@ -267,10 +271,11 @@ StatusOr<SubmitSpec> ParseSubmit(const json& body, const Catalog& catalog, const
   config::WorkloadJsonOptions options;
   options.mode = config::WorkloadJsonMode::kSubmit;
   options.submit_base = now;
+  // Admission applies the project's default, then requires one.
+  options.caller_defaults_gpus_per_replica = true;
   TIDAL_ASSIGN_OR_RETURN(config::WorkloadSpec parsed, config::WorkloadFromJson(fields, ScopeOf(catalog), options));
   Workload& w = rec.w;
   w = std::move(parsed.workload);
-  if (w.name.empty() || w.name.size() > 253) return config::FieldError("name", "expected 1 to 253 characters");
   if (w.kind == WorkloadKind::kInference && body.contains("replica_capacity_rps") &&
       w.inference.replica_capacity_rps <= 0) {
     return config::FieldError("replica_capacity_rps", "expected a positive number for inference");
@@ -288,9 +293,43 @@ StatusOr<SubmitSpec> ParseSubmit(const json& body, const Catalog& catalog, const
   TIDAL_RETURN_IF_ERROR(r.StringList("command", &rec.run.command));
   TIDAL_RETURN_IF_ERROR(r.StringMap("env", &rec.run.env));
   TIDAL_RETURN_IF_ERROR(r.StringMap("labels", &rec.run.labels));
+  // What reaches the agent's execve and the pod's environment is bounded and
+  // NUL-free; labels are shown and matched, so they are printable.
+  TIDAL_RETURN_IF_ERROR(config::CheckCount("command", rec.run.command.size(), config::kMaxCommandArgs));
+  for (size_t i = 0; i < rec.run.command.size(); ++i) {
+    TIDAL_RETURN_IF_ERROR(config::CheckProcessText(config::IndexPath("command", i), rec.run.command[i],
+                                                   config::kMaxArgLength));
+  }
+  TIDAL_RETURN_IF_ERROR(config::CheckCount("env", rec.run.env.size(), config::kMaxEnvEntries));
+  for (const auto& [k, v] : rec.run.env) {
+    const std::string path = config::JoinPath("env", k.size() <= config::kMaxEnvNameLength ? k : "<name>");
+    TIDAL_RETURN_IF_ERROR(config::CheckEnvName(path, k));
+    TIDAL_RETURN_IF_ERROR(config::CheckProcessText(path, v, config::kMaxEnvValueLength));
+  }
+  TIDAL_RETURN_IF_ERROR(config::CheckLabelMap("labels", rec.run.labels));
+  for (const char* key : {"image", "dataset", "model_version"}) {
+    const std::string& v = key == std::string_view("image")     ? rec.run.image
+                           : key == std::string_view("dataset") ? rec.run.dataset
+                                                                : rec.run.model_version;
+    TIDAL_RETURN_IF_ERROR(config::CheckProcessText(key, v, config::kMaxArgLength));
+  }
   TIDAL_RETURN_IF_ERROR(ReadEndpoint(r, "readiness", &rec.run.readiness));
   TIDAL_RETURN_IF_ERROR(ReadEndpoint(r, "load_endpoint", &rec.run.load_endpoint));
   return spec;
+}
+
+std::string RequestDigest(const json& body) {
+  // dump() of a parsed body is canonical (object keys sorted, one spelling
+  // per number), so whitespace and key order do not make a body different.
+  // FNV-1a, 64 bits: keys are per principal, so a collision only ever
+  // confuses the client that made it.
+  const std::string text = body.dump();
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return fmt::format("fnv1a64:{:016x}", h);
 }
 
 json WaitToJson(const WaitDecision& w) {
@@ -328,6 +367,7 @@ StatusOr<WorkloadRecord> RecordFromJson(const json& j, const Catalog& catalog) {
     r.w = std::move(parsed->workload);
     Workload& w = r.w;
     r.submitted_by = j.value("submitted_by", "");
+    r.request_digest = j.value("request_digest", "");
     const json deadline = j.value("deadline_ms", json());
     if (deadline.is_number()) w.batch.deadline = TimeFromMillis(deadline.get<int64_t>());
     r.run.image = j.value("image", "");

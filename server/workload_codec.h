@@ -26,6 +26,7 @@ inline constexpr int kMaxTotalGpus = config::kMaxWorkloadGpus;
 // The names a submit body gives; admission resolves them (a user's tenant
 // comes from its token, the project may be the tenant's only one).
 struct SubmitNames {
+  std::string kind;     // "" = training
   std::string tenant;   // "" = from the project
   std::string project;  // "" = the tenant's only project
   std::string queue;    // "" = the project's default queue
@@ -50,6 +51,9 @@ using config::PriorityToJson;
 
 // GPU indices of a mask, ascending.
 inline std::vector<int> MaskToIndices(GpuMask mask) { return config::GpuIndices(mask); }
+
+// A digest of a submit body, equal for equal JSON however it is spelled.
+std::string RequestDigest(const nlohmann::json& body);
 
 nlohmann::json WaitToJson(const WaitDecision& w);
 nlohmann::json RecordToJson(const WorkloadRecord& r, const Catalog& catalog);

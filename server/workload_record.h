@@ -85,6 +85,11 @@ struct WorkloadRecord {
   Workload w;
   RunSpec run;
   std::string submitted_by;
+  // A digest of the submit body when it came with an Idempotency-Key: a
+  // retry with the same key must carry the same body (a different one is a
+  // client bug, answered 409, not the first workload). "" = no key, or a
+  // record from before digests were kept.
+  std::string request_digest;
   std::optional<Allocation> allocation;
   std::optional<StopNotice> stop;
   // The notice of allocation->leaving (pods a shrink removes: they keep

@@ -7,7 +7,10 @@
 #include <string>
 #include <vector>
 
+#include <algorithm>
+
 #include "core/common/ids.h"
+#include "core/model/workload.h"
 
 namespace tidal {
 
@@ -37,6 +40,23 @@ struct Project {
   double budget_gpu_hours = 0;  // 0 = no budget set
   double used_gpu_hours = 0;    // in the current budget period
   bool top_tier_approved = false;
+  // Queues its workloads may name besides default_queue (cluster file
+  // `allowed_queues`). A queue is someone's quota: without a grant a
+  // project cannot spend another team's guarantee or reach its pools.
+  std::vector<QueueId> allowed_queues;
+  // Kinds its workloads may be (cluster file `allowed_kinds`); empty = all.
+  // A kind carries a priority bonus and a preemptibility class, so it is an
+  // entitlement, not a label.
+  std::vector<WorkloadKind> allowed_kinds;
+
+  bool MayUseQueue(QueueId q) const {
+    return q == default_queue ||
+           std::find(allowed_queues.begin(), allowed_queues.end(), q) != allowed_queues.end();
+  }
+  bool MaySubmitKind(WorkloadKind k) const {
+    return allowed_kinds.empty() ||
+           std::find(allowed_kinds.begin(), allowed_kinds.end(), k) != allowed_kinds.end();
+  }
 };
 
 }  // namespace tidal

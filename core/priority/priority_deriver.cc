@@ -89,13 +89,15 @@ StatusOr<Priority> DerivePriority(const std::vector<PriorityTemplate>& templates
     value += attrs.non_interruptible_bonus;
     p.derivation.push_back("non-interruptible: " + Signed(attrs.non_interruptible_bonus));
   }
-  if (workload.kind == WorkloadKind::kTraining && workload.training.checkpoint_interval.count() > 0) {
+  if (workload.kind == WorkloadKind::kTraining &&
+      workload.training.checkpoint_interval >= kMinCheckpointIntervalForBonus) {
     value += attrs.checkpointed_bonus;
     p.derivation.push_back("checkpointed: " + Signed(attrs.checkpointed_bonus));
   }
   const bool has_deadline_kind = workload.kind == WorkloadKind::kBatchInference ||
                                  workload.kind == WorkloadKind::kTraining;
-  if (has_deadline_kind && workload.batch.deadline != kInfiniteFuture) {
+  if (has_deadline_kind && workload.batch.deadline != kInfiniteFuture &&
+      workload.expected_duration >= kMinDurationForDeadlineBonus) {
     const Duration slack = workload.batch.deadline - now - workload.expected_duration;
     if (slack < attrs.near_deadline_window) {
       value += attrs.near_deadline_bonus;

@@ -45,6 +45,18 @@ const PriorityTemplate* FindTemplate(const std::vector<PriorityTemplate>& templa
 BudgetState ComputeBudgetState(const Project& project, const Queue& queue,
                                int queue_used_gpus, int requested_gpus);
 
+// Bounds on the declared fields that move priority (docs/priority.md
+// "Bounds"): a submitter must not buy a bonus with a number no real job has.
+// A checkpoint interval shorter than this does not count as checkpointing
+// (1e-320 s is not a checkpoint policy).
+inline constexpr Duration kMinCheckpointIntervalForBonus = seconds(60);
+// The near-deadline bonus needs a declared duration of at least this: a job
+// of unknown or token length (99 s before a 100 s deadline) earns nothing.
+inline constexpr Duration kMinDurationForDeadlineBonus = minutes(10);
+// Admission and the workload loader refuse a deadline closer than this to
+// the submission (config/json_codec.cc).
+inline constexpr Duration kMinDeadlineLead = minutes(10);
+
 // Derives the priority of `workload` (of `project`) at `now`. Errors: no
 // template applies, or the project's tier (or the fallback tier) is not in
 // the chosen template.

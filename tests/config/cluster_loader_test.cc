@@ -138,5 +138,30 @@ TEST(ClusterLoaderTest, SingleNodesWithAllAttributes) {
   EXPECT_EQ(c->cluster.pools[0].name, "training");  // the default pool
 }
 
+TEST(ClusterLoaderTest, ProjectsDeclareTheirQueuesAndKinds) {
+  auto c = ParseClusterYaml(Replace(kSmall, "queue: nlp}", "queue: nlp, allowed_queues: [org, nlp], allowed_kinds: [training, debug]}"));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const Project& p = c->projects[0];
+  // The default queue is always allowed and not repeated.
+  EXPECT_EQ(p.allowed_queues, std::vector<QueueId>{c->FindQueue("org")->id});
+  EXPECT_TRUE(p.MayUseQueue(c->FindQueue("nlp")->id));
+  EXPECT_TRUE(p.MaySubmitKind(WorkloadKind::kDebug));
+  EXPECT_FALSE(p.MaySubmitKind(WorkloadKind::kInference));
+  // Without the fields: its own queue only, every kind.
+  auto plain = ParseClusterYaml(kSmall);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->projects[0].MayUseQueue(plain->FindQueue("org")->id));
+  EXPECT_TRUE(plain->projects[0].MaySubmitKind(WorkloadKind::kInference));
+
+  EXPECT_EQ(ErrorOf(Replace(kSmall, "queue: nlp}", "queue: nlp, allowed_queues: [ml]}")),
+            "cluster.yaml:15: projects[0].allowed_queues[0]: unknown queue 'ml'");
+  EXPECT_EQ(ErrorOf(Replace(kSmall, "queue: nlp}", "queue: nlp, allowed_kinds: [serving]}")),
+            "cluster.yaml:15: projects[0].allowed_kinds[0]: expected one of "
+            "training|inference|batch_inference|debug, got \"serving\"");
+  EXPECT_EQ(ErrorOf(Replace(kSmall, "queue: nlp}", "queue: nlp, allowed_kinds: []}")),
+            "cluster.yaml:15: projects[0].allowed_kinds: must name at least one kind (leave the field out to "
+            "allow all)");
+}
+
 }  // namespace
 }  // namespace tidal::config

@@ -74,7 +74,7 @@ TEST(JsonCodecTest, StoredWorkloadRoundTrips) {
 TEST(JsonCodecTest, SubmissionsMayNotCarryServerFields) {
   const ClusterConfig cluster = TestCluster();
   const NameScope scope = ScopeOf(cluster);
-  json body = {{"name", "j"}, {"kind", "training"}, {"project", "llm"}};
+  json body = {{"name", "j"}, {"kind", "training"}, {"project", "llm"}, {"gpus_per_replica", 1}};
   WorkloadJsonOptions options;
   options.id = 5;
   options.submit_base = TimeFromMillis(1000);
@@ -96,7 +96,7 @@ TEST(JsonCodecTest, SubmissionsMayNotCarryServerFields) {
 TEST(JsonCodecTest, WrongTypesAndAbsurdSizesNameTheField) {
   const ClusterConfig cluster = TestCluster();
   const NameScope scope = ScopeOf(cluster);
-  json body = {{"name", "j"}, {"kind", "training"}, {"project", "llm"}};
+  json body = {{"name", "j"}, {"kind", "training"}, {"project", "llm"}, {"gpus_per_replica", 1}};
   json t = body;
   t["replicas"] = "two";
   EXPECT_EQ(WorkloadFromJson(t, scope, {}, "workload").status().message(),

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "config/cluster_loader.h"
 
 namespace tidal::config {
@@ -16,7 +18,8 @@ queues:
   - {name: cv, guaranteed_gpus: 8}
 projects:
   - {name: llm, tenant: research, tier: standard, queue: nlp}
-  - {name: chat, tenant: chat, tier: critical, queue: cv}
+  - {name: chat, tenant: chat, tier: critical, queue: cv, allowed_queues: [nlp]}
+  - {name: lab, tenant: research, tier: standard, queue: cv, allowed_kinds: [debug]}
 )");
   EXPECT_TRUE(c.ok()) << c.status().ToString();
   return *c;
@@ -144,6 +147,98 @@ TEST(WorkloadLoaderTest, MissingFileIsAnError) {
   auto specs = LoadWorkloadFile("/nonexistent/w.yaml", SmallCluster());
   ASSERT_FALSE(specs.ok());
   EXPECT_EQ(specs.status().code(), StatusCode::kNotFound);
+}
+
+// Entitlements from the cluster file: a project's own queue and the queues
+// it is granted; the kinds it is granted.
+TEST(WorkloadLoaderTest, QueuesAndKindsAreTheProjectsEntitlements) {
+  // llm (queue nlp) has no grant for cv; chat is granted nlp (the api above).
+  EXPECT_EQ(ErrorOf(kWorkloads, "    project: llm\n", "    project: llm\n    queue: cv\n"),
+            "workloads.yaml:5: workloads[0].queue: project 'llm' may not use queue 'cv' (allowed: nlp)");
+  EXPECT_EQ(ErrorOf(kWorkloads, "project: chat", "project: lab"),
+            "workloads.yaml:16: workloads[1].kind: project 'lab' may not submit kind inference (allowed: debug)");
+}
+
+TEST(WorkloadLoaderTest, HostileValuesAreRefused) {
+  // Training and batch say their GPUs; a default of 1 would silently shrink the job.
+  EXPECT_EQ(ErrorOf(kWorkloads, "    gpus_per_replica: 8\n", ""),
+            "workloads.yaml:2: workloads[0].gpus_per_replica: required for kind training (1 to 64)");
+  EXPECT_EQ(ErrorOf(kWorkloads, "gpus_per_replica: 8", "gpus_per_replica: null"),
+            "workloads.yaml:5: workloads[0].gpus_per_replica: expected an integer from 1 to 64, got nothing");
+  EXPECT_EQ(ErrorOf(kWorkloads, "replicas: 2\n", "replicas: 9223372036854775808\n"),
+            "workloads.yaml:6: workloads[0].replicas: expected an integer from 1 to 4096, got 9223372036854775808");
+  EXPECT_EQ(ErrorOf(kWorkloads, "deadline_s: 7200", "deadline_s: 100"),
+            "workloads.yaml:9: workloads[0].deadline_s: expected at least 600 s after submission, got 100");
+  EXPECT_EQ(ErrorOf(kWorkloads, "name: pretrain", "name: \"pre\\ntrain\""),
+            "workloads.yaml:2: workloads[0].name: expected a name of 1 to 63 lowercase letters, digits and "
+            "'-', starting and ending with a letter or digit (DNS-1123 label); got the byte 0x0a");
+  EXPECT_EQ(ErrorOf(kWorkloads, "name: pretrain", "name: Pre_Train"),
+            "workloads.yaml:2: workloads[0].name: expected a name of 1 to 63 lowercase letters, digits and "
+            "'-', starting and ending with a letter or digit (DNS-1123 label); got the character 'P'");
+  EXPECT_EQ(ErrorOf(kWorkloads, "node_selector: {zone: a}", "node_selector: {zone: \"a\\u202eb\"}"),
+            "workloads.yaml:12: workloads[0].node_selector.zone: expected printable ASCII, got the byte 0xe2");
+  std::string many = "tolerations: [";
+  for (int i = 0; i < 65; ++i) many += (i ? ", " : "") + std::string("t") + std::to_string(i);
+  EXPECT_EQ(ErrorOf(kWorkloads, "tolerations: [\"dedicated=nlp\"]", many + "]"),
+            "workloads.yaml:13: workloads[0].tolerations: expected at most 64 entries, got 65");
+}
+
+class JsonWorkloadFileTest : public ::testing::Test {
+ protected:
+  std::string Write(const std::string& text) {
+    const std::string path = ::testing::TempDir() + "/tidal-workloads-" +
+                             ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".json";
+    std::ofstream(path) << text;
+    return path;
+  }
+};
+
+// A .json file is JSON: a bad line is reported on its own line (YAML read it
+// as a flow scalar and complained a line later), and field errors name the
+// line of their key.
+TEST_F(JsonWorkloadFileTest, IsParsedAsJsonWithExactLines) {
+  const std::string good = R"({"workloads": [
+  {"name": "d", "kind": "debug", "project": "llm",
+   "max_runtime_s": 60}
+]}
+)";
+  auto specs = LoadWorkloadFile(Write(good), SmallCluster());
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  EXPECT_EQ((*specs)[0].workload.debug.max_runtime, minutes(1));
+
+  const std::string path = Write("{\"workloads\": [\n  {\"name\": \"d\", \"kind\": \"debug\"},\n  oops\n]}\n");
+  auto bad = LoadWorkloadFile(path, SmallCluster());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message().rfind(path + ":3: invalid JSON: ", 0), 0u) << bad.status().message();
+
+  const std::string field = Write(R"({"workloads": [
+  {"name": "d", "kind": "debug", "project": "llm"},
+  {"name": "e", "kind": "debug",
+   "project": "llm",
+   "max_runtime_s": -1}
+]}
+)");
+  auto located = LoadWorkloadFile(field, SmallCluster());
+  ASSERT_FALSE(located.ok());
+  EXPECT_EQ(located.status().message(),
+            field + ":5: workloads[1].max_runtime_s: expected a number from 0 to 1000000000, got -1");
+  auto missing = LoadWorkloadFile(Write("[\n {\"name\": \"d\",\n  \"kind\": \"debug\"}]"), SmallCluster());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find(":2: [0].project: required field is missing"), std::string::npos)
+      << missing.status().message();
+}
+
+TEST_F(JsonWorkloadFileTest, DeepNestingAndHugeNumbersAreRefusedBeforeUse) {
+  const std::string bomb = "[{\"name\": \"d\", \"kind\": \"debug\", \"project\": \"llm\", \"node_selector\": " +
+                           std::string(150000, '[') + std::string(150000, ']') + "}]";
+  auto deep = LoadWorkloadFile(Write(bomb), SmallCluster());
+  ASSERT_FALSE(deep.ok());
+  EXPECT_NE(deep.status().message().find("nested deeper than the limit of 64"), std::string::npos)
+      << deep.status().message();
+  auto huge = LoadWorkloadFile(Write(R"([{"name": "d", "kind": "debug", "project": "llm", "max_runtime_s": 1e309}])"),
+                               SmallCluster());
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("1e309"), std::string::npos) << huge.status().message();
 }
 
 }  // namespace

@@ -168,6 +168,36 @@ TEST(PriorityDeriverTest, CheckpointBonusIsForTrainingWithAnInterval) {
   EXPECT_EQ(with->value, 150);  // 500 + 50 - 400
 }
 
+// Declared numbers only count where a real job would have them.
+TEST(PriorityDeriverTest, TokenValuesEarnNoBonus) {
+  const std::vector<PriorityTemplate> templates = {DefaultTemplate()};
+  Workload w = MakeWorkload(WorkloadKind::kTraining);
+  // A 1 ms checkpoint interval (what 1e-320 s rounds to, or near it) is not
+  // checkpointing: 500 + 0 - 400, no +50.
+  w.training.checkpoint_interval = milliseconds(1);
+  auto tiny = DerivePriority(templates, w, MakeProject("standard"), BudgetState::kOverBudget, kNow);
+  ASSERT_TRUE(tiny.ok());
+  EXPECT_EQ(tiny->value, 100);
+  w.training.checkpoint_interval = seconds(60);  // the bound counts
+  EXPECT_EQ(DerivePriority(templates, w, MakeProject("standard"), BudgetState::kOverBudget, kNow)->value, 150);
+
+  // A 99 s job before a deadline: slack 1 s < 60 min, but a duration under
+  // 10 min earns no near-deadline bonus: 500 - 50 = 450.
+  Workload b = MakeWorkload(WorkloadKind::kBatchInference);
+  b.expected_duration = seconds(99);
+  b.batch.deadline = kNow + seconds(100);
+  auto token = DerivePriority(templates, b, MakeProject("standard"), BudgetState::kWithinGuarantee, kNow);
+  ASSERT_TRUE(token.ok());
+  EXPECT_EQ(token->value, 450);
+  // Unknown duration (0) earns none either.
+  b.expected_duration = Duration(0);
+  EXPECT_EQ(DerivePriority(templates, b, MakeProject("standard"), BudgetState::kWithinGuarantee, kNow)->value, 450);
+  // 10 min of work 5 min before the deadline (slack -5 min): 500 - 50 + 200.
+  b.expected_duration = minutes(10);
+  b.batch.deadline = kNow + minutes(5);
+  EXPECT_EQ(DerivePriority(templates, b, MakeProject("standard"), BudgetState::kWithinGuarantee, kNow)->value, 650);
+}
+
 TEST(PriorityDeriverTest, FirstMatchingTemplateWinsByKindAndTenant) {
   PriorityTemplate serving = DefaultTemplate();
   serving.name = "serving";

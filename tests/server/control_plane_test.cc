@@ -119,7 +119,7 @@ TEST_F(ControlPlaneTest, ABadRegistrationChangesNothing) {
 
 TEST_F(ControlPlaneTest, AttemptChangesOnEveryPlacementAndSurvivesRestart) {
   Register("x", 1);
-  const uint64_t id = Submit({{"name", "t"}, {"project", "vision"}, {"node_selector", {{"host", "x"}}}});
+  const uint64_t id = Submit({{"name", "t"}, {"project", "vision"}, {"gpus_per_replica", 1}, {"node_selector", {{"host", "x"}}}});
   cp_->RunPass();
   ASSERT_EQ(Get(id)["state"], "running");
   ASSERT_EQ(Pods("x").size(), 1u);
@@ -148,7 +148,7 @@ TEST_F(ControlPlaneTest, AttemptChangesOnEveryPlacementAndSurvivesRestart) {
 
 TEST_F(ControlPlaneTest, StopOutcomeIsRecordedAgainstThePreemption) {
   Register("d", 2);
-  const uint64_t id = Submit({{"name", "gang"}, {"project", "vision"}, {"replicas", 2},
+  const uint64_t id = Submit({{"name", "gang"}, {"project", "vision"}, {"gpus_per_replica", 1}, {"replicas", 2},
                               {"node_selector", {{"host", "d"}}}});
   cp_->RunPass();
   ASSERT_EQ(Get(id)["state"], "running");

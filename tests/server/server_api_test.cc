@@ -67,9 +67,9 @@ TEST(ServerApi, SchedulingLoopPlacesAGangWhole) {
 
 TEST(ServerApi, ListFiltersByProjectKindAndState) {
   ServerProcess s;
-  Submit(s, kResearchToken, {{"name", "a"}, {"project", "vision"}});
+  Submit(s, kResearchToken, {{"name", "a"}, {"project", "vision"}, {"gpus_per_replica", 1}});
   Submit(s, kResearchToken, {{"name", "b"}, {"project", "sandbox"}, {"kind", "debug"}});
-  Submit(s, kAdsToken, {{"name", "c"}});  // ads has one project: ads-ranking
+  Submit(s, kAdsToken, {{"name", "c"}, {"gpus_per_replica", 1}});  // ads has one project: ads-ranking
   json all = s.Get("/v1/workloads", kAdminToken).json();
   EXPECT_EQ(all["workloads"].size(), 3u);
   json own = s.Get("/v1/workloads", kResearchToken).json();
@@ -148,7 +148,7 @@ TEST(ServerApi, DryRunAnswersWithoutStoringAnything) {
 
 TEST(ServerApi, IdempotencyKeyAppliesASubmitOnce) {
   ServerProcess s;
-  const std::string body = json{{"name", "once"}, {"project", "vision"}}.dump();
+  const std::string body = json{{"name", "once"}, {"project", "vision"}, {"gpus_per_replica", 1}}.dump();
   HttpReply a = s.Post("/v1/workloads", kResearchToken, body, {{"Idempotency-Key", "k-1"}});
   HttpReply b = s.Post("/v1/workloads", kResearchToken, body, {{"Idempotency-Key", "k-1"}});
   EXPECT_EQ(a.status, 201);
@@ -159,7 +159,7 @@ TEST(ServerApi, IdempotencyKeyAppliesASubmitOnce) {
 
 TEST(ServerApi, ResizeElasticJobWithinItsBounds) {
   ServerProcess s;
-  json w = Submit(s, kResearchToken, {{"name", "elastic"}, {"project", "vision"}, {"replicas", 1},
+  json w = Submit(s, kResearchToken, {{"name", "elastic"}, {"project", "vision"}, {"gpus_per_replica", 1}, {"replicas", 1},
                                       {"min_replicas", 1}, {"max_replicas", 4}});
   const std::string path = "/v1/workloads/" + std::to_string(w["id"].get<uint64_t>()) + "/resize";
   HttpReply ok = s.PostJson(path, kResearchToken, json{{"replicas", 3}});
@@ -227,7 +227,7 @@ TEST(ServerApi, LostNodeRequeuesItsWorkloads) {
   json reg = {{"name", "flaky"}, {"pool", "training"}, {"gpus", json::array({json{{"index", 0}}})},
               {"labels", {{"host", "flaky"}}}};
   ASSERT_EQ(s.PostJson("/v1/agent/register", kAgentToken, reg).status, 200);
-  json w = Submit(s, kResearchToken, {{"name", "victim"}, {"project", "vision"},
+  json w = Submit(s, kResearchToken, {{"name", "victim"}, {"project", "vision"}, {"gpus_per_replica", 1},
                                       {"node_selector", {{"host", "flaky"}}}});
   WaitFor(s, w["id"], [](const json& x) { return x["state"] == "running"; });
   // No heartbeat: after the 1 s lease the node is lost and the job requeued.
@@ -243,7 +243,7 @@ TEST(ServerApi, GpuFaultDrainsTheNode) {
   json reg = {{"name", "sick"}, {"pool", "training"}, {"gpus", json::array({json{{"index", 0}}, json{{"index", 1}}})},
               {"labels", {{"host", "sick"}}}};
   ASSERT_EQ(s.PostJson("/v1/agent/register", kAgentToken, reg).status, 200);
-  json w = Submit(s, kResearchToken, {{"name", "on-sick"}, {"project", "vision"},
+  json w = Submit(s, kResearchToken, {{"name", "on-sick"}, {"project", "vision"}, {"gpus_per_replica", 1},
                                       {"node_selector", {{"host", "sick"}}}});
   WaitFor(s, w["id"], [](const json& x) { return x["state"] == "running"; });
   HttpReply hb = s.PostJson("/v1/agent/nodes/sick/heartbeat", kAgentToken,
@@ -263,7 +263,7 @@ TEST(ServerApi, GpuFaultDrainsTheNode) {
 
 TEST(ServerApi, MetricsAreExposedInPrometheusFormat) {
   ServerProcess s;
-  Submit(s, kResearchToken, {{"name", "m"}, {"project", "vision"}});
+  Submit(s, kResearchToken, {{"name", "m"}, {"project", "vision"}, {"gpus_per_replica", 1}});
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   const std::string text = s.Get("/metrics", "").body;
   for (const char* needle :

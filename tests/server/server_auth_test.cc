@@ -60,7 +60,7 @@ class AuthMatrix : public ::testing::Test {
   }
   static std::string FreshWorkload() {
     HttpReply r = server_->PostJson("/v1/workloads", kAdminToken,
-                                    json{{"name", "w"}, {"project", "vision"}, {"replicas", 1},
+                                    json{{"name", "w"}, {"project", "vision"}, {"gpus_per_replica", 1}, {"replicas", 1},
                                          {"min_replicas", 1}, {"max_replicas", 2}});
     EXPECT_EQ(r.status, 201) << r.body;
     return std::to_string(r.json()["id"].get<uint64_t>());
@@ -74,7 +74,7 @@ TEST_F(AuthMatrix, EveryEndpointChecksRoleAndTenant) {
   const std::vector<Who> users_admin = {Who::kOwner, Who::kOtherTenant, Who::kAdmin};
   const std::vector<Who> owner_admin = {Who::kOwner, Who::kAdmin};
   const std::vector<Who> agent_admin = {Who::kAgent, Who::kAdmin};
-  const std::string submit = json{{"name", "x"}, {"project", "vision"}}.dump();
+  const std::string submit = json{{"name", "x"}, {"project", "vision"}, {"gpus_per_replica", 1}}.dump();
   const std::vector<Endpoint> endpoints = {
       {"POST", "/v1/workloads", submit, owner_admin},
       {"GET", "/v1/workloads", "", users_admin},
@@ -129,7 +129,7 @@ TEST_F(AuthMatrix, UsersSeeOnlyTheirTenant) {
   json audit = server_->Get("/v1/audit", kAdsToken).json();
   for (const json& a : audit["audit"]) EXPECT_EQ(a["tenant"], "ads");
   // A user may not submit as another tenant.
-  HttpReply r = server_->PostJson("/v1/workloads", kAdsToken, json{{"name", "x"}, {"tenant", "research"}, {"project", "vision"}});
+  HttpReply r = server_->PostJson("/v1/workloads", kAdsToken, json{{"name", "x"}, {"tenant", "research"}, {"project", "vision"}, {"gpus_per_replica", 1}});
   EXPECT_EQ(r.status, 403);
   EXPECT_EQ(r.json()["error"]["field"], "tenant");
 }

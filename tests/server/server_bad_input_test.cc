@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <csignal>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "tests/support/server_fixture.h"
 
@@ -24,7 +27,7 @@ TEST(ServerBadInput, EveryBadRequestIsA4xxNamingTheFieldAndChangesNothing) {
   ASSERT_EQ(s.PostJson("/v1/agent/register", kAgentToken, reg).status, 200);
   // One workload that no pass will touch (it awaits approval), to resize.
   HttpReply held = s.PostJson("/v1/workloads", kAdminToken,
-                              json{{"name", "held"}, {"project", "llm-pretrain"}, {"replicas", 1},
+                              json{{"name", "held"}, {"project", "llm-pretrain"}, {"gpus_per_replica", 1}, {"replicas", 1},
                                    {"min_replicas", 1}, {"max_replicas", 2}});
   ASSERT_EQ(held.status, 201) << held.body;
   ASSERT_EQ(held.json()["id"], 1);
@@ -64,7 +67,7 @@ TEST(ServerBadInput, EveryBadRequestIsA4xxNamingTheFieldAndChangesNothing) {
       {"POST", "/v1/workloads", R"({"name": "x", "project": "vision", "topology": {"level": "galaxy"}})", 400, "topology.level"},
       {"POST", "/v1/workloads", R"({"name": "x", "project": "vision", "tolerations": "all"})", 400, "tolerations"},
       {"POST", "/v1/workloads", R"({"name": "x", "project": "vision", "duration_s": -5})", 400, "duration_s"},
-      {"POST", "/v1/workloads", R"({"name": "x", "project": "vision", "kind": "inference"})", 400, "replica_capacity_rps"},
+      {"POST", "/v1/workloads", R"({"name": "x", "project": "chat-serving", "kind": "inference"})", 400, "replica_capacity_rps"},
       {"POST", "/v1/workloads", R"({"name": "x", "project": "vision", "readiness": {"port": 70000}})", 400, "readiness.port"},
       {"POST", "/v1/workloads", R"({"name": "x", "project": "vision", "env": {"A": 1}})", 400, "env.A"},
       {"POST", "/v1/workloads", "{\"name\": \"" + std::string(2 << 20, 'a') + "\"}", 413, ""},
@@ -110,6 +113,114 @@ TEST(ServerBadInput, EveryBadRequestIsA4xxNamingTheFieldAndChangesNothing) {
   EXPECT_EQ(s.Get("/v1/workloads", kAdminToken).body, workloads_before);
   EXPECT_EQ(request_audit(), audit_before);
   EXPECT_EQ(s.Get("/healthz", "").status, 200);
+}
+
+// A hostile tenant's probes (a research user unless the case says admin):
+// each is refused with a 4xx naming the field and the rule, and the server
+// keeps serving.
+TEST(ServerBadInput, HostileSubmissionsAreRefusedNamingTheRule) {
+  ServerProcess s;
+  json reg = {{"name", "n1"}, {"pool", "training"}, {"gpus", json::array({json{{"index", 0}}})}};
+  ASSERT_EQ(s.PostJson("/v1/agent/register", kAgentToken, reg).status, 200);
+  const std::string ok = R"("name": "x", "project": "vision", "gpus_per_replica": 1)";
+  auto nested = [](const std::string& key) {
+    return "{\"name\": \"x\", \"project\": \"vision\", \"" + key + "\": " + std::string(150000, '[') +
+           std::string(150000, ']') + "}";
+  };
+  auto many = [](size_t n, bool map) {
+    std::string out = map ? "{" : "[";
+    for (size_t i = 0; i < n; ++i) {
+      if (i) out += ",";
+      out += map ? fmt::format("\"K{}\": \"v\"", i) : std::string("\"a\"");
+    }
+    return out + (map ? "}" : "]");
+  };
+  struct Case {
+    std::string path, body;
+    int status;
+    std::string field, message;  // message: a substring the error must contain
+  };
+  const std::vector<Case> cases = {
+      // 1: a queue the project is not granted (serving belongs to chat).
+      {"/v1/workloads", "{" + ok + R"(, "queue": "serving"})", 403, "queue", "may not use queue \"serving\""},
+      // 2: a kind the project is not granted.
+      {"/v1/workloads", R"({"name": "x", "project": "vision", "kind": "inference", "replica_capacity_rps": 5})",
+       403, "kind", "may not submit kind inference"},
+      // 5: nesting bombs, in several fields and on the dry run.
+      {"/v1/workloads", nested("labels"), 400, "body", "limit of 64"},
+      {"/v1/workloads", nested("env"), 400, "body", "limit of 64"},
+      {"/v1/workloads", nested("command"), 400, "body", "limit of 64"},
+      {"/v1/dry-run", nested("node_selector"), 400, "body", "limit of 64"},
+      // 6: numbers.
+      {"/v1/workloads", "{" + ok + R"(, "replicas": 1e309})", 400, "body", "1e309"},
+      {"/v1/workloads", "{" + ok + R"(, "replicas": 9223372036854775808})", 400, "replicas", "got 9223372036854775808"},
+      {"/v1/workloads", R"({"name": "x", "project": "vision", "gpus_per_replica": null})", 400, "gpus_per_replica",
+       "from 1 to 64, got nothing"},
+      // 6: names.
+      {"/v1/workloads", R"({"name": "a\u0000b", "project": "vision", "gpus_per_replica": 1})", 400, "name", "DNS-1123"},
+      {"/v1/workloads", R"({"name": "a\nb", "project": "vision", "gpus_per_replica": 1})", 400, "name", "DNS-1123"},
+      {"/v1/workloads", R"({"name": "evil\u202e", "project": "vision", "gpus_per_replica": 1})", 400, "name", "DNS-1123"},
+      {"/v1/workloads", R"({"name": "Upper", "project": "vision", "gpus_per_replica": 1})", 400, "name", "DNS-1123"},
+      {"/v1/workloads", "{\"name\": \"" + std::string(64, 'a') + "\", \"project\": \"vision\", \"gpus_per_replica\": 1}",
+       400, "name", "64 characters"},
+      {"/v1/agent/register", R"({"name": "../../x", "gpus": [{"index": 0}]})", 400, "name", "DNS-1123"},
+      // 6: label text and list sizes.
+      {"/v1/workloads", "{" + ok + R"(, "labels": {"team": "a\nb"}})", 400, "labels.team", "printable"},
+      {"/v1/workloads", "{" + ok + R"(, "node_selector": {"k": "\u202e"}})", 400, "node_selector.k", "printable"},
+      {"/v1/workloads", "{" + ok + ", \"command\": " + many(100000, false) + "}", 400, "command", "at most 1024"},
+      {"/v1/workloads", "{" + ok + ", \"env\": " + many(40000, true) + "}", 400, "env", "at most 1024"},
+      {"/v1/workloads", "{" + ok + ", \"labels\": " + many(40000, true) + "}", 400, "labels", "at most 64"},
+      {"/v1/workloads", "{" + ok + R"(, "env": {"A=B": "x"}})", 400, "env.A=B", "environment variable name"},
+      // 2: a deadline moments away.
+      {"/v1/workloads", "{" + ok + R"(, "deadline_s": 100, "duration_s": 99})", 400, "deadline_s", "at least 600 s"},
+      // 9: a training job must say its GPUs.
+      {"/v1/workloads", R"({"name": "x", "project": "vision"})", 400, "gpus_per_replica", "required for kind training"},
+      {"/v1/workloads", R"({"name": "x", "project": "vision", "kind": "batch_inference"})", 400, "gpus_per_replica",
+       "required for kind batch_inference"},
+  };
+  for (const Case& c : cases) {
+    const std::string token = c.path.find("/agent/") != std::string::npos ? kAgentToken : kResearchToken;
+    const HttpReply r = s.Post(c.path, token, c.body);
+    const std::string what = c.path + " " + c.body.substr(0, 100) + " -> " + r.body.substr(0, 300);
+    ASSERT_NE(r.status, 0) << "the server stopped answering after: " << what;
+    EXPECT_EQ(r.status, c.status) << what;
+    const json err = r.json();
+    if (!err.is_object() || !err.contains("error")) {
+      ADD_FAILURE() << "no error: " << what;
+      continue;
+    }
+    EXPECT_EQ(err["error"]["field"], c.field) << what;
+    EXPECT_NE(err["error"]["message"].get<std::string>().find(c.message), std::string::npos) << what;
+  }
+  EXPECT_EQ(s.Get("/v1/workloads", kAdminToken).json()["workloads"].size(), 0u);
+  // What stays allowed: the project's own queue, a debug job without GPUs given.
+  EXPECT_EQ(s.Post("/v1/workloads", kResearchToken, "{" + ok + R"(, "queue": "research"})").status, 201);
+  EXPECT_EQ(s.Post("/v1/workloads", kResearchToken,
+                   R"({"name": "nb", "project": "sandbox", "kind": "debug"})").status, 201);
+}
+
+TEST(ServerBadInput, IdempotencyKeyReusedWithAnotherBodyIsAConflictNamingTheKey) {
+  ServerProcess s;
+  const std::string body = R"({"name": "a", "project": "vision", "gpus_per_replica": 1})";
+  HttpReply first = s.Post("/v1/workloads", kResearchToken, body, {{"Idempotency-Key", "k-7"}});
+  ASSERT_EQ(first.status, 201) << first.body;
+  // The same body, spelled differently, is a retry.
+  HttpReply retry = s.Post("/v1/workloads", kResearchToken,
+                           R"({"gpus_per_replica": 1,  "project": "vision", "name": "a"})",
+                           {{"Idempotency-Key", "k-7"}});
+  EXPECT_EQ(retry.status, 200) << retry.body;
+  EXPECT_EQ(retry.json()["id"], first.json()["id"]);
+  HttpReply other = s.Post("/v1/workloads", kResearchToken,
+                           R"({"name": "b", "project": "vision", "gpus_per_replica": 8})",
+                           {{"Idempotency-Key", "k-7"}});
+  EXPECT_EQ(other.status, 409) << other.body;
+  EXPECT_NE(other.body.find("k-7"), std::string::npos) << other.body;
+  // Also after a restart, from what the store kept.
+  s.Kill(SIGKILL);
+  ASSERT_TRUE(s.Start());
+  EXPECT_EQ(s.Post("/v1/workloads", kResearchToken, R"({"name": "b", "project": "vision", "gpus_per_replica": 8})",
+                   {{"Idempotency-Key", "k-7"}}).status, 409);
+  EXPECT_EQ(s.Post("/v1/workloads", kResearchToken, body, {{"Idempotency-Key", "k-7"}}).status, 200);
 }
 
 }  // namespace

@@ -35,7 +35,7 @@ TEST(ServerCrash, AcknowledgedSubmitsSurviveKill9WithoutDuplicates) {
             std::lock_guard lock(mu);
             name = "w" + std::to_string(next++);
           }
-          const json body = {{"name", name}, {"project", "sandbox"}};
+          const json body = {{"name", name}, {"project", "sandbox"}, {"gpus_per_replica", 1}};
           HttpReply r = s.Post("/v1/workloads", kResearchToken, body.dump(), {{"Idempotency-Key", name}});
           std::lock_guard lock(mu);
           if (r.status == 201) {
@@ -78,7 +78,7 @@ TEST(ServerCrash, AcknowledgedSubmitsSurviveKill9WithoutDuplicates) {
   // Retrying an unacknowledged submit with its key applies it at most once.
   for (const std::string& name : unacked) {
     if (acked.count(name)) continue;
-    const json body = {{"name", name}, {"project", "sandbox"}};
+    const json body = {{"name", name}, {"project", "sandbox"}, {"gpus_per_replica", 1}};
     HttpReply r = s.Post("/v1/workloads", kResearchToken, body.dump(), {{"Idempotency-Key", name}});
     EXPECT_TRUE(r.status == 201 || r.status == 200) << r.body;
   }

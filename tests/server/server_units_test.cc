@@ -180,10 +180,13 @@ TEST(SubmitParsing, DefaultsAndBounds) {
   auto min_only = ParseSubmit({{"name", "e"}, {"min_replicas", 2}, {"max_replicas", 6}}, cat, "p", now);
   ASSERT_TRUE(min_only.ok()) << min_only.status().ToString();
   EXPECT_EQ(min_only->record.w.pods, 2);
-  // deadline_s counts from the submission: 1,000 s + 60 s.
-  auto batch = ParseSubmit({{"name", "b"}, {"kind", "batch_inference"}, {"deadline_s", 60}}, cat, "p", now);
+  // deadline_s counts from the submission: 1,000 s + 600 s.
+  auto batch = ParseSubmit({{"name", "b"}, {"kind", "batch_inference"}, {"deadline_s", 600}}, cat, "p", now);
   ASSERT_TRUE(batch.ok()) << batch.status().ToString();
-  EXPECT_EQ(ToMillis(batch->record.w.batch.deadline), 1'060'000);
+  EXPECT_EQ(ToMillis(batch->record.w.batch.deadline), 1'600'000);
+  // Under 10 minutes away it is a priority lever, not a deadline.
+  auto soon = ParseSubmit({{"name", "b"}, {"kind", "batch_inference"}, {"deadline_s", 599}}, cat, "p", now);
+  EXPECT_EQ(soon.status().message().rfind("deadline_s: expected at least 600 s", 0), 0u) << soon.status().message();
   auto big = ParseSubmit({{"name", "x"}, {"gpus_per_replica", 64}, {"replicas", 65}}, cat, "p", now);
   ASSERT_FALSE(big.ok());
   // 65 x 64 = 4160 GPUs > 4096.
@@ -205,7 +208,7 @@ TEST(SubmitParsing, DefaultsAndBounds) {
 TEST(RecordCodec, StoredFormIsCompactAndRoundTrips) {
   const Catalog cat = OneProjectCatalog();
   auto spec = ParseSubmit({{"name", "x"}, {"kind", "training"}, {"checkpoint_interval_s", 600},
-                           {"deadline_s", 100}, {"labels", {{"k", "v"}}}},
+                           {"deadline_s", 1000}, {"labels", {{"k", "v"}}}},
                           cat, "p", TimeFromMillis(5000));
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   WorkloadRecord r = spec->record;
@@ -226,8 +229,21 @@ TEST(RecordCodec, StoredFormIsCompactAndRoundTrips) {
   EXPECT_TRUE(back->approved);
   EXPECT_EQ(back->run.labels.at("k"), "v");
   EXPECT_EQ(ToSeconds(back->w.training.checkpoint_interval), 600);
-  // The deadline stays absolute (5 s + 100 s), not relative to the new submit time.
-  EXPECT_EQ(ToMillis(back->w.batch.deadline), 105'000);
+  // The deadline stays absolute (5 s + 1000 s), not relative to the new submit time.
+  EXPECT_EQ(ToMillis(back->w.batch.deadline), 1'005'000);
+}
+
+TEST_F(StoreTest, ASecondStoreOnTheSamePathIsRefusedWhileTheFirstIsOpen) {
+  auto first = OpenStore(url());
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  auto second = OpenStore(url());
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(second.status().message().find("in use by another tidal server"), std::string::npos)
+      << second.status().message();
+  // Closing the first frees the store.
+  first->reset();
+  EXPECT_TRUE(OpenStore(url()).ok());
 }
 
 }  // namespace
