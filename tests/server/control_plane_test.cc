@@ -204,7 +204,7 @@ TEST_F(ControlPlaneTest, StopOutcomeIsRecordedAgainstThePreemption) {
 TEST_F(ControlPlaneTest, AgentEncodedStopOutcomeAndAttemptReachThePreemption) {
   Register("x", 1);
   const uint64_t id = Submit({{"name", "t"}, {"project", "vision"}, {"command", {"train"}},
-                              {"node_selector", {{"host", "x"}}}});
+                              {"gpus_per_replica", 1}, {"node_selector", {{"host", "x"}}}});
   cp_->RunPass();
   // The node misses its lease (30 s), comes back, and the job lands on it
   // again: attempt 2, so an event of attempt 1 is stale.
