@@ -19,7 +19,9 @@ state::State InitialState(const Snapshot& snapshot) {
 EngineDriver::EngineDriver(Snapshot snapshot, PolicyConfig policy)
     : scheduler_(policy),
       machine_(InitialState(snapshot),
-               state::LifecycleOptions{policy.preemption.default_grace, Duration(0)}) {}
+               state::LifecycleOptions{policy.preemption.default_grace, Duration(0)}) {
+  machine_.set_sink([this](const state::JournalEntry& e) { journal_.push_back(e); });
+}
 
 void EngineDriver::MustApply(const state::Edit& e) {
   Status s = machine_.Apply(e);

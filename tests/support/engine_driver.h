@@ -45,6 +45,8 @@ class EngineDriver {
   const Decisions& last() const { return last_; }
   // Decisions the state refused so far (stale or conflicting).
   int refused() const { return refused_; }
+  // Every edit applied since the driver was built, with its time.
+  const std::vector<state::JournalEntry>& journal() const { return journal_; }
   // GPUs held (running or terminating) by the queue's workloads.
   int QueueGpus(QueueId q) const { return machine_.state().queue_used_gpus(q); }
 
@@ -61,6 +63,7 @@ class EngineDriver {
   std::vector<ResizeDecision> resizes_;
   bool linger_ = false;
   int refused_ = 0;
+  std::vector<state::JournalEntry> journal_;
 };
 
 }  // namespace tidal::testing
