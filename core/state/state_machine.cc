@@ -13,7 +13,7 @@ StateMachine::StateMachine(State state, LifecycleOptions options)
 Status StateMachine::Apply(const Edit& edit) {
   TIDAL_RETURN_IF_ERROR(state_.Apply(edit));
   lifecycle_.Observe(edit, state_);
-  if (sink_) sink_(JournalEntry{state_.now(), edit});
+  if (sink_) sink_(state_.now(), edit);
   return Status::Ok();
 }
 

@@ -51,7 +51,9 @@ struct ApplyOutcome {
 
 class StateMachine {
  public:
-  using Sink = std::function<void(const JournalEntry&)>;
+  // Called with each applied edit and the clock it applied at; the edit is
+  // not copied (a journal that keeps it copies it).
+  using Sink = std::function<void(Time at, const Edit& edit)>;
 
   StateMachine(State state, LifecycleOptions options);
 

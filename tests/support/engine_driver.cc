@@ -20,7 +20,7 @@ EngineDriver::EngineDriver(Snapshot snapshot, PolicyConfig policy)
     : scheduler_(policy),
       machine_(InitialState(snapshot),
                state::LifecycleOptions{policy.preemption.default_grace, Duration(0)}) {
-  machine_.set_sink([this](const state::JournalEntry& e) { journal_.push_back(e); });
+  machine_.set_sink([this](Time at, const state::Edit& e) { journal_.push_back({at, e}); });
 }
 
 void EngineDriver::MustApply(const state::Edit& e) {
