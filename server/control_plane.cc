@@ -63,7 +63,9 @@ Status ControlPlane::Recover() {
   node_rt_.resize(config_.catalog.cluster.nodes.size());
   for (const auto& [name, text] : rec.nodes) {
     json j = json::parse(text, nullptr, false);
-    if (j.is_discarded() || !j.contains("registration")) continue;
+    if (j.is_discarded() || !j.is_object() || !j.contains("registration")) {
+      return Internal(fmt::format("node {}: stored record is not a node record (a torn row?)", name));
+    }
     auto reg = ParseRegistration(j["registration"]);
     if (!reg.ok()) {
       std::fprintf(stderr, "tidal: stored node %s no longer applies: %s\n", name.c_str(),
@@ -143,6 +145,21 @@ void ControlPlane::AddAudit(Mutation& m, const std::string& actor, const std::st
   }
   row.detail_json = detail.dump();
   m.audit.push_back(std::move(row));
+}
+
+Status ControlPlane::Writable() const {
+  Status health = store_->health();
+  if (health.ok()) return health;
+  return Unavailable(fmt::format("store failed, the server is read-only until restarted: {}",
+                                 health.message()));
+}
+
+Status ControlPlane::ReadBarrier(uint64_t seq) const {
+  Status durable = store_->WaitDurable(seq);
+  // Read-only mode: reads answer from memory, which may still show the one
+  // change whose write failed (its caller got 503; a restart drops it).
+  if (!durable.ok() && !store_->health().ok()) return Status::Ok();
+  return durable;
 }
 
 uint64_t ControlPlane::Enqueue(Mutation m) {
@@ -392,6 +409,7 @@ StatusOr<SubmitResult> ControlPlane::Submit(const Principal& who, const json& bo
   {
     std::lock_guard lock(mu_);
     if (!ready_) return Unavailable("server is recovering");
+    TIDAL_RETURN_IF_ERROR(Writable());
     if (!key.empty()) {
       if (auto it = idempotency_.find(key); it != idempotency_.end()) {
         const WorkloadRecord& first = records_.at(it->second);
@@ -463,7 +481,7 @@ StatusOr<json> ControlPlane::Get(const Principal& who, uint64_t id) const {
     reply = RecordToJson(*r, config_.catalog);
     seq = last_seq_;
   }
-  TIDAL_RETURN_IF_ERROR(store_->WaitDurable(seq));
+  TIDAL_RETURN_IF_ERROR(ReadBarrier(seq));
   return reply;
 }
 
@@ -499,7 +517,7 @@ StatusOr<json> ControlPlane::List(const Principal& who, const ListFilter& f) con
   }
   const uint64_t seq = last_seq_;
   lock.unlock();
-  TIDAL_RETURN_IF_ERROR(store_->WaitDurable(seq));
+  TIDAL_RETURN_IF_ERROR(ReadBarrier(seq));
   return json{{"workloads", out}};
 }
 
@@ -582,6 +600,7 @@ StatusOr<json> ControlPlane::Cancel(const Principal& who, uint64_t id) {
   json reply;
   {
     std::lock_guard lock(mu_);
+    TIDAL_RETURN_IF_ERROR(Writable());
     TIDAL_ASSIGN_OR_RETURN(WorkloadRecord* r, FindChangeable(who, id));
     const Time now = clock_.Now();
     Mutation m;
@@ -608,6 +627,7 @@ StatusOr<json> ControlPlane::Resize(const Principal& who, uint64_t id, const jso
   json reply;
   {
     std::lock_guard lock(mu_);
+    TIDAL_RETURN_IF_ERROR(Writable());
     TIDAL_ASSIGN_OR_RETURN(WorkloadRecord* r, FindChangeable(who, id));
     Workload w = r->w;
     TIDAL_RETURN_IF_ERROR(rd.Int("min_replicas", &w.min_pods, 1, kMaxTotalGpus));
@@ -653,6 +673,7 @@ StatusOr<json> ControlPlane::Approve(const Principal& who, uint64_t id) {
   json reply;
   {
     std::lock_guard lock(mu_);
+    TIDAL_RETURN_IF_ERROR(Writable());
     WorkloadRecord* r = Find(id);
     if (!r) return NotFound(fmt::format("workload {} not found", id));
     if (r->w.state != WorkloadState::kAwaitingApproval) {

@@ -133,6 +133,12 @@ class ControlPlane {
   void AddAudit(Mutation& m, const std::string& actor, const std::string& action,
                 const WorkloadRecord* r, nlohmann::json detail, Time now);
   uint64_t Enqueue(Mutation m);
+  // Ok, or 503 naming the store's failure: every mutating call checks it
+  // before it changes anything (read-only mode). mu_ may be held.
+  Status Writable() const;
+  // What reads wait on: WaitDurable, except that a failed store still lets
+  // reads answer (from memory). mu_ not held.
+  Status ReadBarrier(uint64_t seq) const;
   WorkloadRecord* Find(uint64_t id);
   // A workload `who` may change: found, of its tenant, not yet ended.
   StatusOr<WorkloadRecord*> FindChangeable(const Principal& who, uint64_t id);

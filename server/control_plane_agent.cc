@@ -153,6 +153,7 @@ StatusOr<json> ControlPlane::RegisterNode(const Principal& who, const json& body
   json reply;
   {
     std::lock_guard lock(mu_);
+    TIDAL_RETURN_IF_ERROR(Writable());
     TIDAL_ASSIGN_OR_RETURN(ParsedRegistration reg, ParseRegistration(body));
     const NodeId id = CommitRegistration(std::move(reg), body);
     const Time now = clock_.Now();
@@ -182,6 +183,9 @@ StatusOr<json> ControlPlane::Heartbeat(const Principal& who, const std::string& 
   bool changed = false;
   {
     std::lock_guard lock(mu_);
+    // A heartbeat's reply hands out desired pods, which a failed store
+    // cannot vouch for; the agent keeps what it runs and retries.
+    TIDAL_RETURN_IF_ERROR(Writable());
     auto id = config_.catalog.FindNode(node_name);
     if (!id || !node_rt_[id->value()].registered) {
       return NotFound(fmt::format("node \"{}\" is not registered; POST /v1/agent/register first", node_name));
@@ -344,6 +348,7 @@ StatusOr<json> ControlPlane::PodStatus(const Principal& who, const std::string& 
   bool freed = false;
   {
     std::lock_guard lock(mu_);
+    TIDAL_RETURN_IF_ERROR(Writable());
     auto node = config_.catalog.FindNode(node_name);
     if (!node) return NotFound(fmt::format("node \"{}\" is not known", node_name));
     const Time now = clock_.Now();

@@ -267,6 +267,9 @@ void ControlPlane::RunPass() {
   {
     std::lock_guard lock(mu_);
     if (!ready_) return;
+    // A failed store cannot persist decisions, so the pass changes nothing:
+    // memory must not run ahead of what a restart would recover.
+    if (!Writable().ok()) return;
     now = clock_.Now();
     Mutation m;
     ExpireAndReap(now, m);
@@ -289,6 +292,7 @@ void ControlPlane::RunPass() {
   }
   {
     std::lock_guard lock(mu_);
+    if (!Writable().ok()) return;  // failed while co-location ran
     Mutation m;
     const ColocationStatus& cs = colocation_.status();
     for (NodeId n : cs.newly_lent) {
@@ -321,12 +325,16 @@ void ControlPlane::RunPass() {
   Decisions eng = scheduler_.Schedule(snap);
   {
     std::lock_guard lock(mu_);
+    if (!Writable().ok()) return;  // failed while the engine ran
     Mutation m;
     ApplyDecisions(eng, snap, now, m);
     seq = Enqueue(std::move(m));
     last_pass_ms_ = ToMillis(now);
   }
-  (void)store_->WaitDurable(seq);
+  // No reply waits on a pass, but a failed write is the store's sticky
+  // error (logged by the store, shown as tidal_store_healthy 0); the next
+  // pass sees it and applies nothing.
+  if (Status durable = store_->WaitDurable(seq); !durable.ok()) return;
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   metrics_.Observe("tidal_scheduling_pass_seconds", {}, took);
   std::lock_guard lock(mu_);

@@ -396,6 +396,8 @@ std::string ControlPlane::MetricsText() const {
       g.Sample("tidal_inference_replicas", run, r.allocation ? r.allocation->pods.size() : 0);
       g.Sample("tidal_inference_replicas", ready, r.ready_ranks.size());
     }
+    g.Family("tidal_store_healthy", "1 while the store writes; 0 after a failed write (read-only until restart).");
+    g.Sample("tidal_store_healthy", {}, store_->health().ok() ? 1 : 0);
     g.Family("tidal_store_commits", "Store transactions committed (group commit).");
     g.Sample("tidal_store_commits", {}, store_->commits());
     g.Family("tidal_store_committed_mutations", "Changes committed; divided by commits = group size.");

@@ -24,17 +24,21 @@ namespace {
 
 constexpr size_t kMaxBatch = 4096;
 
+// A prepared statement. A failed prepare is kept as status() (a damaged
+// schema, a full disk), never an abort: the caller turns it into a Status.
 class Statement {
  public:
   Statement(sqlite3* db, const char* sql) {
     if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) {
-      std::fprintf(stderr, "tidal: sqlite prepare failed: %s: %s\n", sql, sqlite3_errmsg(db));
-      std::abort();
+      status_ = Unavailable(fmt::format("sqlite: cannot prepare \"{}\": {}", sql, sqlite3_errmsg(db)));
+      sqlite3_finalize(stmt_);
+      stmt_ = nullptr;
     }
   }
   ~Statement() { sqlite3_finalize(stmt_); }
   Statement(const Statement&) = delete;
   Statement& operator=(const Statement&) = delete;
+  const Status& status() const { return status_; }
   sqlite3_stmt* get() { return stmt_; }
   void BindText(int i, const std::string& s) {
     sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
@@ -50,7 +54,29 @@ class Statement {
 
  private:
   sqlite3_stmt* stmt_ = nullptr;
+  Status status_;
 };
+
+// Steps a query: true with a row, false at the end; an error (a corrupt page,
+// an I/O error) is a Status naming the table, so a damaged store is reported
+// instead of being read as a shorter one.
+StatusOr<bool> NextRow(sqlite3* db, Statement& s, const char* table) {
+  const int rc = sqlite3_step(s.get());
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  return Internal(fmt::format("store: reading {}: {} (sqlite code {})", table, sqlite3_errmsg(db), rc));
+}
+
+// A column that must hold text (a record): NULL, a number or a blob is a torn
+// or foreign row.
+StatusOr<std::string> TextColumn(sqlite3_stmt* s, int i, const char* table, const std::string& row) {
+  if (sqlite3_column_type(s, i) != SQLITE_TEXT) {
+    return Internal(fmt::format("store: {} row {}: column {} is not text (a torn or foreign row)",
+                                table, row, sqlite3_column_name(s, i)));
+  }
+  const unsigned char* t = sqlite3_column_text(s, i);
+  return std::string(reinterpret_cast<const char*>(t), sqlite3_column_bytes(s, i));
+}
 
 std::string ColumnText(sqlite3_stmt* s, int i) {
   const unsigned char* t = sqlite3_column_text(s, i);
@@ -122,42 +148,66 @@ class SqliteStore final : public Store {
     Recovered r;
     {
       Statement s(reader_, "SELECT id, record FROM workloads ORDER BY id");
-      while (sqlite3_step(s.get()) == SQLITE_ROW) {
-        r.workloads.emplace_back(sqlite3_column_int64(s.get(), 0), ColumnText(s.get(), 1));
+      TIDAL_RETURN_IF_ERROR(s.status());
+      while (true) {
+        TIDAL_ASSIGN_OR_RETURN(bool row, NextRow(reader_, s, "workloads"));
+        if (!row) break;
+        const int64_t id = sqlite3_column_int64(s.get(), 0);
+        TIDAL_ASSIGN_OR_RETURN(std::string record, TextColumn(s.get(), 1, "workloads", std::to_string(id)));
+        r.workloads.emplace_back(static_cast<uint64_t>(id), std::move(record));
       }
     }
     {
       Statement s(reader_, "SELECT name, record FROM nodes ORDER BY seq");
-      while (sqlite3_step(s.get()) == SQLITE_ROW) {
-        r.nodes.emplace_back(ColumnText(s.get(), 0), ColumnText(s.get(), 1));
+      TIDAL_RETURN_IF_ERROR(s.status());
+      while (true) {
+        TIDAL_ASSIGN_OR_RETURN(bool row, NextRow(reader_, s, "nodes"));
+        if (!row) break;
+        TIDAL_ASSIGN_OR_RETURN(std::string name, TextColumn(s.get(), 0, "nodes", "?"));
+        TIDAL_ASSIGN_OR_RETURN(std::string record, TextColumn(s.get(), 1, "nodes", name));
+        r.nodes.emplace_back(std::move(name), std::move(record));
       }
     }
     {
       Statement s(reader_, "SELECT key, workload FROM idempotency");
-      while (sqlite3_step(s.get()) == SQLITE_ROW) {
-        r.idempotency.push_back({ColumnText(s.get(), 0),
-                                 static_cast<uint64_t>(sqlite3_column_int64(s.get(), 1))});
+      TIDAL_RETURN_IF_ERROR(s.status());
+      while (true) {
+        TIDAL_ASSIGN_OR_RETURN(bool row, NextRow(reader_, s, "idempotency"));
+        if (!row) break;
+        TIDAL_ASSIGN_OR_RETURN(std::string key, TextColumn(s.get(), 0, "idempotency", "?"));
+        r.idempotency.push_back({std::move(key), static_cast<uint64_t>(sqlite3_column_int64(s.get(), 1))});
       }
     }
     {
       Statement s(reader_, "SELECT COALESCE(MAX(seq), 0) FROM audit");
-      if (sqlite3_step(s.get()) == SQLITE_ROW) r.last_audit_seq = sqlite3_column_int64(s.get(), 0);
+      TIDAL_RETURN_IF_ERROR(s.status());
+      TIDAL_ASSIGN_OR_RETURN(bool row, NextRow(reader_, s, "audit"));
+      if (row) r.last_audit_seq = sqlite3_column_int64(s.get(), 0);
     }
     return r;
   }
 
   uint64_t Enqueue(Mutation m) override {
     std::lock_guard lock(mu_);
-    queue_.push_back(std::move(m));
     const uint64_t seq = ++enqueued_seq_;
+    // A failed store writes nothing more: the file must stay a prefix of the
+    // history, and this change's WaitDurable reports the failure.
+    if (!error_.ok()) return seq;
+    queue_.push_back(std::move(m));
     queued_cv_.notify_one();
     return seq;
   }
 
   Status WaitDurable(uint64_t seq) override {
     std::unique_lock lock(mu_);
-    durable_cv_.wait(lock, [&] { return durable_seq_ >= seq; });
-    return Status::Ok();
+    durable_cv_.wait(lock, [&] { return durable_seq_ >= seq || !error_.ok(); });
+    if (durable_seq_ >= seq) return Status::Ok();
+    return error_;
+  }
+
+  Status health() const override {
+    std::lock_guard lock(mu_);
+    return error_;
   }
 
   StatusOr<std::vector<AuditRow>> QueryAudit(const AuditQuery& q) override {
@@ -170,6 +220,7 @@ class SqliteStore final : public Store {
     if (!q.action.empty()) sql += " AND action = ?5";
     sql += " ORDER BY seq LIMIT ?6";
     Statement s(reader_, sql.c_str());
+    TIDAL_RETURN_IF_ERROR(s.status());
     s.BindInt(1, q.from_ms);
     s.BindInt(2, q.to_ms);
     if (q.workload != 0) s.BindInt(3, static_cast<int64_t>(q.workload));
@@ -177,7 +228,9 @@ class SqliteStore final : public Store {
     if (!q.action.empty()) s.BindText(5, q.action);
     s.BindInt(6, q.limit);
     std::vector<AuditRow> rows;
-    while (sqlite3_step(s.get()) == SQLITE_ROW) {
+    while (true) {
+      TIDAL_ASSIGN_OR_RETURN(bool more, NextRow(reader_, s, "audit"));
+      if (!more) break;
       AuditRow row;
       row.seq = sqlite3_column_int64(s.get(), 0);
       row.time_ms = sqlite3_column_int64(s.get(), 1);
@@ -226,6 +279,7 @@ class SqliteStore final : public Store {
   void WriterLoop() {
     Statement begin(db_, "BEGIN IMMEDIATE");
     Statement commit(db_, "COMMIT");
+    Statement rollback(db_, "ROLLBACK");
     Statement put_workload(db_, "INSERT OR REPLACE INTO workloads(id, record) VALUES (?1, ?2)");
     Statement put_node(db_,
                        "INSERT INTO nodes(name, record) VALUES (?1, ?2) "
@@ -234,6 +288,12 @@ class SqliteStore final : public Store {
                         "INSERT INTO audit(seq, time_ms, actor, action, workload, tenant, project, "
                         "detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
     Statement put_key(db_, "INSERT OR IGNORE INTO idempotency(key, workload) VALUES (?1, ?2)");
+    for (const Statement* st : {&begin, &commit, &rollback, &put_workload, &put_node, &put_audit, &put_key}) {
+      if (!st->status().ok()) {
+        Fail(st->status());
+        break;
+      }
+    }
     std::vector<Mutation> batch;
     while (true) {
       uint64_t last_seq = 0;
@@ -247,39 +307,15 @@ class SqliteStore final : public Store {
         }
         last_seq = durable_seq_ + batch.size();
       }
-      Check(begin.Run(), "BEGIN");
-      for (const Mutation& m : batch) {
-        for (const auto& [id, record] : m.workloads) {
-          put_workload.BindInt(1, static_cast<int64_t>(id));
-          put_workload.BindText(2, record);
-          Check(put_workload.Run(), "workload");
-        }
-        for (const auto& [name, record] : m.nodes) {
-          put_node.BindText(1, name);
-          put_node.BindText(2, record);
-          Check(put_node.Run(), "node");
-        }
-        for (const AuditRow& a : m.audit) {
-          put_audit.BindInt(1, a.seq);
-          put_audit.BindInt(2, a.time_ms);
-          put_audit.BindText(3, a.actor);
-          put_audit.BindText(4, a.action);
-          put_audit.BindInt(5, static_cast<int64_t>(a.workload));
-          put_audit.BindText(6, a.tenant);
-          put_audit.BindText(7, a.project);
-          put_audit.BindText(8, a.detail_json);
-          Check(put_audit.Run(), "audit");
-        }
-        for (const IdempotencyRow& k : m.idempotency) {
-          put_key.BindText(1, k.key);
-          put_key.BindInt(2, static_cast<int64_t>(k.workload));
-          Check(put_key.Run(), "idempotency");
-        }
-      }
-      Check(commit.Run(), "COMMIT");
-      commits_.fetch_add(1);
-      committed_mutations_.fetch_add(batch.size());
+      Status written = WriteBatch(batch, begin, commit, put_workload, put_node, put_audit, put_key);
       batch.clear();
+      if (!written.ok()) {
+        // Nothing of the batch may stay half-written (an error inside a
+        // transaction can leave it open); the next Load sees the last commit.
+        if (rollback.get() && !sqlite3_get_autocommit(db_)) rollback.Run();
+        Fail(written);
+        continue;
+      }
       {
         std::lock_guard lock(mu_);
         durable_seq_ = last_seq;
@@ -288,14 +324,65 @@ class SqliteStore final : public Store {
     }
   }
 
-  // The in-memory state already holds the change, so a store that cannot
-  // write must not keep serving: crash, and recover from the last commit.
-  void Check(int rc, const char* what) {
-    if (rc != SQLITE_DONE && rc != SQLITE_ROW && rc != SQLITE_OK) {
-      std::fprintf(stderr, "tidal: store write failed (%s): %s; exiting\n", what,
-                   sqlite3_errmsg(db_));
-      std::abort();
+  Status WriteBatch(const std::vector<Mutation>& batch, Statement& begin, Statement& commit,
+                    Statement& put_workload, Statement& put_node, Statement& put_audit,
+                    Statement& put_key) {
+    {
+      std::lock_guard lock(mu_);
+      if (!error_.ok()) return error_;
     }
+    TIDAL_RETURN_IF_ERROR(Check(begin.Run(), "BEGIN"));
+    for (const Mutation& m : batch) {
+      for (const auto& [id, record] : m.workloads) {
+        put_workload.BindInt(1, static_cast<int64_t>(id));
+        put_workload.BindText(2, record);
+        TIDAL_RETURN_IF_ERROR(Check(put_workload.Run(), "workload"));
+      }
+      for (const auto& [name, record] : m.nodes) {
+        put_node.BindText(1, name);
+        put_node.BindText(2, record);
+        TIDAL_RETURN_IF_ERROR(Check(put_node.Run(), "node"));
+      }
+      for (const AuditRow& a : m.audit) {
+        put_audit.BindInt(1, a.seq);
+        put_audit.BindInt(2, a.time_ms);
+        put_audit.BindText(3, a.actor);
+        put_audit.BindText(4, a.action);
+        put_audit.BindInt(5, static_cast<int64_t>(a.workload));
+        put_audit.BindText(6, a.tenant);
+        put_audit.BindText(7, a.project);
+        put_audit.BindText(8, a.detail_json);
+        TIDAL_RETURN_IF_ERROR(Check(put_audit.Run(), "audit"));
+      }
+      for (const IdempotencyRow& k : m.idempotency) {
+        put_key.BindText(1, k.key);
+        put_key.BindInt(2, static_cast<int64_t>(k.workload));
+        TIDAL_RETURN_IF_ERROR(Check(put_key.Run(), "idempotency"));
+      }
+    }
+    TIDAL_RETURN_IF_ERROR(Check(commit.Run(), "COMMIT"));
+    commits_.fetch_add(1);
+    committed_mutations_.fetch_add(batch.size());
+    return Status::Ok();
+  }
+
+  Status Check(int rc, const char* what) {
+    if (rc == SQLITE_DONE || rc == SQLITE_ROW || rc == SQLITE_OK) return Status::Ok();
+    return Unavailable(fmt::format("store write failed ({}): {}", what, sqlite3_errmsg(db_)));
+  }
+
+  // The first failure sticks: every waiter not yet durable gets it, and the
+  // queue is dropped (those changes' callers get the error, not a reply).
+  void Fail(const Status& cause) {
+    {
+      std::lock_guard lock(mu_);
+      if (!error_.ok()) return;
+      error_ = cause;
+      queue_.clear();
+    }
+    std::fprintf(stderr, "tidal: %s; the store is failed and the server is read-only until restarted\n",
+                 cause.message().c_str());
+    durable_cv_.notify_all();
   }
 
   int lock_fd_ = -1;
@@ -303,13 +390,14 @@ class SqliteStore final : public Store {
   sqlite3* reader_ = nullptr;
   std::mutex reader_mu_;
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable queued_cv_;
   std::condition_variable durable_cv_;
   std::deque<Mutation> queue_;
   uint64_t enqueued_seq_ = 0;
   uint64_t durable_seq_ = 0;
   bool stopping_ = false;
+  Status error_;  // sticky: the first failed write
   std::atomic<uint64_t> commits_{0};
   std::atomic<uint64_t> committed_mutations_{0};
   std::thread writer_;

@@ -5,6 +5,13 @@
 // out only after WaitDurable() for its mutation, which makes every earlier
 // mutation durable too. Kept small so that an etcd store (HA) can replace the
 // SQLite one.
+//
+// Errors are sticky (LevelDB's bg_error_): the first write that fails puts the
+// store into a failed state for the rest of its life. The failed batch is
+// rolled back and nothing queued after it is written, so the file keeps a
+// prefix of the history and every WaitDurable() for a change not yet durable
+// returns the cause. The control plane then serves reads only; a restart
+// recovers the last commit.
 #ifndef TIDAL_SERVER_STORE_H_
 #define TIDAL_SERVER_STORE_H_
 
@@ -66,8 +73,12 @@ class Store {
   virtual StatusOr<Recovered> Load() = 0;
   // Queues `m` and returns its sequence number; never blocks on disk.
   virtual uint64_t Enqueue(Mutation m) = 0;
-  // Blocks until mutation `seq` (and every earlier one) is durable.
+  // Blocks until mutation `seq` (and every earlier one) is durable, or the
+  // store has failed: then returns the failure for every `seq` that did not
+  // become durable before it.
   virtual Status WaitDurable(uint64_t seq) = 0;
+  // Ok, or the sticky failure (a Status naming the cause).
+  virtual Status health() const = 0;
   virtual StatusOr<std::vector<AuditRow>> QueryAudit(const AuditQuery& query) = 0;
   // Transactions committed and mutations in them, for metrics.
   virtual uint64_t commits() const = 0;

@@ -1,0 +1,113 @@
+// A Store for server tests that wraps the real one and injects the faults a
+// disk can have: a write that fails (and, like the real store, stays failed),
+// and durability that is slow. Header-only so tidal_testing needs no server
+// dependency. The control plane owns the store; the test keeps a raw pointer,
+// valid while the control plane lives.
+#ifndef TIDAL_TESTS_SUPPORT_FAULTY_STORE_H_
+#define TIDAL_TESTS_SUPPORT_FAULTY_STORE_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "server/store.h"
+
+namespace tidal::testing {
+
+class FaultyStore final : public server::Store {
+ public:
+  explicit FaultyStore(std::unique_ptr<server::Store> inner) : inner_(std::move(inner)) {}
+
+  // The `nth` write from now (1 = the next one) fails with Unavailable(cause),
+  // and so does every write after it: the wrapped store never sees them, so
+  // the file keeps exactly the writes before the fault.
+  void FailWrite(int nth, std::string cause) {
+    std::lock_guard lock(mu_);
+    fail_at_ = seq_ + static_cast<uint64_t>(nth);
+    cause_ = std::move(cause);
+  }
+  // WaitDurable blocks until Release(): a slow disk.
+  void Hold() {
+    std::lock_guard lock(mu_);
+    held_ = true;
+  }
+  void Release() {
+    {
+      std::lock_guard lock(mu_);
+      held_ = false;
+    }
+    cv_.notify_all();
+  }
+  // Blocks until `n` callers are held in WaitDurable (so a test knows a reply
+  // is being delayed without sleeping).
+  void AwaitHeldWaiters(int n) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return held_waiters_ >= n; });
+  }
+  uint64_t writes() const {
+    std::lock_guard lock(mu_);
+    return seq_;
+  }
+
+  StatusOr<server::Recovered> Load() override { return inner_->Load(); }
+
+  uint64_t Enqueue(server::Mutation m) override {
+    std::lock_guard lock(mu_);
+    const uint64_t seq = ++seq_;
+    if (fail_at_ != 0 && seq >= fail_at_) {
+      if (error_.ok()) error_ = Unavailable(cause_);
+      return seq;
+    }
+    // Nothing was skipped before the fault, so the wrapped store's sequence
+    // numbers are these.
+    inner_->Enqueue(std::move(m));
+    return seq;
+  }
+
+  Status WaitDurable(uint64_t seq) override {
+    {
+      std::unique_lock lock(mu_);
+      if (held_) {
+        ++held_waiters_;
+        cv_.notify_all();
+        cv_.wait(lock, [&] { return !held_; });
+        --held_waiters_;
+      }
+      if (!error_.ok() && seq >= fail_at_) return error_;
+    }
+    return inner_->WaitDurable(seq);
+  }
+
+  Status health() const override {
+    {
+      std::lock_guard lock(mu_);
+      if (!error_.ok()) return error_;
+    }
+    return inner_->health();
+  }
+
+  StatusOr<std::vector<server::AuditRow>> QueryAudit(const server::AuditQuery& query) override {
+    return inner_->QueryAudit(query);
+  }
+  uint64_t commits() const override { return inner_->commits(); }
+  uint64_t committed_mutations() const override { return inner_->committed_mutations(); }
+
+ private:
+  std::unique_ptr<server::Store> inner_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t seq_ = 0;
+  uint64_t fail_at_ = 0;  // 0 = no fault
+  std::string cause_;
+  Status error_;
+  bool held_ = false;
+  int held_waiters_ = 0;
+};
+
+}  // namespace tidal::testing
+
+#endif  // TIDAL_TESTS_SUPPORT_FAULTY_STORE_H_
