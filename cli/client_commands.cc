@@ -101,11 +101,6 @@ std::string TransportError(httplib::Error e) {
     case httplib::Error::SSLLoadingCerts:
     case httplib::Error::SSLServerVerification:
       return "TLS failed (" + httplib::to_string(e) + ")";
-    case httplib::Error::UnsupportedMultipartBoundaryChars:
-    case httplib::Error::Compression:
-    case httplib::Error::ExceedRedirectCount:
-    case httplib::Error::Canceled:
-    case httplib::Error::ProxyConnection:
     default:
       return httplib::to_string(e);
   }

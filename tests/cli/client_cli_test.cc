@@ -82,7 +82,8 @@ class CliTest : public ::testing::Test {
       }
       // Cells are separated by two or more spaces (client_table.h).
       std::vector<std::string> cells;
-      std::sregex_token_iterator it(line.begin(), line.end(), std::regex("  +"), -1), end;
+      static const std::regex kGap("  +");
+      std::sregex_token_iterator it(line.begin(), line.end(), kGap, -1), end;
       for (; it != end; ++it) cells.push_back(*it);
       rows.push_back(cells);
     }
