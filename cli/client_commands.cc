@@ -380,6 +380,14 @@ const std::vector<std::string> kAuditActions = {
     "finish",  "requeue",  "reject",  "register", "node_lost", "node_back",    "gpu_fault",
     "pod_exit", "ready"};
 
+#if defined(__clang__)
+constexpr char kCompiler[] = "clang " __clang_version__;
+#elif defined(__GNUC__)
+constexpr char kCompiler[] = "gcc " __VERSION__;
+#else
+constexpr char kCompiler[] = "unknown";
+#endif
+
 RegisterCommand reg([](CLI::App& root) {
   // submit
   {
@@ -481,7 +489,7 @@ RegisterCommand reg([](CLI::App& root) {
     c->callback([] {
       std::cout << kTidalVersion << "\n"
                 << fmt::format("  api:       v1\n  build:     {}\n  compiler:  {}\n  c++:       {}\n",
-                               TIDAL_BUILD_TYPE, __VERSION__, __cplusplus);
+                               TIDAL_BUILD_TYPE, kCompiler, __cplusplus);
     });
   }
   // resize
