@@ -1,21 +1,32 @@
 // The `tidal` API client: submit, get, list, cancel, explain, dry-run,
-// queues, nodes, audit, report, approve, resize. Server and token come from
-// --server/--token, then TIDAL_SERVER/TIDAL_TOKEN, then
-// ~/.config/tidal/config.yaml (`server:` and `token:`), like kubectl and gh.
-// Output is a table unless `-o json`. Any error is one line and exit 1.
+// queues, nodes, audit, report, approve, resize, version. Server and token
+// come from --server/--token, then TIDAL_SERVER/TIDAL_TOKEN, then the config
+// file (cli/cli_config.h), like kubectl and gh. Output is a table unless
+// `-o wide|json|yaml`. Human output shows instants as RFC 3339 and relative
+// ("3m ago") and durations in kubectl's AGE style; JSON and YAML keep the
+// API's epoch milliseconds. An error is one line; the exit codes are in
+// cli/command_registry.h.
 #include <httplib.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <cmath>
+#include <map>
 #include <memory>
+#include <regex>
+#include <set>
+#include <tuple>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 
+#include "cli/cli_config.h"
 #include "cli/client_table.h"
 #include "cli/command_registry.h"
+#include "cli/human_time.h"
 #include "config/yaml_document.h"
 
 namespace tidal::cli {
@@ -27,12 +38,29 @@ struct ClientFlags {
   std::string server;
   std::string token;
   std::string output = "table";
+  bool wide() const { return output == "wide"; }
 };
 
 class ClientError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// j[a][b]... or null when any step is missing (a const json's operator[]
+// must not be asked for a missing key).
+const json& Field(const json& j, std::initializer_list<const char*> path) {
+  static const json kNull;
+  const json* at = &j;
+  for (const char* key : path) {
+    if (!at->is_object()) return kNull;
+    auto it = at->find(key);
+    if (it == at->end()) return kNull;
+    at = &*it;
+  }
+  return *at;
+}
+
+int64_t Ms(const json& j) { return j.is_number() ? j.get<int64_t>() : 0; }
 
 // Flags, then environment, then the config file.
 std::pair<std::string, std::string> ResolveTarget(const ClientFlags& f) {
@@ -44,32 +72,46 @@ std::pair<std::string, std::string> ResolveTarget(const ClientFlags& f) {
     if (const char* t = std::getenv("TIDAL_TOKEN")) token = t;
   }
   if (server.empty() || token.empty()) {
-    std::string path;
-    if (const char* x = std::getenv("XDG_CONFIG_HOME"); x && *x) {
-      path = std::string(x) + "/tidal/config.yaml";
-    } else if (const char* h = std::getenv("HOME")) {
-      path = std::string(h) + "/.config/tidal/config.yaml";
-    }
-    if (!path.empty() && std::filesystem::exists(path)) {
-      auto doc = config::YamlDocument::Load(path);
-      if (!doc.ok()) throw ClientError(doc.status().message());
-      const json& root = doc->root();
-      if (root.is_object()) {
-        if (server.empty() && root.contains("server") && root["server"].is_string()) server = root["server"];
-        if (token.empty() && root.contains("token") && root["token"].is_string()) token = root["token"];
-      }
-    }
+    auto config = CliConfig::Load(CliConfig::DefaultPath());
+    if (!config.ok()) throw UsageError(config.status().message());
+    const CliContext c = config->Effective();
+    if (server.empty()) server = c.server;
+    if (token.empty()) token = c.token;
   }
   if (server.empty()) server = "http://127.0.0.1:8080";
-  if (server.find("://") == std::string::npos) server = "http://" + server;
-  return {server, token};
+  return {NormalizeServerUrl(server), token};
 }
 
-// One request; returns the parsed JSON body (or the raw text for CSV).
+// What went wrong on the way to the server, in words: httplib's own names
+// ("Connection") read as if the network were at fault.
+std::string TransportError(httplib::Error e) {
+  switch (e) {
+    case httplib::Error::Connection:
+      return "could not connect (connection refused or host unreachable: is a server running "
+             "there? set --server, TIDAL_SERVER or the config file)";
+    case httplib::Error::ConnectionTimeout:
+      return "connection timed out after 5 s (is the address right? a firewall?)";
+    case httplib::Error::BindIPAddress:
+      return "could not bind the local address";
+    case httplib::Error::Read:
+      return "the connection closed while reading the reply (did the server stop or time out?)";
+    case httplib::Error::Write:
+      return "the connection closed while sending the request";
+    case httplib::Error::SSLConnection:
+    case httplib::Error::SSLLoadingCerts:
+    case httplib::Error::SSLServerVerification:
+      return "TLS failed (" + httplib::to_string(e) + ")";
+    default:
+      return httplib::to_string(e);
+  }
+}
+
+// One request; returns the body (JSON, or CSV for a report).
 std::string Call(const ClientFlags& f, const std::string& method, const std::string& path,
                  const json* body, const httplib::Headers& extra = {}) {
   auto [server, token] = ResolveTarget(f);
   httplib::Client client(server);
+  if (!client.is_valid()) throw UsageError(fmt::format("--server '{}': not an http:// address", server));
   client.set_connection_timeout(5, 0);
   client.set_read_timeout(60, 0);
   client.set_tcp_nodelay(true);
@@ -79,14 +121,14 @@ std::string Call(const ClientFlags& f, const std::string& method, const std::str
                             ? client.Get(path.c_str(), headers)
                             : client.Post(path.c_str(), headers, body ? body->dump() : "{}",
                                           "application/json");
-  if (!res) {
-    throw ClientError(fmt::format("cannot reach {}: {}", server, httplib::to_string(res.error())));
-  }
+  if (!res) throw ClientError(fmt::format("cannot reach {}: {}", server, TransportError(res.error())));
   if (res->status >= 300) {
     json err = json::parse(res->body, nullptr, false);
     std::string msg = res->body;
-    if (err.is_object() && err.contains("error") && err["error"].contains("message")) {
-      msg = err["error"]["message"].get<std::string>();
+    if (Field(err, {"error", "message"}).is_string()) msg = Field(err, {"error", "message"}).get<std::string>();
+    if (res->status == 404 && !err.is_object()) {
+      // Not our API's 404 (which is JSON): most likely a wrong base path.
+      msg = fmt::format("{}{}: not found (is {} a Tidal server?)", server, path, server);
     }
     throw ClientError(fmt::format("{} (HTTP {})", msg, res->status));
   }
@@ -104,7 +146,7 @@ json CallJson(const ClientFlags& f, const std::string& method, const std::string
 // A workload file: one workload object, a list, or {workloads: [...]}.
 std::vector<json> ReadWorkloads(const std::string& file) {
   auto doc = config::YamlDocument::Load(file);
-  if (!doc.ok()) throw ClientError(doc.status().message());
+  if (!doc.ok()) throw UsageError(doc.status().message());
   const json& root = doc->root();
   std::vector<json> out;
   if (root.is_array()) {
@@ -114,7 +156,7 @@ std::vector<json> ReadWorkloads(const std::string& file) {
   } else if (root.is_object()) {
     out.push_back(root);
   } else {
-    throw ClientError(file + ": expected a workload object or a list of workloads");
+    throw UsageError(file + ": expected a workload object or a list of workloads");
   }
   return out;
 }
@@ -125,74 +167,158 @@ std::string Str(const json& j) {
   return j.dump();
 }
 
-std::string Millis(const json& j) {
-  if (!j.is_number() || j.get<int64_t>() <= 0) return "-";
-  const std::time_t t = j.get<int64_t>() / 1000;
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
+// Free-text details come from the engine, which writes instants as epoch
+// milliseconds ("since 1796111763705") or seconds ("by t=1796111795.497s");
+// the human output shows them relative to now.
+std::string HumanizeDetail(const std::string& detail, int64_t now_ms) {
+  static const std::regex kInstant(R"(\bt=(\d{10})(\.\d+)?s\b|\b(\d{13})\b)");
+  std::string out;
+  auto last = detail.cbegin();
+  for (std::sregex_iterator it(detail.begin(), detail.end(), kInstant), end; it != end; ++it) {
+    const std::smatch& m = *it;
+    const int64_t ms = m[3].matched ? std::stoll(m[3]) : std::llround(std::stod(m[1].str() + m[2].str()) * 1000);
+    out.append(last, m[0].first);
+    out += TimeAndRelative(ms, now_ms);
+    last = m[0].second;
+  }
+  out.append(last, detail.cend());
+  return out;
 }
 
-void PrintWorkloads(const json& list) {
-  Table t({"ID", "NAME", "TENANT", "PROJECT", "QUEUE", "KIND", "STATE", "GPUS", "PRIORITY", "REASON"});
+std::string Detail(const json& j, int64_t now_ms) {
+  return j.is_string() ? HumanizeDetail(j.get<std::string>(), now_ms) : Str(j);
+}
+
+int Gpus(const json& w) {
+  const json& r = Field(w, {"replicas"});
+  const json& g = Field(w, {"gpus_per_replica"});
+  return r.is_number() && g.is_number() ? r.get<int>() * g.get<int>() : 0;
+}
+
+// When it started (running) or is expected to (waiting), relative to now.
+std::string StartColumn(const json& w, int64_t now_ms) {
+  if (int64_t s = Ms(Field(w, {"allocation", "start_time_ms"}))) return Relative(s, now_ms);
+  if (int64_t e = Ms(Field(w, {"wait", "estimated_start_ms"}))) return Relative(e, now_ms);
+  return "-";
+}
+
+void PrintWorkloads(const json& list, bool wide) {
+  const int64_t now = WallNowMs();
+  std::vector<std::string> header = {"ID", "NAME", "TENANT", "PROJECT", "QUEUE", "KIND", "STATE",
+                                     "GPUS", "PRIORITY", "AGE", "START", "REASON"};
+  if (wide) header.insert(header.end(), {"NODES", "SUBMITTED-BY", "DETAIL"});
+  Table t(header);
   for (const json& w : list) {
-    std::string reason = "-";
-    if (w.contains("wait") && w["wait"].is_object()) reason = Str(w["wait"]["reason"]);
-    if (w["state"] == "awaiting_approval") reason = "awaiting_approval";
-    t.Add({Str(w["id"]), Str(w["name"]), Str(w["tenant"]), Str(w["project"]), Str(w["queue"]),
-           Str(w["kind"]), Str(w["state"]),
-           std::to_string(w["replicas"].get<int>() * w["gpus_per_replica"].get<int>()),
-           Str(w["priority"]["value"]), reason});
+    std::string reason = Str(Field(w, {"wait", "reason"}));
+    if (Field(w, {"state"}) == "awaiting_approval") reason = "awaiting_approval";
+    const int64_t submitted = Ms(Field(w, {"submit_time_ms"}));
+    std::vector<std::string> row = {
+        Str(Field(w, {"id"})), Str(Field(w, {"name"})), Str(Field(w, {"tenant"})),
+        Str(Field(w, {"project"})), Str(Field(w, {"queue"})), Str(Field(w, {"kind"})),
+        Str(Field(w, {"state"})), std::to_string(Gpus(w)), Str(Field(w, {"priority", "value"})),
+        submitted > 0 ? HumanDuration(std::max<int64_t>(0, now - submitted)) : "-", StartColumn(w, now),
+        reason};
+    if (wide) {
+      std::set<std::string> nodes;
+      for (const json& p : Field(w, {"allocation", "pods"})) nodes.insert(Str(Field(p, {"node"})));
+      std::string joined;
+      for (const std::string& n : nodes) joined += (joined.empty() ? "" : ",") + n;
+      row.push_back(joined.empty() ? "-" : joined);
+      row.push_back(Str(Field(w, {"submitted_by"})));
+      row.push_back(Field(w, {"wait", "detail"}).is_string() ? Detail(Field(w, {"wait", "detail"}), now) : "-");
+    }
+    t.Add(std::move(row));
   }
   std::cout << t.Render();
 }
 
 void PrintWorkload(const json& w) {
+  const int64_t now = WallNowMs();
   std::cout << fmt::format("ID:        {}\nName:      {}\nKind:      {}\nState:     {}\n", Str(w["id"]),
                            Str(w["name"]), Str(w["kind"]), Str(w["state"]));
   std::cout << fmt::format("Tenant:    {}  Project: {}  Queue: {}\n", Str(w["tenant"]), Str(w["project"]),
                            Str(w["queue"]));
   std::cout << fmt::format("Size:      {} x {} GPUs (min {}, max {})\n", Str(w["replicas"]),
-                           Str(w["gpus_per_replica"]), Str(w["min_replicas"]), Str(w["max_replicas"]));
-  std::cout << fmt::format("Priority:  {} ({})\n", Str(w["priority"]["value"]), Str(w["priority"]["preemptibility"]));
-  std::cout << fmt::format("Submitted: {} by {}\n", Millis(w["submit_time_ms"]), Str(w["submitted_by"]));
-  if (w["allocation"].is_object()) {
+                           Str(w["gpus_per_replica"]), Str(Field(w, {"min_replicas"})),
+                           Str(Field(w, {"max_replicas"})));
+  std::cout << fmt::format("Priority:  {} ({})\n", Str(Field(w, {"priority", "value"})),
+                           Str(Field(w, {"priority", "preemptibility"})));
+  std::cout << fmt::format("Submitted: {} by {}\n", TimeAndRelative(Ms(Field(w, {"submit_time_ms"})), now),
+                           Str(Field(w, {"submitted_by"})));
+  if (Field(w, {"allocation"}).is_object()) {
+    std::cout << fmt::format("Started:   {}\n", TimeAndRelative(Ms(Field(w, {"allocation", "start_time_ms"})), now));
     std::cout << "Pods:\n";
-    for (const json& p : w["allocation"]["pods"]) {
+    for (const json& p : Field(w, {"allocation", "pods"})) {
       std::cout << fmt::format("  rank {}: {} GPUs {}\n", Str(p["rank"]), Str(p["node"]), p["gpus"].dump());
     }
   }
-  if (w["wait"].is_object()) {
-    std::cout << fmt::format("Waiting:   {}: {}\n", Str(w["wait"]["reason"]), Str(w["wait"]["detail"]));
+  if (Field(w, {"wait"}).is_object()) {
+    std::cout << fmt::format("Waiting:   {}: {}\n", Str(Field(w, {"wait", "reason"})), Detail(Field(w, {"wait", "detail"}), now));
+    if (int64_t e = Ms(Field(w, {"wait", "estimated_start_ms"}))) {
+      std::cout << fmt::format("Estimated start: {}\n", TimeAndRelative(e, now));
+    }
+  }
+}
+
+// JSON as YAML, keys in the API's order, for `-o yaml`.
+YAML::Node ToYaml(const json& j) {
+  switch (j.type()) {
+    case json::value_t::object: {
+      YAML::Node n(YAML::NodeType::Map);
+      for (const auto& [k, v] : j.items()) n[k] = ToYaml(v);
+      return n;
+    }
+    case json::value_t::array: {
+      YAML::Node n(YAML::NodeType::Sequence);
+      for (const json& v : j) n.push_back(ToYaml(v));
+      return n;
+    }
+    case json::value_t::null:
+      return YAML::Node(YAML::NodeType::Null);
+    case json::value_t::string:
+      return YAML::Node(j.get<std::string>());
+    case json::value_t::boolean:
+      return YAML::Node(j.get<bool>());
+    case json::value_t::number_integer:
+      return YAML::Node(j.get<int64_t>());
+    case json::value_t::number_unsigned:
+      return YAML::Node(j.get<uint64_t>());
+    default:
+      return YAML::Node(j.get<double>());
   }
 }
 
 void Output(const ClientFlags& f, const json& j, const std::function<void(const json&)>& table) {
   if (f.output == "json") {
     std::cout << j.dump(2) << "\n";
+  } else if (f.output == "yaml") {
+    YAML::Emitter out;
+    out << ToYaml(j);
+    std::cout << out.c_str() << "\n";
   } else {
     table(j);
   }
 }
 
 void AddCommon(CLI::App* cmd, const std::shared_ptr<ClientFlags>& f) {
-  cmd->add_option("--server", f->server, "API address (env TIDAL_SERVER, or server: in ~/.config/tidal/config.yaml)");
-  cmd->add_option("--token", f->token, "Bearer token (env TIDAL_TOKEN, or token: in the config file)");
-  cmd->add_option("-o,--output", f->output, "table or json")->check(CLI::IsMember({"table", "json"}));
+  cmd->add_option("--server", f->server,
+                  "Server base URL, e.g. http://127.0.0.1:8080 (a trailing /v1 is fine; env TIDAL_SERVER, "
+                  "or the config file)");
+  cmd->add_option("--token", f->token, "Bearer token (env TIDAL_TOKEN, or the config file)");
+  cmd->add_option("-o,--output", f->output, "table, wide (more columns), json or yaml")
+      ->check(CLI::IsMember({"table", "wide", "json", "yaml"}));
 }
 
-// Runs `body`, turning any failure into one line on stderr and exit 1.
+// Runs `body`, turning a failure into one line on stderr and exit 1; a
+// UsageError goes on to main(), which exits 2.
 void Guard(const std::function<void()>& body) {
   try {
     body();
-  } catch (const ClientError& e) {
-    std::cerr << "tidal: error: " << e.what() << "\n";
-    ExitCode() = 1;
+  } catch (const CLI::ParseError&) {
+    throw;
   } catch (const std::exception& e) {
     std::cerr << "tidal: error: " << e.what() << "\n";
-    ExitCode() = 1;
+    ExitCode() = kExitApiError;
   }
 }
 
@@ -204,6 +330,63 @@ std::string Query(const std::vector<std::pair<std::string, std::string>>& params
   }
   return q;
 }
+
+// The time-range flags of audit and report: --since/--until (a duration
+// before now, RFC 3339 or epoch ms), --from_ms/--to_ms kept as aliases.
+struct TimeRange {
+  std::string from, to;
+  void Add(CLI::App* c) {
+    c->add_option("--since,--from,--from_ms", from,
+                  "From: a duration before now (2h, 30m, 7d), RFC 3339 (2026-12-01T10:00:00Z) or epoch ms");
+    c->add_option("--until,--to,--to_ms", to, "Until: same forms as --since");
+  }
+  void AppendTo(std::vector<std::pair<std::string, std::string>>& q) const {
+    const int64_t now = WallNowMs();
+    for (const auto& [flag, text, key] : {std::tuple{"--since", &from, "from_ms"}, std::tuple{"--until", &to, "to_ms"}}) {
+      if (text->empty()) continue;
+      auto ms = ParseTimeFlag(*text, flag, now);
+      if (!ms.ok()) throw UsageError(ms.status().message());
+      q.emplace_back(key, std::to_string(*ms));
+    }
+  }
+};
+
+// A workload id argument: a positive integer, or a usage error.
+std::string WorkloadIdArg(const std::string& id) {
+  if (id.empty() || id.size() > 19 || id.find_first_not_of("0123456789") != std::string::npos || id == "0" ||
+      id.find_first_not_of('0') == std::string::npos) {
+    throw UsageError(fmt::format("workload id '{}': expected a positive integer (see `tidal list`)", id));
+  }
+  return id;
+}
+
+void ListWorkloads(const ClientFlags& f, const std::map<std::string, std::string>& filters) {
+  std::vector<std::pair<std::string, std::string>> q(filters.begin(), filters.end());
+  json j = CallJson(f, "GET", "/v1/workloads" + Query(q));
+  Output(f, j, [&](const json& x) { PrintWorkloads(x["workloads"], f.wide()); });
+}
+
+void AddListFilters(CLI::App* c, std::map<std::string, std::string>& filters) {
+  for (const char* k : {"tenant", "project", "queue", "kind", "state", "limit"}) {
+    c->add_option(std::string("--") + k, filters[k], std::string("Filter by ") + k);
+  }
+}
+
+// The audit log's actions (docs/api.md), so that a typo is a usage error
+// rather than an empty table.
+const std::vector<std::string> kAuditActions = {
+    "admit",   "priority", "approve", "place",  "preempt",  "reclaim",         "recovery",
+    "preempt_exit", "loan", "return", "resize", "scale",    "scale_up_failed", "cancel",
+    "finish",  "requeue",  "reject",  "register", "node_lost", "node_back",    "gpu_fault",
+    "pod_exit", "ready"};
+
+#if defined(__clang__)
+constexpr char kCompiler[] = "clang " __clang_version__;
+#elif defined(__GNUC__)
+constexpr char kCompiler[] = "gcc " __VERSION__;
+#else
+constexpr char kCompiler[] = "unknown";
+#endif
 
 RegisterCommand reg([](CLI::App& root) {
   // submit
@@ -232,12 +415,37 @@ RegisterCommand reg([](CLI::App& root) {
       });
     });
   }
-  // get / cancel / approve / explain
-  for (const char* name : {"get", "cancel", "approve", "explain"}) {
+  // get: `get ID`, `get workload ID`, `get workloads` (the list), as kubectl
+  {
+    auto f = std::make_shared<ClientFlags>();
+    auto args = std::make_shared<std::vector<std::string>>();
+    auto filters = std::make_shared<std::map<std::string, std::string>>();
+    CLI::App* c = root.add_subcommand("get", "Show one workload (get ID, get workload ID) or list them (get workloads)");
+    AddCommon(c, f);
+    AddListFilters(c, *filters);
+    c->add_option("what", *args, "ID, `workload ID`, or `workloads`")->required()->expected(1, 2);
+    c->callback([=] {
+      Guard([&] {
+        std::vector<std::string> rest = *args;
+        const bool plural = rest.front() == "workloads";
+        if (plural || rest.front() == "workload") rest.erase(rest.begin());
+        if (rest.empty()) {
+          if (!plural) throw UsageError("get workload: which one? (get workload ID, or get workloads)");
+          ListWorkloads(*f, *filters);
+          return;
+        }
+        if (rest.size() > 1) throw UsageError("get: expected one workload id");
+        const std::string id = WorkloadIdArg(rest.front());
+        Output(*f, CallJson(*f, "GET", "/v1/workloads/" + id), PrintWorkload);
+      });
+    });
+  }
+  // cancel / approve / explain
+  for (const char* name : {"cancel", "approve", "explain"}) {
     auto f = std::make_shared<ClientFlags>();
     auto id = std::make_shared<std::string>();
     const std::string verb = name;
-    const std::string help = verb == "get" ? "Show one workload" : verb == "cancel" ? "Cancel a workload"
+    const std::string help = verb == "cancel" ? "Cancel a workload"
                              : verb == "approve" ? "Approve a workload awaiting approval (admin)"
                                                  : "Explain why a workload waits (reason, numbers, priority)";
     CLI::App* c = root.add_subcommand(verb, help);
@@ -245,14 +453,21 @@ RegisterCommand reg([](CLI::App& root) {
     c->add_option("id", *id, "Workload id")->required();
     c->callback([=] {
       Guard([&] {
-        const std::string path = "/v1/workloads/" + httplib::detail::encode_query_param(*id);
-        if (verb == "get") {
-          Output(*f, CallJson(*f, "GET", path), PrintWorkload);
-        } else if (verb == "explain") {
+        const std::string path = "/v1/workloads/" + WorkloadIdArg(*id);
+        if (verb == "explain") {
           Output(*f, CallJson(*f, "GET", path + "/explain"), [](const json& j) {
+            const int64_t now = WallNowMs();
             std::cout << fmt::format("Workload {} ({}) is {}\n", Str(j["id"]), Str(j["name"]), Str(j["state"]));
-            std::cout << fmt::format("Reason:   {}\nDetail:   {}\nEstimated start: {}\n", Str(j["reason"]),
-                                     Str(j["detail"]), Millis(j["estimated_start_ms"]));
+            const std::string reason = Str(Field(j, {"reason"}));
+            std::cout << fmt::format("Reason:   {}\nDetail:   {}\n", reason, Detail(Field(j, {"detail"}), now));
+            // For running work the API's estimated_start_ms is when it
+            // started: not an estimate.
+            const int64_t start = Ms(Field(j, {"estimated_start_ms"}));
+            if (reason == "running" || reason == "terminating") {
+              std::cout << fmt::format("Started:  {}\n", TimeAndRelative(start, now));
+            } else {
+              std::cout << fmt::format("Estimated start: {}\n", TimeAndRelative(start, now));
+            }
             std::cout << fmt::format("Queue:    {} ({} of {} guaranteed GPUs in use, {} borrowed)\n",
                                      Str(j["queue"]["name"]), Str(j["queue"]["allocated_gpus"]),
                                      Str(j["queue"]["guaranteed_gpus"]), Str(j["queue"]["borrowed_gpus"]));
@@ -268,6 +483,15 @@ RegisterCommand reg([](CLI::App& root) {
       });
     });
   }
+  // version
+  {
+    CLI::App* c = root.add_subcommand("version", "Print the version and how this binary was built");
+    c->callback([] {
+      std::cout << kTidalVersion << "\n"
+                << fmt::format("  api:       v1\n  build:     {}\n  compiler:  {}\n  c++:       {}\n",
+                               TIDAL_BUILD_TYPE, kCompiler, __cplusplus);
+    });
+  }
   // resize
   {
     auto f = std::make_shared<ClientFlags>();
@@ -280,7 +504,7 @@ RegisterCommand reg([](CLI::App& root) {
     c->callback([=] {
       Guard([&] {
         json body = {{"replicas", *replicas}};
-        Output(*f, CallJson(*f, "POST", "/v1/workloads/" + httplib::detail::encode_query_param(*id) + "/resize", &body),
+        Output(*f, CallJson(*f, "POST", "/v1/workloads/" + WorkloadIdArg(*id) + "/resize", &body),
                [](const json& w) { std::cout << fmt::format("workload {} resized to {} replicas\n", Str(w["id"]), Str(w["replicas"])); });
       });
     });
@@ -289,47 +513,54 @@ RegisterCommand reg([](CLI::App& root) {
   {
     auto f = std::make_shared<ClientFlags>();
     auto filters = std::make_shared<std::map<std::string, std::string>>();
-    CLI::App* c = root.add_subcommand("list", "List workloads");
+    CLI::App* c = root.add_subcommand("list", "List workloads (the same as get workloads)");
     AddCommon(c, f);
-    for (const char* k : {"tenant", "project", "queue", "kind", "state", "limit"}) {
-      c->add_option(std::string("--") + k, (*filters)[k], std::string("Filter by ") + k);
-    }
-    c->callback([=] {
-      Guard([&] {
-        std::vector<std::pair<std::string, std::string>> q(filters->begin(), filters->end());
-        json j = CallJson(*f, "GET", "/v1/workloads" + Query(q));
-        Output(*f, j, [](const json& x) { PrintWorkloads(x["workloads"]); });
-      });
-    });
+    AddListFilters(c, *filters);
+    c->callback([=] { Guard([&] { ListWorkloads(*f, *filters); }); });
   }
-  // dry-run
+  // dry-run: exit 3 when a workload can never start as written
   {
     auto f = std::make_shared<ClientFlags>();
     auto file = std::make_shared<std::string>();
-    CLI::App* c = root.add_subcommand("dry-run", "Would this workload start now? If not, why and when");
+    CLI::App* c = root.add_subcommand(
+        "dry-run", "Would this workload start now? If not, what blocks it and until when (exit 3: never)");
     AddCommon(c, f);
     c->add_option("-f,--file", *file, "Workload file")->required();
     c->callback([=] {
       Guard([&] {
         json out = json::array();
-        for (const json& w : ReadWorkloads(*file)) out.push_back(CallJson(*f, "POST", "/v1/dry-run", &w));
-        Output(*f, out, [](const json& all) {
-          for (const json& j : all) {
-            if (j["would_start"].get<bool>()) {
-              std::string where;
-              for (const json& p : j["placement"]) where += (where.empty() ? "" : ", ") + Str(p["node"]) + p["gpus"].dump();
-              std::cout << "would start now on " << where << "\n";
-              for (const json& v : j["preempts"]) {
-                std::cout << fmt::format("  preempting workload {} ({}), losing {:.0f} GPU-seconds\n", Str(v["victim"]),
-                                         Str(v["cause"]), v["lost_gpu_seconds"].get<double>());
-              }
-            } else {
-              std::cout << fmt::format("would wait: {}: {} (estimated start {})\n", Str(j["reason"]), Str(j["detail"]),
-                                       Millis(j["estimated_start_ms"]));
+        std::vector<std::string> names;
+        for (const json& w : ReadWorkloads(*file)) {
+          out.push_back(CallJson(*f, "POST", "/v1/dry-run", &w));
+          names.push_back(Field(w, {"name"}).is_string() ? w["name"].get<std::string>() : "-");
+        }
+        // A rejection is final: no amount of waiting starts it.
+        bool never = false;
+        for (const json& j : out) never = never || Str(Field(j, {"detail"})).starts_with("rejected: ");
+        Output(*f, out, [&](const json& all) {
+          const int64_t now = WallNowMs();
+          Table t({"NAME", "VERDICT", "PRIORITY", "WHERE", "VICTIMS", "BLOCKER", "START"});
+          for (size_t i = 0; i < all.size(); ++i) {
+            const json& j = all[i];
+            const bool starts = Field(j, {"would_start"}) == true;
+            const bool rejected = Str(Field(j, {"detail"})).starts_with("rejected: ");
+            std::string where, victims;
+            for (const json& p : Field(j, {"placement"})) {
+              where += (where.empty() ? "" : ", ") + Str(p["node"]) + p["gpus"].dump();
             }
-            std::cout << "priority " << Str(j["priority"]["value"]) << "\n";
+            for (const json& v : Field(j, {"preempts"})) {
+              victims += fmt::format("{}workload {} ({}, {:.0f} GPU-s lost)", victims.empty() ? "" : ", ",
+                                     Str(v["victim"]), Str(v["cause"]), v["lost_gpu_seconds"].get<double>());
+            }
+            std::string blocker = "-";
+            if (!starts) blocker = Str(Field(j, {"reason"})) + ": " + Detail(Field(j, {"detail"}), now);
+            t.Add({names[i], starts ? "starts now" : rejected ? "never" : "waits", Str(Field(j, {"priority", "value"})),
+                   where.empty() ? "-" : where, victims.empty() ? "-" : victims, blocker,
+                   starts ? "now" : Relative(Ms(Field(j, {"estimated_start_ms"})), now)});
           }
+          std::cout << t.Render();
         });
+        if (never) ExitCode() = kExitNever;
       });
     });
   }
@@ -377,20 +608,25 @@ RegisterCommand reg([](CLI::App& root) {
     auto filters = std::make_shared<std::map<std::string, std::string>>();
     CLI::App* c = root.add_subcommand("audit", "The audit log");
     AddCommon(c, f);
-    for (const char* k : {"workload", "action", "tenant", "from_ms", "to_ms", "limit"}) {
+    auto range = std::make_shared<TimeRange>();
+    for (const char* k : {"workload", "tenant", "limit"}) {
       c->add_option(std::string("--") + k, (*filters)[k], std::string("Filter by ") + k);
     }
+    c->add_option("--action", (*filters)["action"], "Filter by action")->check(CLI::IsMember(kAuditActions));
+    range->Add(c);
     c->callback([=] {
       Guard([&] {
         std::vector<std::pair<std::string, std::string>> q(filters->begin(), filters->end());
+        range->AppendTo(q);
         Output(*f, CallJson(*f, "GET", "/v1/audit" + Query(q)), [](const json& j) {
-          Table t({"SEQ", "TIME", "ACTOR", "ACTION", "WORKLOAD", "TENANT", "DETAIL"});
+          const int64_t now = WallNowMs();
+          Table t({"SEQ", "TIME", "AGE", "ACTOR", "ACTION", "WORKLOAD", "TENANT", "DETAIL"});
           for (const json& a : j["audit"]) {
             std::string detail = a["detail"].is_object() && a["detail"].contains("reason") ? Str(a["detail"]["reason"]) : "";
             if (detail.empty() && a["detail"].is_object() && a["detail"].contains("cause")) detail = Str(a["detail"]["cause"]);
-            t.Add({Str(a["seq"]), Millis(a["time_ms"]), Str(a["actor"]), Str(a["action"]),
-                   a["workload"].get<uint64_t>() ? Str(a["workload"]) : "-", a["tenant"] == "" ? "-" : Str(a["tenant"]),
-                   detail.empty() ? "-" : detail});
+            t.Add({Str(a["seq"]), Rfc3339(Ms(a["time_ms"])), Relative(Ms(a["time_ms"]), now), Str(a["actor"]), Str(a["action"]),
+                   Ms(a["workload"]) > 0 ? Str(a["workload"]) : "-", a["tenant"] == "" ? "-" : Str(a["tenant"]),
+                   detail.empty() ? "-" : HumanizeDetail(detail, now)});
           }
           std::cout << t.Render();
         });
@@ -404,13 +640,19 @@ RegisterCommand reg([](CLI::App& root) {
     auto csv = std::make_shared<bool>(false);
     CLI::App* c = root.add_subcommand("report", "Usage, preemption and governance report");
     AddCommon(c, f);
-    for (const char* k : {"tenant", "project", "from_ms", "to_ms"}) {
+    auto range = std::make_shared<TimeRange>();
+    range->Add(c);
+    for (const char* k : {"tenant", "project"}) {
       c->add_option(std::string("--") + k, (*filters)[k], std::string("Filter by ") + k);
     }
     c->add_flag("--csv", *csv, "CSV instead of a table");
     c->callback([=] {
       Guard([&] {
         std::vector<std::pair<std::string, std::string>> q(filters->begin(), filters->end());
+        range->AppendTo(q);
+        if (*csv && f->output != "table") {
+          throw UsageError(fmt::format("--csv and -o {} both choose the output: give one", f->output));
+        }
         if (*csv) {
           q.emplace_back("format", "csv");
           std::cout << Call(*f, "GET", "/v1/reports" + Query(q), nullptr);

@@ -22,6 +22,7 @@
 #include "agent/local_cluster.h"
 #include "agent/pod_process.h"
 #include "agent/stop_signals.h"
+#include "cli/cli_config.h"
 #include "cli/command_registry.h"
 
 namespace tidal::cli {
@@ -43,7 +44,41 @@ struct UpFlags {
   double surge_at_s = 60;
   double surge_for_s = 60;
   bool surge_set = false;  // --surge-at-s or --surge-for-s given
+  bool no_context = false;
 };
+
+// The CLI context `tidal up` makes current while it runs (cli/cli_config.h).
+constexpr char kUpContext[] = "up";
+
+// Points the CLI config at this cluster, so that a plain `tidal list` in
+// another terminal talks to it; returns the file written, or "" (with a
+// warning) when there is none to write or it cannot be read.
+std::string WriteContext(const CliContext& context) {
+  const std::string path = CliConfig::DefaultPath();
+  if (path.empty()) return "";
+  auto config = CliConfig::Load(path);
+  if (!config.ok()) {
+    std::cerr << "tidal up: not writing a CLI context: " << config.status().message() << "\n";
+    return "";
+  }
+  config->SetContext(kUpContext, context);
+  config->UseContext(kUpContext);
+  if (Status s = config->Save(path); !s.ok()) {
+    std::cerr << "tidal up: not writing a CLI context: " << s.message() << "\n";
+    return "";
+  }
+  return path;
+}
+
+// Undoes WriteContext, unless someone (another `tidal up`) has pointed the
+// context elsewhere since.
+void RemoveContext(const std::string& path, const CliContext& context) {
+  auto config = CliConfig::Load(path);
+  if (!config.ok() || !config->RemoveContextIf(kUpContext, context)) return;
+  if (Status s = config->Save(path); !s.ok()) {
+    std::cerr << "tidal up: could not remove the CLI context: " << s.message() << "\n";
+  }
+}
 
 std::string SelfPath() {
   std::error_code ec;
@@ -206,15 +241,24 @@ int RunUp(const UpFlags& f) {
     return 1;
   }
   const std::string url = (*cluster)->url();
+  const CliContext context{url, (*cluster)->admin_token()};
+  const std::string config_path = f.no_context ? "" : WriteContext(context);
   fmt::print("tidal up: cluster ready\n"
-             "  API:      {}/v1  (admin token {})\n"
-             "  metrics:  {}/metrics\n"
-             "  nodes:    {}/v1/nodes\n"
+             "  server:   {}  (what --server and TIDAL_SERVER take; the API is under /v1)\n"
+             "  token:    {}  (admin)\n",
+             url, context.token);
+  if (!config_path.empty()) {
+    fmt::print("  context:  '{}' in {} (removed on exit)\n"
+               "  try:      {} list\n",
+               kUpContext, config_path, options.tidal_binary);
+  } else {
+    fmt::print("  try:      TIDAL_SERVER={} TIDAL_TOKEN={} {} list\n", url, context.token,
+               options.tidal_binary);
+  }
+  fmt::print("  metrics:  {}/metrics\n"
              "  logs:     {}/server.log, {}/node-*/agent.log, node-*/pods/*/stdout.log\n"
-             "  try:      TIDAL_SERVER={} TIDAL_TOKEN={} {} list\n"
              "Ctrl-C stops everything.\n",
-             url, (*cluster)->admin_token(), url, url, options.work_dir, options.work_dir, url,
-             (*cluster)->admin_token(), options.tidal_binary);
+             url, options.work_dir, options.work_dir);
   std::fflush(stdout);
 
   std::unique_ptr<agent::PodProcess> loadgen;
@@ -287,6 +331,7 @@ int RunUp(const UpFlags& f) {
     loadgen->SignalGroup(SIGTERM);
     loadgen.reset();
   }
+  if (!config_path.empty()) RemoveContext(config_path, context);
   (*cluster)->Stop();
   std::vector<pid_t> left;
   for (pid_t g : groups) {
@@ -316,6 +361,9 @@ RegisterCommand reg([](CLI::App& root) {
   cmd->add_option("--port", flags->port, "Server port (0 = a free one)")->capture_default_str();
   cmd->add_option("--work-dir", flags->work_dir, "Where state and logs go (default /tmp/tidal-up-PID)");
   cmd->add_flag("--no-mix", flags->no_mix, "Start the cluster only; submit nothing");
+  cmd->add_flag("--no-context", flags->no_context,
+                "Leave the CLI config alone (by default a context 'up' points plain `tidal` commands "
+                "at this cluster while it runs)");
   cmd->add_option("--for", flags->run_for,
                   "Run this long (60s, 2m, 500ms), print a summary and stop (default: until Ctrl-C)");
   cmd->add_option("--duration-s", flags->duration_s, "Like --for, in seconds, no summary")

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -41,7 +42,7 @@ class CliTest : public ::testing::Test {
   // Runs `tidal ARGS` with the given environment additions.
   CliRun Tidal(const std::string& args, const std::string& token = kResearchToken, bool use_env = true) {
     const std::string out = server_->dir() + "/cli.out", err = server_->dir() + "/cli.err";
-    std::string env = "env -u TIDAL_SERVER -u TIDAL_TOKEN HOME=" + home_ + " XDG_CONFIG_HOME= ";
+    std::string env = "env -u TIDAL_SERVER -u TIDAL_TOKEN -u TIDAL_CONFIG HOME=" + home_ + " XDG_CONFIG_HOME= " + extra_env_;
     if (use_env) env += "TIDAL_SERVER=" + server_->url() + " TIDAL_TOKEN=" + token + " ";
     const std::string cmd = env + server_->tidal_binary() + " " + args + " > " + out + " 2> " + err;
     const int status = std::system(cmd.c_str());
@@ -59,7 +60,51 @@ class CliTest : public ::testing::Test {
     return ss.str();
   }
 
-  void ExpectGolden(const std::string& name, const std::string& actual) {
+  // Ages and relative times ("0s", "3s ago", "in 2m") and RFC 3339 instants
+  // depend on when the test runs: they become <age>, <ago>, <in> and <time>,
+  // and tables are re-aligned after, so the goldens keep their layout.
+  static std::string MaskTimes(const std::string& text, bool table) {
+    static const std::regex kTime(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)");
+    static const std::regex kAgo(R"(\b(\d+[smhdy])+ ago\b)");
+    static const std::regex kIn(R"(\bin (\d+[smhdy])+\b)");
+    static const std::regex kAge(R"((^|  )(\d+[smhdy])+(?=  |$))");
+    std::string out = std::regex_replace(text, kTime, "<time>");
+    out = std::regex_replace(out, kAgo, "<ago>");
+    out = std::regex_replace(out, kIn, "<in>");
+    std::string masked, line;
+    std::istringstream lines(out);
+    std::vector<std::vector<std::string>> rows;
+    while (std::getline(lines, line)) {
+      line = std::regex_replace(line, kAge, "$1<age>");
+      if (!table) {
+        masked += line + "\n";
+        continue;
+      }
+      // Cells are separated by two or more spaces (client_table.h).
+      std::vector<std::string> cells;
+      static const std::regex kGap("  +");
+      std::sregex_token_iterator it(line.begin(), line.end(), kGap, -1), end;
+      for (; it != end; ++it) cells.push_back(*it);
+      rows.push_back(cells);
+    }
+    std::vector<size_t> width;
+    for (const auto& r : rows) {
+      width.resize(std::max(width.size(), r.size()));
+      for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+    }
+    for (const auto& r : rows) {
+      std::string l;
+      for (size_t i = 0; i < r.size(); ++i) {
+        l += r[i];
+        if (i + 1 < r.size()) l += std::string(width[i] - r[i].size() + 2, ' ');
+      }
+      masked += l + "\n";
+    }
+    return masked;
+  }
+
+  void ExpectGolden(const std::string& name, const std::string& raw, bool table = true) {
+    const std::string actual = MaskTimes(raw, table);
     const std::string path = SourceDir() + "/tests/cli/golden/" + name + ".txt";
     if (std::getenv("TIDAL_UPDATE_GOLDEN")) std::ofstream(path) << actual;
     EXPECT_EQ(actual, Read(path)) << "golden " << path << " (TIDAL_UPDATE_GOLDEN=1 to rewrite)";
@@ -80,6 +125,7 @@ class CliTest : public ::testing::Test {
 
   std::unique_ptr<ServerProcess> server_;
   std::string home_;
+  std::string extra_env_;  // "K=V " pairs for the next runs
 };
 
 TEST_F(CliTest, SubmitListExplainQueuesMatchGolden) {
@@ -89,7 +135,7 @@ TEST_F(CliTest, SubmitListExplainQueuesMatchGolden) {
   WaitForPass();
   ExpectGolden("list", Tidal("list").out);
   ExpectGolden("list_debug", Tidal("list --kind debug").out);
-  ExpectGolden("explain_awaiting", Tidal("explain 1").out);
+  ExpectGolden("explain_awaiting", Tidal("explain 1").out, /*table=*/false);
   ExpectGolden("queues", Tidal("queues").out);
   CliRun approve = Tidal("approve 1", kAdminToken);
   EXPECT_EQ(approve.exit_code, 0) << approve.err;
@@ -145,6 +191,153 @@ TEST_F(CliTest, AddressAndTokenFromFlagsEnvOrConfigFile) {
   // The environment wins over the file too.
   CliRun env = Tidal("list -o json", kResearchToken, true);
   EXPECT_EQ(nlohmann::json::parse(env.out)["workloads"].size(), 3u);
+}
+
+// `tidal up` and colleagues print the API address with its /v1; the CLI
+// takes either that or the bare base URL.
+TEST_F(CliTest, ServerUrlMayEndInV1) {
+  ASSERT_EQ(Tidal("submit -f " + SourceDir() + "/tests/cli/workloads.yaml").exit_code, 0);
+  for (const std::string suffix : {"/v1", "/v1/", "/"}) {
+    CliRun r = Tidal("list -o json --server " + server_->url() + suffix);
+    EXPECT_EQ(r.exit_code, 0) << suffix << ": " << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out, nullptr, false)["workloads"].size(), 3u) << suffix << r.out;
+  }
+}
+
+TEST_F(CliTest, ConnectionErrorsSayWhy) {
+  CliRun r = Tidal("list --server http://127.0.0.1:1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("tidal: error: cannot reach http://127.0.0.1:1: could not connect (connection refused"),
+            std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("TIDAL_SERVER"), std::string::npos) << r.err;
+}
+
+TEST_F(CliTest, UsageErrorsExitTwoAndHelpDocumentsExitCodes) {
+  CliRun help = Tidal("--help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("Exit status: 0 ok; 1 "), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("2 a usage error"), std::string::npos) << help.out;
+  EXPECT_EQ(Tidal("").exit_code, 2);                        // no subcommand
+  EXPECT_EQ(Tidal("list --no-such-flag").exit_code, 2);     // CLI11 said 109
+  EXPECT_EQ(Tidal("cancel").exit_code, 2);                  // missing id: 106
+  EXPECT_EQ(Tidal("list -o xml").exit_code, 2);             // CLI11 said 105
+  CliRun id = Tidal("get abc");
+  EXPECT_EQ(id.exit_code, 2);
+  EXPECT_NE(id.err.find("workload id 'abc': expected a positive integer"), std::string::npos) << id.err;
+  CliRun action = Tidal("audit --action bogus");
+  EXPECT_EQ(action.exit_code, 2);
+  EXPECT_NE(action.err.find("preempt_exit"), std::string::npos) << action.err;  // lists the valid ones
+  CliRun csv = Tidal("report --csv -o json");
+  EXPECT_EQ(csv.exit_code, 2);
+  EXPECT_NE(csv.err.find("--csv and -o json"), std::string::npos) << csv.err;
+  CliRun since = Tidal("audit --since yesterday");
+  EXPECT_EQ(since.exit_code, 2);
+  EXPECT_NE(since.err.find("--since 'yesterday': expected epoch milliseconds, an RFC 3339 time"),
+            std::string::npos) << since.err;
+}
+
+TEST_F(CliTest, VersionCommand) {
+  CliRun v = Tidal("version");
+  EXPECT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_TRUE(v.out.starts_with("tidal 0.1.0\n")) << v.out;
+  EXPECT_NE(v.out.find("  build:     "), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("  compiler:  "), std::string::npos) << v.out;
+}
+
+TEST_F(CliTest, GetVerbsAndOutputFormats) {
+  ASSERT_EQ(Tidal("submit -f " + SourceDir() + "/tests/cli/workloads.yaml").exit_code, 0);
+  CliRun all = Tidal("get workloads -o json");
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_EQ(nlohmann::json::parse(all.out, nullptr, false)["workloads"].size(), 3u) << all.out;
+  CliRun debug = Tidal("get workloads --kind debug -o json");
+  EXPECT_EQ(nlohmann::json::parse(debug.out, nullptr, false)["workloads"].size(), 1u) << debug.out;
+  CliRun one = Tidal("get workload 2 -o json");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(nlohmann::json::parse(one.out, nullptr, false)["name"], "vision-ft") << one.out;
+  CliRun yaml = Tidal("get 2 -o yaml");
+  ASSERT_EQ(yaml.exit_code, 0) << yaml.err;
+  EXPECT_NE(yaml.out.find("name: vision-ft\n"), std::string::npos) << yaml.out;
+  EXPECT_NE(yaml.out.find("- total 500\n"), std::string::npos) << yaml.out;  // the derivation, a list
+  EXPECT_EQ(Tidal("get workload").exit_code, 2);
+  WaitForPass();
+  CliRun wide = Tidal("list -o wide");
+  ASSERT_EQ(wide.exit_code, 0) << wide.err;
+  const std::string header = wide.out.substr(0, wide.out.find('\n'));
+  EXPECT_TRUE(std::regex_search(header, std::regex("REASON +NODES +SUBMITTED-BY +DETAIL$"))) << header;
+  EXPECT_EQ(Tidal("get workloads").out, Tidal("list").out);
+}
+
+// No epoch numbers in human output: instants are RFC 3339 with "ago", ages
+// are kubectl-style, and a running workload shows when it started.
+TEST_F(CliTest, HumanOutputShowsTimesNotEpochNumbers) {
+  ASSERT_EQ(Tidal("submit -f " + SourceDir() + "/tests/cli/workloads.yaml").exit_code, 0);
+  WaitForPass();
+  const std::regex epoch(R"(\d{10,})");
+  CliRun list = Tidal("list");
+  EXPECT_NE(list.out.find("PRIORITY  AGE  START"), std::string::npos) << list.out;
+  // notebook (3) runs: its START is relative, e.g. "0s ago".
+  EXPECT_TRUE(std::regex_search(list.out, std::regex(R"(\n3 .* \d+s +\d+s ago +-\n)"))) << list.out;
+  CliRun get = Tidal("get 3");
+  EXPECT_TRUE(std::regex_search(get.out, std::regex(R"(Submitted: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \(\d+s ago\) by )")))
+      << get.out;
+  EXPECT_NE(get.out.find("Started:   "), std::string::npos) << get.out;
+  CliRun explain = Tidal("explain 3");
+  EXPECT_EQ(explain.out.find("Estimated start"), std::string::npos) << explain.out;
+  EXPECT_TRUE(std::regex_search(explain.out, std::regex(R"(Started:  \S+Z \(\d+s ago\))"))) << explain.out;
+  EXPECT_TRUE(std::regex_search(explain.out, std::regex(R"(running on 1 GPUs since \S+Z \(\d+s ago\))")))
+      << explain.out;
+  for (const CliRun* r : {&list, &get, &explain}) {
+    EXPECT_FALSE(std::regex_search(r->out, epoch)) << r->out;
+  }
+  CliRun audit = Tidal("audit", kAdminToken);
+  EXPECT_FALSE(std::regex_search(audit.out, epoch)) << audit.out;
+}
+
+TEST_F(CliTest, TimeFlagsTakeDurationsAndRfc3339) {
+  ASSERT_EQ(Tidal("submit -f " + SourceDir() + "/tests/cli/workloads.yaml").exit_code, 0);
+  auto rows = [&](const std::string& flags) {
+    CliRun r = Tidal("audit -o json " + flags, kAdminToken);
+    EXPECT_EQ(r.exit_code, 0) << flags << ": " << r.err;
+    return nlohmann::json::parse(r.out, nullptr, false)["audit"].size();
+  };
+  const size_t total = rows("");
+  ASSERT_GT(total, 0u);
+  EXPECT_EQ(rows("--since 1h"), total);
+  EXPECT_EQ(rows("--since 2000-01-01T00:00:00Z"), total);
+  EXPECT_EQ(rows("--from_ms 946684800000"), total);  // 2000-01-01, the old alias
+  EXPECT_EQ(rows("--until 2000-01-01T02:00:00+02:00"), 0u);
+  EXPECT_EQ(Tidal("report --since 2h -o json", kAdminToken).exit_code, 0);
+}
+
+TEST_F(CliTest, DryRunNamesTheBlockerAndExitsThreeWhenItCanNeverStart) {
+  std::ofstream(server_->dir() + "/tpu.yaml")
+      << "name: tpu-job\nproject: vision\ngpus_per_replica: 1\ngpu_models: {required: [TPU-v5]}\n";
+  CliRun never = Tidal("dry-run -f " + server_->dir() + "/tpu.yaml");
+  EXPECT_EQ(never.exit_code, 3) << never.out << never.err;
+  EXPECT_NE(never.out.find("NAME     VERDICT"), std::string::npos) << never.out;
+  EXPECT_NE(never.out.find("tpu-job  never"), std::string::npos) << never.out;
+  EXPECT_NE(never.out.find("rejected: "), std::string::npos) << never.out;
+  std::ofstream(server_->dir() + "/small.yaml") << "name: small\nproject: vision\ngpus_per_replica: 1\n";
+  CliRun starts = Tidal("dry-run -f " + server_->dir() + "/small.yaml");
+  EXPECT_EQ(starts.exit_code, 0) << starts.err;
+  EXPECT_NE(starts.out.find("small  starts now"), std::string::npos) << starts.out;
+}
+
+TEST_F(CliTest, ConfigFileContextsAndUnknownKeys) {
+  const std::string path = server_->dir() + "/cli-config.yaml";
+  std::ofstream(path) << "server: http://127.0.0.1:1\ntoken: nope\ncurrent_context: local\n"
+                      << "contexts:\n  local: {server: " << server_->url() << "/v1, token: " << kAdsToken << "}\n";
+  extra_env_ = "TIDAL_CONFIG=" + path + " ";
+  CliRun ok = Tidal("queues -o json", "", /*use_env=*/false);
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  std::ofstream(path) << "server: " << server_->url() << "\ntoken: " << kAdsToken << "\ntokn: typo\n";
+  CliRun bad = Tidal("queues", "", false);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("unknown key 'tokn'"), std::string::npos) << bad.err;
+  std::ofstream(path) << "contexts:\n  a: {server: x, tokn: y}\n";
+  CliRun nested = Tidal("queues", "", false);
+  EXPECT_EQ(nested.exit_code, 2);
+  EXPECT_NE(nested.err.find("contexts.a: unknown key 'tokn'"), std::string::npos) << nested.err;
 }
 
 }  // namespace
