@@ -12,8 +12,8 @@
 #include <benchmark/benchmark.h>
 
 #include "core/common/rng.h"
-#include "core/engine/cluster_state.h"
 #include "core/engine/scheduler.h"
+#include "core/placement/cluster_state.h"
 #include "core/placement/eligibility.h"
 #include "core/placement/gang_placer.h"
 

@@ -15,9 +15,9 @@
 #include "config/cluster_config.h"
 #include "core/common/status.h"
 #include "core/common/time.h"
-#include "core/engine/decision.h"
-#include "core/engine/snapshot.h"
+#include "core/model/decision.h"
 #include "core/model/queue.h"
+#include "core/model/snapshot.h"
 #include "core/model/workload.h"
 
 namespace tidal::config {

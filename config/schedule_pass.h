@@ -15,9 +15,9 @@
 #include "config/cluster_config.h"
 #include "config/json_codec.h"
 #include "core/common/status.h"
-#include "core/engine/decision.h"
-#include "core/engine/snapshot.h"
+#include "core/model/decision.h"
 #include "core/model/policy.h"
+#include "core/model/snapshot.h"
 
 namespace tidal::config {
 

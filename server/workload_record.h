@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "core/engine/decision.h"
 #include "core/model/allocation.h"
+#include "core/model/decision.h"
 #include "core/model/policy.h"
 #include "core/model/workload.h"
 

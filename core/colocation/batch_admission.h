@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "core/common/time.h"
-#include "core/engine/decision.h"
-#include "core/engine/snapshot.h"
+#include "core/model/decision.h"
+#include "core/model/snapshot.h"
 #include "core/model/workload.h"
 
 namespace tidal {

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "core/common/check.h"
-#include "core/engine/workload_index.h"
+#include "core/model/workload_index.h"
 
 namespace tidal {
 namespace {

@@ -46,9 +46,9 @@
 #include "core/colocation/latency_model.h"
 #include "core/colocation/load_forecaster.h"
 #include "core/colocation/loan_planner.h"
-#include "core/engine/decision.h"
-#include "core/engine/snapshot.h"
+#include "core/model/decision.h"
 #include "core/model/policy.h"
+#include "core/model/snapshot.h"
 
 namespace tidal {
 

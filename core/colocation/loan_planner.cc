@@ -11,7 +11,7 @@
 #include <unordered_map>
 
 #include "core/common/check.h"
-#include "core/engine/workload_index.h"
+#include "core/model/workload_index.h"
 #include "core/placement/eligibility.h"
 
 namespace tidal {

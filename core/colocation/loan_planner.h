@@ -35,8 +35,8 @@
 #include <vector>
 
 #include "core/common/ids.h"
-#include "core/engine/snapshot.h"
 #include "core/model/policy.h"
+#include "core/model/snapshot.h"
 #include "core/model/workload.h"
 
 namespace tidal {

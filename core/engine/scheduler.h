@@ -8,10 +8,10 @@
 #include <cstdint>
 #include <memory>
 
-#include "core/engine/cluster_state.h"
-#include "core/engine/decision.h"
-#include "core/engine/snapshot.h"
+#include "core/model/decision.h"
 #include "core/model/policy.h"
+#include "core/model/snapshot.h"
+#include "core/placement/cluster_state.h"
 
 namespace tidal {
 

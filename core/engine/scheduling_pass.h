@@ -31,12 +31,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/engine/cluster_state.h"
-#include "core/engine/decision.h"
 #include "core/engine/release_timeline.h"
-#include "core/engine/snapshot.h"
-#include "core/engine/workload_index.h"
+#include "core/model/decision.h"
 #include "core/model/policy.h"
+#include "core/model/snapshot.h"
+#include "core/model/workload_index.h"
+#include "core/placement/cluster_state.h"
 #include "core/placement/eligibility.h"
 #include "core/placement/gang_placer.h"
 #include "core/preemption/victim_selector.h"

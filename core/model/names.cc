@@ -2,9 +2,9 @@
 // metrics labels and config files, so they never change once released.
 #include <bit>
 
-#include "core/engine/decision.h"
 #include "core/model/allocation.h"
 #include "core/model/cluster.h"
+#include "core/model/decision.h"
 #include "core/model/policy.h"
 #include "core/model/workload.h"
 

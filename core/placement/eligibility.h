@@ -28,9 +28,9 @@
 #include <string>
 #include <vector>
 
-#include "core/engine/cluster_state.h"
-#include "core/engine/snapshot.h"
 #include "core/model/policy.h"
+#include "core/model/snapshot.h"
+#include "core/placement/cluster_state.h"
 
 namespace tidal::placement {
 

@@ -22,9 +22,9 @@
 #include <optional>
 #include <vector>
 
-#include "core/engine/cluster_state.h"
 #include "core/model/allocation.h"
 #include "core/model/workload.h"
+#include "core/placement/cluster_state.h"
 #include "core/placement/eligibility.h"
 
 namespace tidal::placement {

@@ -19,8 +19,8 @@
 #include <optional>
 #include <vector>
 
-#include "core/engine/cluster_state.h"
-#include "core/engine/decision.h"
+#include "core/model/decision.h"
+#include "core/placement/cluster_state.h"
 #include "core/placement/eligibility.h"
 #include "core/placement/gang_placer.h"
 #include "core/quota/quota_tracker.h"

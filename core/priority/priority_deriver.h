@@ -28,9 +28,9 @@
 
 #include "core/common/status.h"
 #include "core/common/time.h"
-#include "core/engine/snapshot.h"
 #include "core/model/policy.h"
 #include "core/model/queue.h"
+#include "core/model/snapshot.h"
 #include "core/model/workload.h"
 
 namespace tidal {

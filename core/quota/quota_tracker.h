@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "core/engine/snapshot.h"
+#include "core/model/snapshot.h"
 
 namespace tidal::quota {
 

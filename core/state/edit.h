@@ -19,8 +19,8 @@
 
 #include "core/common/ids.h"
 #include "core/common/time.h"
-#include "core/engine/decision.h"
 #include "core/model/allocation.h"
+#include "core/model/decision.h"
 #include "core/model/workload.h"
 
 namespace tidal::state {

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "core/common/status.h"
-#include "core/engine/snapshot.h"
+#include "core/model/snapshot.h"
 #include "core/state/edit.h"
 
 namespace tidal::state {

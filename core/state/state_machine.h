@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "core/colocation/colocation_controller.h"
-#include "core/engine/decision.h"
+#include "core/model/decision.h"
 #include "core/state/lifecycle.h"
 #include "core/state/state.h"
 

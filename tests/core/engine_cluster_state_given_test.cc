@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "core/engine/cluster_state.h"
+#include "core/placement/cluster_state.h"
 #include "tests/support/cluster_builder.h"
 
 namespace tidal::engine {

@@ -1,4 +1,4 @@
-#include "core/engine/cluster_state.h"
+#include "core/placement/cluster_state.h"
 
 #include <gtest/gtest.h>
 

@@ -4,8 +4,12 @@
 // class instead of once per node. Inside a class, nodes are bucketed by their
 // free-GPU count, which makes best-fit (the smallest node that fits) a walk
 // over at most 65 buckets instead of a scan of every node.
-#ifndef TIDAL_CORE_ENGINE_CLUSTER_STATE_H_
-#define TIDAL_CORE_ENGINE_CLUSTER_STATE_H_
+//
+// It lives in placement/ because the gang placer, eligibility and the victim
+// selector all work on it and sit below the scheduling pass; it stays in
+// namespace tidal::engine because it is still the engine's view of one pass.
+#ifndef TIDAL_CORE_PLACEMENT_CLUSTER_STATE_H_
+#define TIDAL_CORE_PLACEMENT_CLUSTER_STATE_H_
 
 #include <cstdint>
 #include <memory>
@@ -13,8 +17,8 @@
 #include <vector>
 
 #include "core/common/ids.h"
-#include "core/engine/snapshot.h"
 #include "core/model/cluster.h"
+#include "core/model/snapshot.h"
 
 namespace tidal::engine {
 
@@ -107,4 +111,4 @@ class ClusterState {
 
 }  // namespace tidal::engine
 
-#endif  // TIDAL_CORE_ENGINE_CLUSTER_STATE_H_
+#endif  // TIDAL_CORE_PLACEMENT_CLUSTER_STATE_H_

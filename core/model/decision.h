@@ -1,8 +1,8 @@
 // What one scheduling pass returns. The engine never changes the world: the
 // server and the simulator apply these, in this order: preempts, resizes,
 // places. Waits and rejects are recorded for explanations.
-#ifndef TIDAL_CORE_ENGINE_DECISION_H_
-#define TIDAL_CORE_ENGINE_DECISION_H_
+#ifndef TIDAL_CORE_MODEL_DECISION_H_
+#define TIDAL_CORE_MODEL_DECISION_H_
 
 #include <optional>
 #include <string>
@@ -93,4 +93,4 @@ struct Decisions {
 
 }  // namespace tidal
 
-#endif  // TIDAL_CORE_ENGINE_DECISION_H_
+#endif  // TIDAL_CORE_MODEL_DECISION_H_

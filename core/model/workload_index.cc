@@ -1,4 +1,4 @@
-#include "core/engine/workload_index.h"
+#include "core/model/workload_index.h"
 
 #include <algorithm>
 

@@ -4,8 +4,11 @@
 // 4096 the index is a flat vector over [min id, max id]: one store per
 // workload and one load per lookup, no hashing and no allocation per entry.
 // Sparser ids fall back to a hash map.
-#ifndef TIDAL_CORE_ENGINE_WORKLOAD_INDEX_H_
-#define TIDAL_CORE_ENGINE_WORKLOAD_INDEX_H_
+//
+// In model/ because it indexes model records and both the scheduling pass and
+// the co-location planner build one; namespace tidal::engine as before.
+#ifndef TIDAL_CORE_MODEL_WORKLOAD_INDEX_H_
+#define TIDAL_CORE_MODEL_WORKLOAD_INDEX_H_
 
 #include <cstdint>
 #include <unordered_map>
@@ -40,4 +43,4 @@ class WorkloadIndex {
 
 }  // namespace tidal::engine
 
-#endif  // TIDAL_CORE_ENGINE_WORKLOAD_INDEX_H_
+#endif  // TIDAL_CORE_MODEL_WORKLOAD_INDEX_H_

@@ -1,7 +1,7 @@
 // The state one scheduling pass sees. The caller (server or simulator) builds
 // it; the engine only reads it.
-#ifndef TIDAL_CORE_ENGINE_SNAPSHOT_H_
-#define TIDAL_CORE_ENGINE_SNAPSHOT_H_
+#ifndef TIDAL_CORE_MODEL_SNAPSHOT_H_
+#define TIDAL_CORE_MODEL_SNAPSHOT_H_
 
 #include <cstdint>
 #include <vector>
@@ -51,4 +51,4 @@ struct Snapshot {
 
 }  // namespace tidal
 
-#endif  // TIDAL_CORE_ENGINE_SNAPSHOT_H_
+#endif  // TIDAL_CORE_MODEL_SNAPSHOT_H_
