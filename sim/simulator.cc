@@ -266,7 +266,7 @@ Status Run::Init() {
   machine_.emplace(std::move(initial),
                    state::LifecycleOptions{policy_.preemption.default_grace, Duration(0)});
   machine_->set_observer(this);
-  machine_->set_sink([this](Time, const state::Edit& e) { React(e); });
+  machine_->set_sink([this](Time, state::EditOrigin, const state::Edit& e) { React(e); });
   const Snapshot& s = snap();
   const size_t nodes = s.cluster.nodes.size();
   node_shared_.assign(nodes, false);

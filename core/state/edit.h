@@ -13,6 +13,7 @@
 #ifndef TIDAL_CORE_STATE_EDIT_H_
 #define TIDAL_CORE_STATE_EDIT_H_
 
+#include <cstdint>
 #include <string_view>
 #include <variant>
 #include <vector>
@@ -147,9 +148,23 @@ using Edit = std::variant<SubmitEdit, ApproveEdit, SetPriorityEdit, SetTargetEdi
 // "submit", "approve", ..., as written in the journal.
 std::string_view EditName(const Edit& edit);
 
-// One journaled edit and the clock it applied at.
+// Who made an edit. A replay feeds the world's edits (and the priority
+// refresher's, when the policy is unchanged) back in, reruns the lifecycle,
+// co-location and the engine, and compares what they make with the journal.
+enum class EditOrigin : uint8_t {
+  kWorld,       // a request or report: submit, approve, cancel, pod exit, node health
+  kPriority,    // the priority refresher re-derived a priority
+  kLifecycle,   // a timer fired (Lifecycle::Tick)
+  kColocation,  // the co-location plan (targets, loans, its notices)
+  kEngine,      // a scheduling decision
+};
+// "world", "priority", "lifecycle", "colocation", "engine".
+std::string_view EditOriginName(EditOrigin origin);
+
+// One journaled edit, the clock it applied at and who made it.
 struct JournalEntry {
   Time at;
+  EditOrigin origin = EditOrigin::kWorld;
   Edit edit;
 };
 

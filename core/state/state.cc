@@ -35,6 +35,17 @@ std::string_view EditName(const Edit& edit) {
   return kNames[edit.index()];
 }
 
+std::string_view EditOriginName(EditOrigin origin) {
+  switch (origin) {
+    case EditOrigin::kWorld: return "world";
+    case EditOrigin::kPriority: return "priority";
+    case EditOrigin::kLifecycle: return "lifecycle";
+    case EditOrigin::kColocation: return "colocation";
+    case EditOrigin::kEngine: return "engine";
+  }
+  return "world";
+}
+
 State::State(Cluster cluster, std::vector<Queue> queues, std::vector<Project> projects) {
   snap_.cluster = std::move(cluster);
   snap_.queues = std::move(queues);

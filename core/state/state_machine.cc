@@ -10,10 +10,10 @@ StateMachine::StateMachine(State state, LifecycleOptions options)
   lifecycle_.ArmExisting(state_);
 }
 
-Status StateMachine::Apply(const Edit& edit) {
+Status StateMachine::Apply(const Edit& edit, EditOrigin origin) {
   TIDAL_RETURN_IF_ERROR(state_.Apply(edit));
   lifecycle_.Observe(edit, state_);
-  if (sink_) sink_(state_.now(), edit);
+  if (sink_) sink_(state_.now(), origin, edit);
   return Status::Ok();
 }
 
@@ -22,25 +22,29 @@ std::vector<Edit> StateMachine::Tick() {
   for (Edit& e : lifecycle_.Tick(state_, state_.now())) {
     // A timer's edit can go stale only through an earlier edit of the same
     // tick (two timers of one workload); the first one wins.
-    if (Apply(e).ok()) applied.push_back(std::move(e));
+    if (Apply(e, EditOrigin::kLifecycle).ok()) applied.push_back(std::move(e));
   }
   return applied;
 }
 
 // All edits of one decision, or none: each is checked against the state as
 // the previous ones left it, and nothing is applied unless all pass.
-Status StateMachine::ApplyGroup(const std::vector<Edit>& group) {
-  if (group.size() == 1) return Apply(group.front());
+Status StateMachine::ApplyGroup(const std::vector<Edit>& group, EditOrigin origin) {
+  if (group.size() == 1) return Apply(group.front(), origin);
   // Multi-edit decisions (a resize that grows and shrinks) check the second
   // edit on a copy of what the first leaves: rare, and cheaper than undo.
   State trial = state_;
   trial.set_observer(nullptr);
   for (const Edit& e : group) TIDAL_RETURN_IF_ERROR(trial.Apply(e));
-  for (const Edit& e : group) TIDAL_RETURN_IF_ERROR(Apply(e));
+  for (const Edit& e : group) TIDAL_RETURN_IF_ERROR(Apply(e, origin));
   return Status::Ok();
 }
 
 ApplyOutcome StateMachine::ApplyDecisions(const Decisions& d) {
+  return ApplyDecisionsFrom(d, EditOrigin::kEngine);
+}
+
+ApplyOutcome StateMachine::ApplyDecisionsFrom(const Decisions& d, EditOrigin origin) {
   ApplyOutcome out;
   const Time now = state_.now();
   std::unordered_set<WorkloadId> changed;
@@ -50,7 +54,7 @@ ApplyOutcome StateMachine::ApplyDecisions(const Decisions& d) {
       return;
     }
     if (group.empty()) return;
-    if (Status s = ApplyGroup(group); !s.ok()) {
+    if (Status s = ApplyGroup(group, origin); !s.ok()) {
       out.refused.push_back({w, kind, std::move(s)});
       return;
     }
@@ -96,16 +100,16 @@ ApplyOutcome StateMachine::ApplyPlan(const ColocationPlan& plan) {
     const Workload* w = state_.workload(id);
     if (w == nullptr || w->pods == pods) continue;
     SetTargetEdit e{id, pods};
-    if (Apply(e).ok()) out.applied.push_back(e);
+    if (Apply(e, EditOrigin::kColocation).ok()) out.applied.push_back(e);
   }
   const Snapshot& s = state_.snapshot();
   for (size_t n = 0; n < plan.lent_nodes.size() && n < s.cluster.nodes.size(); ++n) {
     const NodeId node(static_cast<uint32_t>(n));
     if (plan.lent_nodes[n] == s.is_lent(node)) continue;
     Edit e = plan.lent_nodes[n] ? Edit(LendEdit{node}) : Edit(ReturnEdit{node});
-    if (Apply(e).ok()) out.applied.push_back(std::move(e));
+    if (Apply(e, EditOrigin::kColocation).ok()) out.applied.push_back(std::move(e));
   }
-  ApplyOutcome decided = ApplyDecisions(plan.decisions);
+  ApplyOutcome decided = ApplyDecisionsFrom(plan.decisions, EditOrigin::kColocation);
   for (Edit& e : decided.applied) out.applied.push_back(std::move(e));
   out.refused = std::move(decided.refused);
   return out;

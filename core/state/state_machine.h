@@ -51,9 +51,9 @@ struct ApplyOutcome {
 
 class StateMachine {
  public:
-  // Called with each applied edit and the clock it applied at; the edit is
-  // not copied (a journal that keeps it copies it).
-  using Sink = std::function<void(Time at, const Edit& edit)>;
+  // Called with each applied edit, the clock it applied at and who made it;
+  // the edit is not copied (a journal that keeps it copies it).
+  using Sink = std::function<void(Time at, EditOrigin origin, const Edit& edit)>;
 
   StateMachine(State state, LifecycleOptions options);
 
@@ -64,8 +64,8 @@ class StateMachine {
 
   void AdvanceTo(Time t) { state_.AdvanceTo(t); }
   // Applies one edit from the world (a submit, an exit, a checkpoint, a
-  // fault) or from a replayed journal.
-  Status Apply(const Edit& edit);
+  // fault), the priority refresher, or a replayed journal.
+  Status Apply(const Edit& edit, EditOrigin origin = EditOrigin::kWorld);
   // Fires every due timer; returns the edits that applied.
   std::vector<Edit> Tick();
   ApplyOutcome ApplyDecisions(const Decisions& decisions);
@@ -75,7 +75,8 @@ class StateMachine {
   void SetProjectUsedGpuHours(ProjectId p, double hours) { state_.SetProjectUsedGpuHours(p, hours); }
 
  private:
-  Status ApplyGroup(const std::vector<Edit>& group);
+  Status ApplyGroup(const std::vector<Edit>& group, EditOrigin origin);
+  ApplyOutcome ApplyDecisionsFrom(const Decisions& decisions, EditOrigin origin);
 
   State state_;
   Lifecycle lifecycle_;

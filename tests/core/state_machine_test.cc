@@ -255,7 +255,7 @@ TEST(ApplierTest, RejectReleasesOnlyAPendingWorkload) {
 TEST(JournalTest, ReplayRebuildsTheLiveState) {
   std::vector<JournalEntry> journal;
   StateMachine m = Machine();
-  m.set_sink([&](Time at, const Edit& e) { journal.push_back({at, e}); });
+  m.set_sink([&](Time at, state::EditOrigin origin, const Edit& e) { journal.push_back({at, origin, e}); });
   Workload elastic = Job(3, QueueId(0), 4, 2, hours(1));
   elastic.min_pods = 2;
   elastic.max_pods = 4;

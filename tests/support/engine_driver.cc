@@ -20,7 +20,9 @@ EngineDriver::EngineDriver(Snapshot snapshot, PolicyConfig policy)
     : scheduler_(policy),
       machine_(InitialState(snapshot),
                state::LifecycleOptions{policy.preemption.default_grace, Duration(0)}) {
-  machine_.set_sink([this](Time at, const state::Edit& e) { journal_.push_back({at, e}); });
+  machine_.set_sink([this](Time at, state::EditOrigin origin, const state::Edit& e) {
+    journal_.push_back({at, origin, e});
+  });
 }
 
 void EngineDriver::MustApply(const state::Edit& e) {
