@@ -17,6 +17,10 @@ using nlohmann::json;
 
 namespace {
 
+// How long after a grace deadline the agent's exit report is still awaited
+// before the lifecycle declares the pods gone.
+constexpr Duration kExitReportSlack = seconds(1);
+
 bool IsTerminal(WorkloadState s) {
   return s == WorkloadState::kSucceeded || s == WorkloadState::kFailed ||
          s == WorkloadState::kCancelled;
@@ -47,6 +51,7 @@ ControlPlane::ControlPlane(ServerConfig config, std::unique_ptr<Store> store, co
   metrics_.DefineCounter("tidal_gpu_errors_total", "GPU faults (XID, uncorrectable ECC, unhealthy) reported by agents, by node.");
   metrics_.DefineCounter("tidal_nodes_lost_total", "Nodes whose lease expired.");
   metrics_.DefineCounter("tidal_placements_total", "Placements by queue, kind and whether borrowed.");
+  metrics_.DefineCounter("tidal_refused_decisions_total", "Engine decisions the state refused because the world moved since the pass's snapshot, by kind.");
 }
 
 ControlPlane::~ControlPlane() { StopLoop(); }
@@ -82,7 +87,6 @@ Status ControlPlane::Recover() {
     if (node.failed_gpus != 0) node.health = Health::kDegraded;
   }
   node_workloads_.assign(config_.catalog.cluster.nodes.size(), {});
-  queue_used_gpus_.assign(config_.catalog.queues.size(), 0);
   project_closed_gpu_s_.assign(config_.catalog.projects.size(), 0);
   for (const Project& p : config_.catalog.projects) project_base_used_h_.push_back(p.used_gpu_hours);
   for (const auto& [id, text] : rec.workloads) {
@@ -108,6 +112,15 @@ Status ControlPlane::Recover() {
   }
   for (const IdempotencyRow& k : rec.idempotency) idempotency_[k.key] = k.workload;
   next_audit_seq_ = rec.last_audit_seq + 1;
+  // The committed state: what the records hold, checked (two stored
+  // allocations on one GPU, a pod on a node no longer there, fail here).
+  auto state = state::State::FromSnapshot(RecoveredSnapshot(now));
+  if (!state.ok()) return Internal("stored state is inconsistent: " + state.status().message());
+  machine_.emplace(*std::move(state),
+                   state::LifecycleOptions{config_.policy.preemption.default_grace, kExitReportSlack});
+  machine_->set_sink([this](Time at, state::EditOrigin origin, const state::Edit& edit) {
+    OnApplied(at, origin, edit);
+  });
   ready_ = true;
   return Status::Ok();
 }
@@ -122,6 +135,11 @@ WorkloadRecord* ControlPlane::Find(uint64_t id) {
 const WorkloadRecord* ControlPlane::Find(uint64_t id) const {
   auto it = records_.find(id);
   return it == records_.end() ? nullptr : &it->second;
+}
+
+Status ControlPlane::ApplyEdit(const state::Edit& edit, state::EditOrigin origin) {
+  machine_->AdvanceTo(clock_.Now());
+  return machine_->Apply(edit, origin);
 }
 
 void ControlPlane::Persist(Mutation& m, const WorkloadRecord& r) {
@@ -163,6 +181,10 @@ Status ControlPlane::ReadBarrier(uint64_t seq) const {
 }
 
 uint64_t ControlPlane::Enqueue(Mutation m) {
+  for (std::string& entry : journal_) {
+    if (!entry.empty()) m.journal.push_back(std::move(entry));
+  }
+  journal_.clear();
   if (!m.empty()) last_seq_ = store_->Enqueue(std::move(m));
   return last_seq_;
 }
@@ -182,23 +204,11 @@ void ControlPlane::IndexAllocation(const WorkloadRecord& r, bool add) {
       node_workloads_[p.node.value()].erase(r.w.id.value());
     }
   }
-  // Leaving pods are still in `pods`: their GPUs count until they exit.
-  if (r.w.queue.valid() && r.w.queue.value() < queue_used_gpus_.size()) {
-    queue_used_gpus_[r.w.queue.value()] += (add ? 1 : -1) * r.allocation->gpu_count();
-  }
 }
 
-GpuMask ControlPlane::UsedGpus(NodeId node) const {
-  GpuMask used = 0;
-  for (uint64_t id : node_workloads_[node.value()]) {
-    const WorkloadRecord* r = Find(id);
-    if (!r || !r->allocation) continue;
-    for (const PodPlacement& p : r->allocation->pods) {
-      if (p.node == node) used |= p.gpus;
-    }
-  }
-  return used;
-}
+GpuMask ControlPlane::UsedGpus(NodeId node) const { return machine_->state().used_gpus(node); }
+
+bool ControlPlane::IsLent(NodeId node) const { return machine_->state().snapshot().is_lent(node); }
 
 void ControlPlane::CloseRuns(WorkloadRecord& r, int64_t now_ms, const std::string& reason) {
   for (RunInterval& run : r.runs) {
@@ -234,24 +244,8 @@ void ControlPlane::RemoveRank(WorkloadRecord& r, int rank) {
   if (auto it = std::find(leaving.begin(), leaving.end(), gone); it != leaving.end()) leaving.erase(it);
 }
 
-void ControlPlane::DropLeaving(WorkloadRecord& r) {
-  if (!r.allocation) return;
-  IndexAllocation(r, false);
-  while (!r.allocation->leaving.empty()) {
-    const auto& pods = r.allocation->pods;
-    auto it = std::find(pods.begin(), pods.end(), r.allocation->leaving.front());
-    if (it == pods.end()) {
-      r.allocation->leaving.erase(r.allocation->leaving.begin());
-      continue;
-    }
-    RemoveRank(r, static_cast<int>(it - pods.begin()));
-  }
-  r.shrink_notice.reset();
-  IndexAllocation(r, true);
-}
-
 int ControlPlane::QueueUsedGpus(QueueId q) const {
-  return q.value() < queue_used_gpus_.size() ? queue_used_gpus_[q.value()] : 0;
+  return q.value() < config_.catalog.queues.size() ? machine_->state().queue_used_gpus(q) : 0;
 }
 
 PreemptionRecord* ControlPlane::OpenPreemption(WorkloadRecord& r) {
@@ -455,10 +449,16 @@ StatusOr<SubmitResult> ControlPlane::Submit(const Principal& who, const json& bo
                     {"kind", std::string(WorkloadKindName(r.w.kind))}});
       result.workload = std::move(record);
       const uint64_t id = r.w.id.value();
+      r.queued_ms = ToMillis(now);
       active_.insert(id);
       dirty_.insert(id);
       if (r.w.batch.deadline != kInfiniteFuture) timed_.insert(id);
+      const Workload submitted = r.w;
       records_.emplace(id, std::move(r));
+      ApplyScope scope(*this, m, who.name);
+      if (Status s = ApplyEdit(state::SubmitEdit{submitted}); !s.ok()) {
+        return Internal("submit: " + s.message());  // admission checked everything the state checks
+      }
       seq = Enqueue(std::move(m));
     }
   }
@@ -521,22 +521,9 @@ StatusOr<json> ControlPlane::List(const Principal& who, const ListFilter& f) con
   return json{{"workloads", out}};
 }
 
-void ControlPlane::GiveNotice(WorkloadRecord& r, const std::string& cause, Time now,
-                              Time grace_deadline) {
-  // A cancelled workload, and a debug session at its max runtime or idle,
-  // end for good; every other victim waits again.
-  const bool requeue = cause != "cancel" && cause != "max_runtime" && cause != "idle";
-  r.stop = StopNotice{cause, ToMillis(now), ToMillis(grace_deadline), requeue};
-  if (r.allocation) {
-    r.allocation->terminating = true;
-    r.allocation->grace_deadline = grace_deadline;
-  }
-  r.w.state = WorkloadState::kTerminating;
-}
-
-void ControlPlane::Release(WorkloadRecord& r, WorkloadState state, std::string reason,
-                           Time now, Mutation& m, const std::string& actor) {
-  IndexAllocation(r, false);
+void ControlPlane::ReleaseView(WorkloadRecord& r, WorkloadState state, std::string reason, Time now) {
+  Mutation& m = *applying_.m;
+  const std::string& actor = applying_.actor;
   const int64_t now_ms = ToMillis(now);
   if (r.allocation) CloseRuns(r, now_ms, reason);
   if (r.stop && r.allocation) {
@@ -559,7 +546,6 @@ void ControlPlane::Release(WorkloadRecord& r, WorkloadState state, std::string r
                now);
     }
   }
-  r.allocation.reset();
   r.shrink_notice.reset();
   r.replica_load.clear();
   r.stop.reset();
@@ -571,8 +557,7 @@ void ControlPlane::Release(WorkloadRecord& r, WorkloadState state, std::string r
     active_.erase(r.w.id.value());
     timed_.erase(r.w.id.value());
   } else {
-    // Requeued: waits again from now.
-    r.w.submit_time = now;
+    r.queued_ms = now_ms;  // requeued: waits again from now
   }
   AddAudit(m, actor, IsTerminal(state) ? "finish" : "requeue", &r,
            {{"state", WorkloadStateName(state)}, {"reason", reason}}, now);
@@ -604,16 +589,24 @@ StatusOr<json> ControlPlane::Cancel(const Principal& who, uint64_t id) {
     TIDAL_ASSIGN_OR_RETURN(WorkloadRecord* r, FindChangeable(who, id));
     const Time now = clock_.Now();
     Mutation m;
+    ApplyScope scope(*this, m, who.name);
     AddAudit(m, who.name, "cancel", r, {{"previous_state", WorkloadStateName(r->w.state)}}, now);
+    Status applied = Status::Ok();
     if (!r->allocation) {
-      Release(*r, WorkloadState::kCancelled, "cancelled", now, m, who.name);
+      applying_.reason = "cancelled";
+      applied = ApplyEdit(state::ReleaseEdit{r->w.id, WorkloadState::kCancelled});
     } else if (r->stop) {
       r->stop->requeue = false;  // already stopping: end as cancelled
       Persist(m, *r);
     } else {
-      GiveNotice(*r, "cancel", now, now + config_.policy.preemption.default_grace);
-      Persist(m, *r);
+      state::NoticeEdit notice;
+      notice.workload = r->w.id;
+      notice.cause = PreemptCause::kCancel;
+      notice.grace_deadline = now + config_.policy.preemption.default_grace;
+      notice.requeue = false;
+      applied = ApplyEdit(notice);
     }
+    if (!applied.ok()) return Internal("cancel: " + applied.message());
     reply = RecordToJson(*r, config_.catalog);
     seq = Enqueue(std::move(m));
   }
@@ -657,10 +650,10 @@ StatusOr<json> ControlPlane::Resize(const Principal& who, uint64_t id, const jso
              {{"from", {{"replicas", r->w.pods}, {"min", r->w.min_pods}, {"max", r->w.max_pods}}},
               {"to", {{"replicas", w.pods}, {"min", w.min_pods}, {"max", w.max_pods}}}},
              now);
-    r->w.pods = w.pods;
-    r->w.min_pods = w.min_pods;
-    r->w.max_pods = w.max_pods;
-    Persist(m, *r);
+    ApplyScope scope(*this, m, who.name);
+    if (Status s = ApplyEdit(state::SetTargetEdit{r->w.id, w.pods, w.min_pods, w.max_pods}); !s.ok()) {
+      return Internal("resize: " + s.message());
+    }
     reply = RecordToJson(*r, config_.catalog);
     seq = Enqueue(std::move(m));
   }
@@ -691,9 +684,13 @@ StatusOr<json> ControlPlane::Approve(const Principal& who, uint64_t id) {
     AddAudit(m, who.name, "approve", r, {{"previous_value", r->w.priority.value}}, now);
     r->approved = true;
     r->derived_budget = budget;
-    r->w.priority = *priority;
-    r->w.priority.awaiting_approval = false;
-    r->w.state = WorkloadState::kPending;
+    Priority approved_priority = *priority;
+    approved_priority.awaiting_approval = false;
+    ApplyScope scope(*this, m, who.name);
+    if (Status s = ApplyEdit(state::ApproveEdit{r->w.id}); !s.ok()) return Internal("approve: " + s.message());
+    if (Status s = ApplyEdit(state::SetPriorityEdit{r->w.id, std::move(approved_priority)}); !s.ok()) {
+      return Internal("approve: " + s.message());
+    }
     AddAudit(m, who.name, "priority", r,
              {{"value", r->w.priority.value},
               {"template", r->w.priority.template_name},

@@ -1,16 +1,23 @@
-// The control plane's state machine: admission, cancel/approve/resize, the
-// agent protocol, and the scheduling loop that runs ColocationController::
-// Prepare and Scheduler::Schedule and applies their decisions. HTTP lives in
-// http_api.h; this class knows callers only as Principals.
+// The control plane: admission, cancel/approve/resize, the agent protocol,
+// and the scheduling loop that runs ColocationController::Prepare and
+// Scheduler::Schedule. HTTP lives in http_api.h; this class knows callers
+// only as Principals.
 //
-// Concurrency: one mutex guards all state. A mutating call validates, changes
-// the in-memory state, queues the change in the store (under the lock, so the
-// store sees changes in state order), releases the lock and waits until the
-// change is durable before it returns; so a caller that got an answer knows
-// the change survives a crash. Reads answer only with committed state. The
-// engine runs on the loop's own snapshot (synced, under the lock, from the
-// records that changed since the last pass) outside the lock; its decisions
-// are re-checked against the state when they are applied (a workload
+// The committed state is a core StateMachine (core/state/), the same one the
+// simulator runs: every change the engine can see (a submit, an exit, a
+// node lost, a decision, a timer) is a typed edit applied by the machine.
+// Its sink journals each applied edit and brings the API's records (who
+// submitted what, run history, audits, metrics) up to date in React. A
+// replay of the journal (`tidal sim replay`) therefore reruns exactly what
+// the server decided.
+//
+// Concurrency: one mutex guards all state. A mutating call validates, applies
+// its edits, queues the change in the store (under the lock, so the store
+// sees changes in state order), releases the lock and waits until the change
+// is durable before it returns; so a caller that got an answer knows the
+// change survives a crash. Reads answer only with committed state. The
+// engine runs outside the lock on a copy of the machine's snapshot; the
+// machine re-checks its decisions when they are applied (a workload
 // cancelled meanwhile is not placed).
 #ifndef TIDAL_SERVER_CONTROL_PLANE_H_
 #define TIDAL_SERVER_CONTROL_PLANE_H_
@@ -32,6 +39,7 @@
 #include "core/colocation/colocation_controller.h"
 #include "core/common/status.h"
 #include "core/engine/scheduler.h"
+#include "core/state/state_machine.h"
 #include "protocol/pod_assignment.h"
 #include "server/auth.h"
 #include "server/metrics.h"
@@ -118,16 +126,52 @@ class ControlPlane {
     std::vector<std::string> priority_lines;
   };
 
+  // What the edits being applied belong to: the store change they join, who
+  // made them (for audits), and the decisions they come from (for the audit
+  // details an edit does not carry). Set by ApplyScope around each apply.
+  struct Applying {
+    Mutation* m = nullptr;
+    std::string actor;
+    std::string reason;  // why a requeue or release happens ("" = from the edit)
+    const Decisions* decisions = nullptr;
+    std::set<uint64_t> resized;  // resize audits already written this batch
+  };
+  // Sets what the edits applied in its lifetime belong to; mu_ held.
+  class ApplyScope {
+   public:
+    ApplyScope(ControlPlane& cp, Mutation& m, std::string actor) : cp_(cp), saved_(std::move(cp.applying_)) {
+      cp_.applying_ = Applying{};
+      cp_.applying_.m = &m;
+      cp_.applying_.actor = std::move(actor);
+    }
+    ~ApplyScope() { cp_.applying_ = std::move(saved_); }
+    ApplyScope(const ApplyScope&) = delete;
+    ApplyScope& operator=(const ApplyScope&) = delete;
+
+   private:
+    ControlPlane& cp_;
+    Applying saved_;
+  };
+
   // Private helpers expect mu_ held unless they say otherwise.
   StatusOr<Admitted> Admit(const Principal& who, const nlohmann::json& body, Time now) const;
-  // A full copy of the state for the engine (dry runs).
-  Snapshot BuildSnapshot(Time now) const;
-  // Brings snap_ up to date: copies only the records changed since the last
-  // pass (dirty_), so a pass over 50,000 pending workloads does not copy
-  // them all while holding the lock that submits need.
-  void SyncSnapshot(Time now);
+  // The engine's view of the stored records at recovery.
+  Snapshot RecoveredSnapshot(Time now) const;
+  // Applies one edit at the clock's now (mu_ held, inside an ApplyScope).
+  Status ApplyEdit(const state::Edit& edit, state::EditOrigin origin = state::EditOrigin::kWorld);
+  // The machine's sink: journals the edit and updates the records.
+  void OnApplied(Time at, state::EditOrigin origin, const state::Edit& edit);
+  void React(state::EditOrigin origin, const state::Edit& edit);
+  void ReactPlace(WorkloadRecord& r, const state::PlaceEdit& e);
+  void ReactNotice(WorkloadRecord& r, state::EditOrigin origin, const state::NoticeEdit& e);
+  void ReactResize(WorkloadRecord& r, const state::Edit& edit);
+  void ReactNode(NodeId n);
+  // Copies the machine's workload and allocation into the record.
+  void SyncRecord(WorkloadRecord& r);
+  void JournalMarker(std::string_view phase);
   int QueueUsedGpus(QueueId q) const;
   GpuMask UsedGpus(NodeId node) const;
+  bool IsLent(NodeId node) const;
   // Journals the record and marks it changed for the next pass's snapshot.
   void Persist(Mutation& m, const WorkloadRecord& r);
   void AddAudit(Mutation& m, const std::string& actor, const std::string& action,
@@ -156,16 +200,18 @@ class ControlPlane {
   // The preemption the current stop notice belongs to, if any.
   PreemptionRecord* OpenPreemption(WorkloadRecord& r);
   // Re-derives priorities whose inputs changed (budget state, deadlines).
-  void RefreshPriorities(Time now, Mutation& m);
+  void RefreshPriorities(Time now);
   void RecordReplicaLoad(WorkloadRecord& w, int rank, double rps, double p95, double p99, Time at);
-  // Frees a workload's GPUs and moves it to `state` (pending = requeued).
+  // The record's side of a requeue or release (the machine has freed the
+  // GPUs): run history, the preemption's exit, the audit.
   // `reason` is taken by value: callers pass r.stop->cause, which this clears.
-  void Release(WorkloadRecord& r, WorkloadState state, std::string reason, Time now,
-               Mutation& m, const std::string& actor);
-  void GiveNotice(WorkloadRecord& r, const std::string& cause, Time now, Time grace_deadline);
-  void MarkNodeLost(NodeId n, Time now, Mutation& m);
-  void ExpireAndReap(Time now, Mutation& m);
-  void ApplyDecisions(const Decisions& d, const Snapshot& snap, Time now, Mutation& m);
+  void ReleaseView(WorkloadRecord& r, WorkloadState state, std::string reason, Time now);
+  // Ends a stopped workload whose pods are gone: requeued, or cancelled when
+  // its notice (or a cancel during it) said it ends for good.
+  void EndStopped(WorkloadRecord& r);
+  void MarkNodeLost(NodeId n, Time now);
+  void ExpireAndReap(Time now);
+  void ApplyDecisions(const Decisions& d);
   std::vector<protocol::PodAssignment> PodsFor(NodeId node) const;
   // The node's desired pods, once the store has everything they reflect.
   StatusOr<std::vector<protocol::PodAssignment>> DesiredPods(const std::string& node) const;
@@ -194,12 +240,12 @@ class ControlPlane {
   std::set<uint64_t> active_;
   std::set<uint64_t> allocated_;  // ids holding GPUs, kept by IndexAllocation
   std::set<uint64_t> timed_;      // active ids with a deadline (priority moves with time)
+  std::set<uint64_t> dirty_;      // ids whose record changed since the last priority refresh
   // Inputs of the last priority refresh: a pass re-derives everything only
   // when one of them moved.
   std::vector<int> refreshed_queue_used_;
   std::vector<char> refreshed_over_budget_;
   std::vector<std::set<uint64_t>> node_workloads_;  // by NodeId
-  std::vector<int> queue_used_gpus_;                 // by QueueId, kept by IndexAllocation
   std::vector<double> project_closed_gpu_s_;         // by ProjectId: ended runs' GPU-seconds
   std::vector<double> project_base_used_h_;          // by ProjectId: used_gpu_hours in the config
   std::vector<NodeRuntime> node_rt_;                  // by NodeId
@@ -209,18 +255,13 @@ class ControlPlane {
   int64_t next_audit_seq_ = 1;
   uint64_t last_seq_ = 0;
   std::vector<std::tuple<WorkloadId, Time, double>> observed_load_;
-  std::vector<bool> lent_nodes_;
+  // The committed state (built at Recover); its sink is OnApplied.
+  std::optional<state::StateMachine> machine_;
+  Applying applying_;
+  // Encoded journal records of the edits applied since the last Enqueue.
+  std::vector<std::string> journal_;
   int64_t last_pass_ms_ = 0;
   double last_pass_s_ = 0;
-
-  // The loop's working snapshot (touched only under pass_mu_, and synced
-  // from the records under mu_), with its index by workload id.
-  Snapshot snap_;
-  std::unordered_map<uint64_t, size_t> snap_index_;
-  std::unordered_set<uint64_t> snap_allocated_;  // ids with an allocation in snap_
-  std::set<uint64_t> dirty_;  // under mu_
-  bool cluster_dirty_ = true;  // under mu_: nodes registered, lost, drained
-  uint64_t cluster_version_ = 0;
 
   std::mutex loop_mu_;
   std::condition_variable loop_cv_;

@@ -104,7 +104,6 @@ StatusOr<ControlPlane::ParsedRegistration> ControlPlane::ParseRegistration(const
 
 NodeId ControlPlane::CommitRegistration(ParsedRegistration reg, const json& body) {
   Catalog& cat = config_.catalog;
-  cluster_dirty_ = true;
   Node& node = reg.node;
   if (!reg.zone.empty()) {
     auto zone = cat.FindZone(reg.zone);
@@ -123,7 +122,6 @@ NodeId ControlPlane::CommitRegistration(ParsedRegistration reg, const json& body
     id = cat.AddNode(std::move(node));
     node_rt_.emplace_back();
     node_workloads_.emplace_back();
-    if (!lent_nodes_.empty()) lent_nodes_.push_back(false);
   }
   const int gpu_count = cat.cluster.nodes[id.value()].gpu_count;
   NodeRuntime& rt = node_rt_[id.value()];
@@ -155,11 +153,20 @@ StatusOr<json> ControlPlane::RegisterNode(const Principal& who, const json& body
     std::lock_guard lock(mu_);
     TIDAL_RETURN_IF_ERROR(Writable());
     TIDAL_ASSIGN_OR_RETURN(ParsedRegistration reg, ParseRegistration(body));
+    if (reg.existing && (UsedGpus(*reg.existing) & ~reg.node.all_gpus()) != 0) {
+      return config::FieldError("gpus", fmt::format("node \"{}\" runs pods on GPUs this registration drops",
+                                                     reg.node.name));
+    }
     const NodeId id = CommitRegistration(std::move(reg), body);
     const Time now = clock_.Now();
     node_rt_[id.value()].last_heartbeat_ms = ToMillis(now);
     Mutation m;
-    PersistNode(id, m);
+    ApplyScope scope(*this, m, who.name);
+    const Cluster& cluster = config_.catalog.cluster;
+    if (Status s = ApplyEdit(state::RegisterNodeEdit{cluster.nodes[id.value()], cluster.zones, cluster.racks});
+        !s.ok()) {
+      return Internal("register: " + s.message());
+    }
     const Node& node = config_.catalog.cluster.nodes[id.value()];
     AddAudit(m, who.name, "register", nullptr,
              {{"node", node.name}, {"gpus", node.gpu_count}, {"gpu_model", node.gpu_model},
@@ -206,13 +213,12 @@ StatusOr<json> ControlPlane::Heartbeat(const Principal& who, const std::string& 
     }
     const Time now = clock_.Now();
     Mutation m;
+    ApplyScope scope(*this, m, who.name);
     rt.last_heartbeat_ms = ToMillis(now);
     if (rt.lost) {
       rt.lost = false;
-      cluster_dirty_ = true;
-      node.health = node.failed_gpus ? Health::kDegraded : Health::kHealthy;
       AddAudit(m, who.name, "node_back", nullptr, {{"node", node.name}}, now);
-      PersistNode(*id, m);
+      (void)ApplyEdit(state::NodeHealthEdit{*id, node.failed_gpus ? Health::kDegraded : Health::kHealthy});
       changed = true;
     }
     GpuMask newly_failed = 0;
@@ -246,22 +252,18 @@ StatusOr<json> ControlPlane::Heartbeat(const Principal& who, const std::string& 
     if (newly_failed) {
       // A GPU fault drains the node: nothing new lands there and its
       // workloads get notice and restart elsewhere.
-      node.failed_gpus |= newly_failed;
-      node.cordoned = true;
-      cluster_dirty_ = true;
-      node.health = Health::kDegraded;
-      PersistNode(*id, m);
+      (void)ApplyEdit(state::GpuFaultEdit{*id, newly_failed});
+      (void)ApplyEdit(state::NodeHealthEdit{*id, Health::kDegraded});
       for (uint64_t wid : std::vector<uint64_t>(node_workloads_[id->value()].begin(),
                                                 node_workloads_[id->value()].end())) {
         WorkloadRecord* w = Find(wid);
         if (!w || !w->allocation || w->stop) continue;
-        GiveNotice(*w, "drain", now, now + config_.policy.preemption.default_grace);
-        w->preemptions.push_back({ToMillis(now), next_audit_seq_, "drain", 0,
-                                  w->allocation->gpu_count() * ToSeconds(now - w->allocation->last_checkpoint), -1});
-        AddAudit(m, "scheduler", "preempt", w, {{"cause", "drain"}, {"node", node.name},
-                                                {"lost_gpu_seconds", w->preemptions.back().lost_gpu_seconds}}, now);
-        metrics_.Inc("tidal_preemptions_total", {{"cause", "drain"}, {"kind", std::string(WorkloadKindName(w->w.kind))}});
-        Persist(m, *w);
+        state::NoticeEdit drain;
+        drain.workload = w->w.id;
+        drain.cause = PreemptCause::kDrain;
+        drain.grace_deadline = now + config_.policy.preemption.default_grace;
+        drain.lost_gpu_seconds = w->allocation->gpu_count() * ToSeconds(now - w->allocation->last_checkpoint);
+        (void)ApplyEdit(drain);
       }
       changed = true;
     }
@@ -354,6 +356,7 @@ StatusOr<json> ControlPlane::PodStatus(const Principal& who, const std::string& 
     const Time now = clock_.Now();
     const std::string actor = "agent:" + node_name;
     Mutation m;
+    ApplyScope scope(*this, m, actor);
     for (const protocol::PodEvent& ev : batch.events) {
       const uint64_t workload = ev.key.workload;
       const int rank = ev.key.rank;
@@ -369,9 +372,8 @@ StatusOr<json> ControlPlane::PodStatus(const Principal& who, const std::string& 
       ++accepted;
       const Time at = ev.time_ms > 0 ? TimeFromMillis(ev.time_ms) : now;
       bool dirty = false;
-      if (ev.checkpoint_time_ms > 0) {
-        w->allocation->last_checkpoint = std::max(w->allocation->last_checkpoint, TimeFromMillis(ev.checkpoint_time_ms));
-        dirty = true;
+      if (ev.checkpoint_time_ms > 0 && TimeFromMillis(ev.checkpoint_time_ms) > w->allocation->last_checkpoint) {
+        (void)ApplyEdit(state::CheckpointEdit{w->w.id, TimeFromMillis(ev.checkpoint_time_ms)});
       }
       if (ev.utilization) {
         const double util = *ev.utilization;
@@ -401,15 +403,11 @@ StatusOr<json> ControlPlane::PodStatus(const Principal& who, const std::string& 
         const PodPlacement pod = w->allocation->pods[rank];
         if (!w->stop && std::find(leaving.begin(), leaving.end(), pod) != leaving.end()) {
           // A pod removed by a shrink is gone: its GPUs are free now.
-          IndexAllocation(*w, false);
-          RemoveRank(*w, rank);
-          if (leaving.empty()) w->shrink_notice.reset();
-          IndexAllocation(*w, true);
           AddAudit(m, actor, "pod_exit", w, {{"rank", rank}, {"exit_code", ev.exit_code},
                                              {"signal", ev.signal}, {"reason", ev.reason},
                                              {"cause", "shrink"}}, at);
+          (void)ApplyEdit(state::PodExitEdit{w->w.id, pod});
           freed = true;
-          Persist(m, *w);
           continue;
         }
         if (!w->stop && w->w.kind == WorkloadKind::kInference) {
@@ -419,14 +417,7 @@ StatusOr<json> ControlPlane::PodStatus(const Principal& who, const std::string& 
           AddAudit(m, actor, "pod_exit", w, {{"rank", rank}, {"exit_code", ev.exit_code},
                                              {"signal", ev.signal}, {"reason", ev.reason},
                                              {"cause", "replica_replaced"}}, at);
-          if (w->allocation->pods.size() > 1) {
-            IndexAllocation(*w, false);
-            RemoveRank(*w, rank);
-            IndexAllocation(*w, true);
-            Persist(m, *w);
-          } else {
-            Release(*w, WorkloadState::kPending, "replica_exited", now, m, actor);
-          }
+          (void)ApplyEdit(state::PodExitEdit{w->w.id, pod});
           freed = true;
           continue;
         }
@@ -457,8 +448,7 @@ StatusOr<json> ControlPlane::PodStatus(const Principal& who, const std::string& 
         const bool all_exited = w->exited_ranks.size() >= w->allocation->pods.size();
         if (w->stop) {
           if (all_exited) {
-            Release(*w, w->stop->requeue ? WorkloadState::kPending : WorkloadState::kCancelled,
-                    w->stop->cause, now, m, actor);
+            EndStopped(*w);
             freed = true;
             continue;
           }
@@ -469,12 +459,15 @@ StatusOr<json> ControlPlane::PodStatus(const Principal& who, const std::string& 
             ++w->gang_start_failures;
             metrics_.Inc("tidal_gang_starts_total", {{"result", "failed"}});
           }
-          Release(*w, WorkloadState::kFailed, fmt::format("rank {} exited with code {} signal {}", rank, ev.exit_code, ev.signal),
-                  now, m, actor);
+          applying_.reason = fmt::format("rank {} exited with code {} signal {}", rank, ev.exit_code, ev.signal);
+          (void)ApplyEdit(state::ReleaseEdit{w->w.id, WorkloadState::kFailed});
+          applying_.reason.clear();
           freed = true;
           continue;
         } else if (all_exited) {
-          Release(*w, WorkloadState::kSucceeded, "completed", now, m, actor);
+          applying_.reason = "completed";
+          (void)ApplyEdit(state::ReleaseEdit{w->w.id, WorkloadState::kSucceeded});
+          applying_.reason.clear();
           freed = true;
           continue;
         }

@@ -2,6 +2,8 @@
 // engine on a copy of the state, then their decisions applied and journaled.
 #include <algorithm>
 #include <chrono>
+#include <type_traits>
+#include <variant>
 
 #include <fmt/format.h>
 
@@ -30,9 +32,23 @@ int PodsGpus(const std::vector<PodPlacement>& pods) {
   return n;
 }
 
+// Journal records (docs/formats.md, "Journal").
+std::string JournalEditText(Time at, state::EditOrigin origin, const state::Edit& edit) {
+  (void)at, (void)origin, (void)edit;
+  return {};
+}
+std::string PassMarkerText(Time at, std::string_view phase) {
+  (void)at, (void)phase;
+  return {};
+}
+std::string LoadSampleText(Time at, WorkloadId w, double rps) {
+  (void)at, (void)w, (void)rps;
+  return {};
+}
+
 }  // namespace
 
-Snapshot ControlPlane::BuildSnapshot(Time now) const {
+Snapshot ControlPlane::RecoveredSnapshot(Time now) const {
   Snapshot s;
   s.now = now;
   s.cluster = config_.catalog.cluster;
@@ -44,7 +60,6 @@ Snapshot ControlPlane::BuildSnapshot(Time now) const {
     s.workloads.push_back(r.w);
     if (r.allocation) s.allocations.push_back(*r.allocation);
   }
-  s.lent_nodes = lent_nodes_;
   return s;
 }
 
@@ -52,7 +67,7 @@ Snapshot ControlPlane::BuildSnapshot(Time now) const {
 // the project spends: re-derive each pass, but only where an input moved
 // (the budget state, or the clock for deadline bonuses), and audit only a
 // changed value. A pass costs O(active) cheap checks.
-void ControlPlane::RefreshPriorities(Time now, Mutation& m) {
+void ControlPlane::RefreshPriorities(Time now) {
   const int64_t now_ms = ToMillis(now);
   std::vector<double> used_s = project_closed_gpu_s_;
   used_s.resize(config_.catalog.projects.size(), 0);
@@ -69,12 +84,14 @@ void ControlPlane::RefreshPriorities(Time now, Mutation& m) {
   for (size_t i = 0; i < used_s.size(); ++i) {
     Project& p = config_.catalog.projects[i];
     p.used_gpu_hours = (i < project_base_used_h_.size() ? project_base_used_h_[i] : 0) + used_s[i] / 3600.0;
+    machine_->SetProjectUsedGpuHours(ProjectId(static_cast<uint32_t>(i)), p.used_gpu_hours);
     over_budget[i] = p.budget_gpu_hours > 0 && p.used_gpu_hours >= p.budget_gpu_hours;
   }
   // Budget states move only with queue usage and budgets running out; when
   // neither moved, only changed records and deadline bonuses need a look.
-  const bool inputs_moved = queue_used_gpus_ != refreshed_queue_used_ || over_budget != refreshed_over_budget_;
-  refreshed_queue_used_ = queue_used_gpus_;
+  const std::vector<int>& queue_used = machine_->state().queue_used_gpus();
+  const bool inputs_moved = queue_used != refreshed_queue_used_ || over_budget != refreshed_over_budget_;
+  refreshed_queue_used_ = queue_used;
   refreshed_over_budget_ = std::move(over_budget);
   std::vector<uint64_t> ids;
   if (inputs_moved) {
@@ -106,84 +123,30 @@ void ControlPlane::RefreshPriorities(Time now, Mutation& m) {
       continue;
     }
     const int previous = w.priority.value;
-    w.priority = *std::move(derived);
-    AddAudit(m, "scheduler", "priority", &r,
+    if (!ApplyEdit(state::SetPriorityEdit{w.id, *std::move(derived)}, state::EditOrigin::kPriority).ok()) {
+      continue;
+    }
+    AddAudit(*applying_.m, "scheduler", "priority", &r,
              {{"value", w.priority.value},
               {"previous_value", previous},
               {"template", w.priority.template_name},
               {"derivation", w.priority.derivation},
               {"awaiting_approval", false}},
              now);
-    Persist(m, r);
-  }
-}
-
-void ControlPlane::SyncSnapshot(Time now) {
-  snap_.now = now;
-  if (cluster_dirty_) {
-    snap_.cluster = config_.catalog.cluster;
-    // Lets the engine keep its node classes while the nodes stay the same.
-    snap_.cluster_version = ++cluster_version_;
-    cluster_dirty_ = false;
-  }
-  snap_.queues = config_.catalog.queues;
-  snap_.projects = config_.catalog.projects;
-  snap_.lent_nodes = lent_nodes_;
-  bool removed = false;
-  for (uint64_t id : dirty_) {
-    auto slot = snap_index_.find(id);
-    const WorkloadRecord* r = Find(id);
-    if (!r || !r->active()) {
-      if (slot != snap_index_.end()) {
-        snap_.workloads[slot->second].id = WorkloadId();  // compacted below
-        snap_index_.erase(slot);
-        removed = true;
-      }
-      continue;
-    }
-    if (slot != snap_index_.end()) {
-      snap_.workloads[slot->second] = r->w;
-    } else {
-      // Ids only grow, so appending keeps the workloads in id order.
-      snap_index_[id] = snap_.workloads.size();
-      snap_.workloads.push_back(r->w);
-    }
-  }
-  if (removed) {
-    std::erase_if(snap_.workloads, [](const Workload& w) { return !w.id.valid(); });
-    snap_index_.clear();
-    for (size_t i = 0; i < snap_.workloads.size(); ++i) snap_index_[snap_.workloads[i].id.value()] = i;
-  }
-  // Allocations are few (one per running workload): rebuilt when any changed.
-  bool allocations_changed = removed;
-  for (auto it = dirty_.begin(); it != dirty_.end() && !allocations_changed; ++it) {
-    const WorkloadRecord* r = Find(*it);
-    allocations_changed = (r && r->allocation) || snap_allocated_.count(*it) != 0;
-  }
-  if (allocations_changed) {
-    snap_.allocations.clear();
-    snap_allocated_.clear();
-    for (const Workload& w : snap_.workloads) {
-      const WorkloadRecord& r = records_.at(w.id.value());
-      if (!r.allocation) continue;
-      snap_.allocations.push_back(*r.allocation);
-      snap_allocated_.insert(w.id.value());
-    }
   }
   dirty_.clear();
 }
 
-void ControlPlane::MarkNodeLost(NodeId n, Time now, Mutation& m) {
+void ControlPlane::MarkNodeLost(NodeId n, Time now) {
   Node& node = config_.catalog.cluster.nodes[n.value()];
   NodeRuntime& rt = node_rt_[n.value()];
   rt.lost = true;
-  node.health = Health::kFailed;
-  cluster_dirty_ = true;
   metrics_.Inc("tidal_nodes_lost_total", {});
-  PersistNode(n, m);
   std::vector<uint64_t> victims(node_workloads_[n.value()].begin(), node_workloads_[n.value()].end());
-  AddAudit(m, "scheduler", "node_lost", nullptr,
+  AddAudit(*applying_.m, "scheduler", "node_lost", nullptr,
            {{"node", node.name}, {"last_heartbeat_ms", rt.last_heartbeat_ms}, {"victims", victims}}, now);
+  (void)ApplyEdit(state::NodeHealthEdit{n, Health::kFailed});
+  applying_.reason = "node_lost";
   for (uint64_t id : victims) {
     WorkloadRecord* r = Find(id);
     if (!r || !r->allocation) continue;
@@ -194,43 +157,42 @@ void ControlPlane::MarkNodeLost(NodeId n, Time now, Mutation& m) {
     });
     if (only_leaving && !r->stop) {
       // Only pods a shrink was removing were there: they are gone early.
-      IndexAllocation(*r, false);
-      for (int rank = static_cast<int>(pods.size()) - 1; rank >= 0; --rank) {
-        if (pods[rank].node == n) RemoveRank(*r, rank);
+      std::vector<PodPlacement> gone;
+      for (const PodPlacement& p : pods) {
+        if (p.node == n) gone.push_back(p);
       }
-      if (leaving.empty()) r->shrink_notice.reset();
-      IndexAllocation(*r, true);
-      Persist(m, *r);
+      for (const PodPlacement& p : gone) (void)ApplyEdit(state::PodExitEdit{r->w.id, p});
       continue;
     }
     // The pods are gone with the node: the whole gang restarts elsewhere.
-    const bool cancel = r->stop && !r->stop->requeue;
-    Release(*r, cancel ? WorkloadState::kCancelled : WorkloadState::kPending, "node_lost", now, m,
-            "scheduler");
+    EndStopped(*r);
+  }
+  applying_.reason.clear();
+}
+
+void ControlPlane::EndStopped(WorkloadRecord& r) {
+  const bool cancel = r.stop && !r.stop->requeue;
+  if (cancel) {
+    (void)ApplyEdit(state::ReleaseEdit{r.w.id, WorkloadState::kCancelled});
+  } else {
+    (void)ApplyEdit(state::RequeueEdit{r.w.id});
   }
 }
 
-void ControlPlane::ExpireAndReap(Time now, Mutation& m) {
+void ControlPlane::ExpireAndReap(Time now) {
   const int64_t now_ms = ToMillis(now);
   for (size_t i = 0; i < node_rt_.size(); ++i) {
     NodeRuntime& rt = node_rt_[i];
     if (rt.registered && !rt.lost &&
         now_ms - rt.last_heartbeat_ms > config_.node_lease.count()) {
-      MarkNodeLost(NodeId(i), now, m);
+      MarkNodeLost(NodeId(i), now);
     }
   }
-  // Victims past their grace deadline are gone: the agent SIGKILLs them then.
-  // Only workloads holding GPUs can have any of the deadlines below.
   std::vector<uint64_t> ids(allocated_.begin(), allocated_.end());
   for (uint64_t id : ids) {
-    WorkloadRecord& r = records_.at(id);
-    if (r.stop && r.allocation && now_ms >= r.stop->grace_deadline_ms + 1000) {
-      Release(r, r.stop->requeue ? WorkloadState::kPending : WorkloadState::kCancelled,
-              "grace_expired", now, m, "scheduler");
-    } else if (r.shrink_notice && now_ms >= r.shrink_notice->grace_deadline_ms + 1000) {
-      DropLeaving(r);
-      Persist(m, r);
-    }
+    WorkloadRecord* rp = Find(id);
+    if (!rp) continue;
+    WorkloadRecord& r = *rp;
     // A scale-up that has not reached capacity in time failed: the same
     // bound the simulator scores by.
     if (!r.scale_ups.empty()) {
@@ -239,29 +201,33 @@ void ControlPlane::ExpireAndReap(Time now, Mutation& m) {
           now_ms - su.requested_ms > config_.policy.colocation.scale_up_timeout.count()) {
         su.failed = true;
         metrics_.Inc("tidal_scale_ups_total", {{"result", "failed"}});
-        AddAudit(m, "autoscaler", "scale_up_failed", &r,
+        AddAudit(*applying_.m, "autoscaler", "scale_up_failed", &r,
                  {{"from", su.from_pods}, {"to", su.to_pods}, {"requested_ms", su.requested_ms}}, now);
-        Persist(m, r);
+        Persist(*applying_.m, r);
       }
     }
     // Debug sessions idle past the limit are reclaimed.
     if (r.w.kind == WorkloadKind::kDebug && r.allocation && !r.stop && r.utilization >= 0 &&
         r.utilization < config_.idle_utilization && r.pod_started_ms > 0 &&
         now_ms - r.pod_started_ms > config_.debug_idle_limit.count()) {
-      GiveNotice(r, "idle", now, now + config_.policy.preemption.default_grace);
-      metrics_.Inc("tidal_preemptions_total", {{"cause", "idle"}, {"kind", "debug"}});
-      AddAudit(m, "scheduler", "preempt", &r,
-               {{"cause", "idle"}, {"utilization", r.utilization}, {"lost_gpu_seconds", 0}}, now);
-      Persist(m, r);
+      state::NoticeEdit idle;
+      idle.workload = r.w.id;
+      idle.cause = PreemptCause::kIdle;
+      idle.grace_deadline = now + config_.policy.preemption.default_grace;
+      idle.requeue = false;
+      (void)ApplyEdit(idle);
     }
   }
+}
+
+void ControlPlane::JournalMarker(std::string_view phase) {
+  journal_.push_back(PassMarkerText(machine_->state().now(), phase));
 }
 
 void ControlPlane::RunPass() {
   std::lock_guard pass_lock(pass_mu_);
   const auto started = std::chrono::steady_clock::now();
-  Snapshot& snap = snap_;
-  Time now;
+  Snapshot snap;
   uint64_t seq = 0;
   std::vector<std::tuple<WorkloadId, Time, double>> load;
   {
@@ -270,56 +236,37 @@ void ControlPlane::RunPass() {
     // A failed store cannot persist decisions, so the pass changes nothing:
     // memory must not run ahead of what a restart would recover.
     if (!Writable().ok()) return;
-    now = clock_.Now();
+    const Time now = clock_.Now();
+    machine_->AdvanceTo(now);
     Mutation m;
-    ExpireAndReap(now, m);
-    RefreshPriorities(now, m);
-    SyncSnapshot(now);
+    ApplyScope scope(*this, m, "scheduler");
+    ExpireAndReap(now);
+    // The lifecycle's timers: grace deadlines, leaving pods, max runtime.
+    JournalMarker("tick");
+    machine_->Tick();
+    RefreshPriorities(now);
     load.swap(observed_load_);
+    for (const auto& [id, t, rps] : load) journal_.push_back(LoadSampleText(t, id, rps));
+    JournalMarker("plan_snapshot");
+    snap = machine_->state().snapshot();
     seq = Enqueue(std::move(m));
   }
   for (const auto& [id, t, rps] : load) colocation_.ObserveLoad(id, t, rps);
   // Co-location's plan is committed first, then the engine runs on the
-  // snapshot that shows it (new targets and loans, victims terminating,
-  // shrunk pods leaving), as the simulator's StateMachine::ApplyPlan does.
+  // state that shows it (new targets and loans, victims terminating, shrunk
+  // pods leaving), as in the simulator.
   ColocationPlan plan = colocation_.Prepare(snap);
-  // Debug sessions get notice one grace before their max runtime (the
-  // simulator's Lifecycle owns this timer; the server calls the same rule).
-  for (PreemptDecision& stop : DebugMaxRuntimeStops(snap, config_.policy.preemption.default_grace)) {
-    const bool noticed = std::any_of(plan.decisions.preempts.begin(), plan.decisions.preempts.end(),
-                                     [&](const PreemptDecision& p) { return p.victim == stop.victim; });
-    if (!noticed) plan.decisions.preempts.push_back(std::move(stop));
-  }
   {
     std::lock_guard lock(mu_);
     if (!Writable().ok()) return;  // failed while co-location ran
+    machine_->AdvanceTo(snap.now);
     Mutation m;
-    const ColocationStatus& cs = colocation_.status();
-    for (NodeId n : cs.newly_lent) {
-      AddAudit(m, "colocation", "loan", nullptr,
-               {{"node", config_.catalog.cluster.nodes[n.value()].name}, {"mode", ColocationModeName(cs.mode)}}, now);
-    }
-    for (NodeId n : cs.returned) {
-      AddAudit(m, "colocation", "return", nullptr,
-               {{"node", config_.catalog.cluster.nodes[n.value()].name}, {"mode", ColocationModeName(cs.mode)}}, now);
-    }
-    lent_nodes_ = plan.lent_nodes;
-    // Autoscaled targets flow into the records.
-    for (const auto& [id, pods] : plan.targets) {
-      WorkloadRecord* r = Find(id.value());
-      if (!r || r->w.pods == pods || !r->active()) continue;
-      const int current = r->allocation ? static_cast<int>(r->allocation->pods.size()) : 0;
-      if (pods > r->w.pods && r->allocation) {
-        bool open = !r->scale_ups.empty() && r->scale_ups.back().ready_ms == 0 && !r->scale_ups.back().failed;
-        if (!open) r->scale_ups.push_back({ToMillis(now), current, pods, 0, 0, 0, false});
-        else r->scale_ups.back().to_pods = std::max(r->scale_ups.back().to_pods, pods);
-      }
-      AddAudit(m, "autoscaler", "scale", r, {{"from", r->w.pods}, {"to", pods}}, now);
-      r->w.pods = pods;
-      Persist(m, *r);
-    }
-    ApplyDecisions(plan.decisions, snap, now, m);
-    SyncSnapshot(now);
+    ApplyScope scope(*this, m, "colocation");
+    applying_.decisions = &plan.decisions;
+    JournalMarker("plan_apply");
+    machine_->ApplyPlan(plan);
+    JournalMarker("engine_snapshot");
+    snap = machine_->state().snapshot();
     seq = Enqueue(std::move(m));
   }
   Decisions eng = scheduler_.Schedule(snap);
@@ -327,9 +274,11 @@ void ControlPlane::RunPass() {
     std::lock_guard lock(mu_);
     if (!Writable().ok()) return;  // failed while the engine ran
     Mutation m;
-    ApplyDecisions(eng, snap, now, m);
+    ApplyScope scope(*this, m, "scheduler");
+    JournalMarker("engine_apply");
+    ApplyDecisions(eng);
     seq = Enqueue(std::move(m));
-    last_pass_ms_ = ToMillis(now);
+    last_pass_ms_ = ToMillis(snap.now);
   }
   // No reply waits on a pass, but a failed write is the store's sticky
   // error (logged by the store, shown as tidal_store_healthy 0); the next
@@ -341,157 +290,256 @@ void ControlPlane::RunPass() {
   last_pass_s_ = took;
 }
 
-void ControlPlane::ApplyDecisions(const Decisions& d, const Snapshot& snap, Time now, Mutation& m) {
-  const Catalog& cat = config_.catalog;
-  (void)snap;
-  for (const PreemptDecision& p : d.preempts) {
-    WorkloadRecord* v = Find(p.victim.value());
-    if (!v || !v->allocation || v->stop) continue;
-    const std::string cause(PreemptCauseName(p.cause));
-    GiveNotice(*v, cause, now, p.grace_deadline);
-    PreemptionRecord rec;
-    rec.time_ms = ToMillis(now);
-    rec.audit_seq = next_audit_seq_;
-    rec.cause = cause;
-    rec.preemptor = p.preemptor.value();
-    rec.lost_gpu_seconds = p.lost_gpu_seconds;
-    v->preemptions.push_back(rec);
-    const bool reclaim = p.cause == PreemptCause::kReclaim || p.cause == PreemptCause::kInferenceReturn;
-    json detail = {{"cause", cause},
-                   {"preemptor", p.preemptor.value()},
-                   {"victims", json::array({p.victim.value()})},
-                   {"pods", PodsJson(v->allocation->pods, cat)},
-                   {"lost_gpu_seconds", p.lost_gpu_seconds},
-                   {"grace_deadline_ms", ToMillis(p.grace_deadline)},
-                   {"reason", p.detail}};
-    if (WorkloadRecord* by = Find(p.preemptor.value())) {
-      // An inference scale-up that waits on victims: the grace is its cost.
-      if (by->w.kind == WorkloadKind::kInference && !by->scale_ups.empty() &&
-          by->scale_ups.back().ready_ms == 0 && !by->scale_ups.back().failed) {
-        by->scale_ups.back().victims_grace_s =
-            std::max(by->scale_ups.back().victims_grace_s, ToSeconds(p.grace_deadline - now));
-      }
-      detail["preemptor_tenant"] = by->w.tenant;
-      detail["preemptor_project"] = cat.ProjectName(by->w.project);
-      detail["preemptor_priority"] = by->w.priority.value;
-    }
-    AddAudit(m, "scheduler", reclaim ? "reclaim" : "preempt", v, detail, now);
-    metrics_.Inc("tidal_preemptions_total", {{"cause", cause}, {"kind", std::string(WorkloadKindName(v->w.kind))}});
-    if (reclaim) metrics_.Inc("tidal_reclaims_total", {{"queue", cat.QueueName(v->w.queue)}, {"cause", cause}});
-    Persist(m, *v);
-  }
-  for (const ResizeDecision& rz : d.resizes) {
-    WorkloadRecord* r = Find(rz.workload.value());
-    if (!r || !r->allocation || r->stop) continue;
-    IndexAllocation(*r, false);
-    auto& pods = r->allocation->pods;
-    auto& leaving = r->allocation->leaving;
-    // Removed pods stay in `pods` (and on their GPUs) as `leaving` until
-    // they exit or the grace deadline passes, as the engine expects.
-    bool removed_any = false;
-    for (const PodPlacement& gone : rz.removed) {
-      if (std::find(pods.begin(), pods.end(), gone) == pods.end()) continue;
-      if (std::find(leaving.begin(), leaving.end(), gone) != leaving.end()) continue;
-      leaving.push_back(gone);
-      removed_any = true;
-    }
-    if (removed_any) {
-      const int64_t deadline_ms = ToMillis(rz.grace_deadline);
-      r->shrink_notice = StopNotice{"shrink", ToMillis(now),
-                                    r->shrink_notice ? std::max(r->shrink_notice->grace_deadline_ms, deadline_ms)
-                                                     : deadline_ms,
-                                    true};
-    }
-    bool fits = true;
-    for (const PodPlacement& add : rz.added) {
-      if (add.node.value() >= cat.cluster.nodes.size() || (UsedGpus(add.node) & add.gpus) != 0) fits = false;
-    }
-    if (fits) {
-      for (const PodPlacement& add : rz.added) pods.push_back(add);
-    }
-    IndexAllocation(*r, true);
-    const int64_t now_ms = ToMillis(now);
-    CloseRuns(*r, now_ms, "resized");
-    r->runs.push_back({now_ms, 0, r->allocation->gpu_count(), r->allocation->borrowed, "",
-                       pods.empty() ? "" : cat.cluster.nodes[pods[0].node.value()].gpu_model});
-    const int staying = static_cast<int>(pods.size() - leaving.size());
-    if (!r->scale_ups.empty() && r->scale_ups.back().placed_ms == 0 &&
-        staying >= r->scale_ups.back().to_pods) {
-      r->scale_ups.back().placed_ms = now_ms;
-    }
-    AddAudit(m, "scheduler", "resize", r,
-             {{"from_pods", rz.from_pods}, {"to_pods", rz.to_pods},
-              {"added", PodsJson(fits ? rz.added : std::vector<PodPlacement>{}, cat)},
-              {"removed", PodsJson(rz.removed, cat)},
-              {"beneficiary", rz.beneficiary.value()},
-              {"reason", rz.detail}},
-             now);
-    Persist(m, *r);
-  }
-  for (const PlaceDecision& pl : d.places) {
-    WorkloadRecord* r = Find(pl.workload.value());
-    if (!r || r->allocation || r->w.state != WorkloadState::kPending || pl.pods.empty()) continue;
-    bool ok = true;
-    for (const PodPlacement& p : pl.pods) {
-      if (p.node.value() >= cat.cluster.nodes.size() ||
-          cat.cluster.nodes[p.node.value()].health == Health::kFailed ||
-          (UsedGpus(p.node) & p.gpus) != 0) {
-        ok = false;
-      }
-    }
-    if (!ok) continue;  // the world moved since the snapshot; next pass decides again
-    Allocation a;
-    a.workload = r->w.id;
-    a.pods = pl.pods;
-    a.start_time = now;
-    a.last_checkpoint = now;
-    a.borrowed = pl.borrowed;
-    r->allocation = a;
-    r->w.state = WorkloadState::kRunning;
-    r->last_wait.reset();
-    r->exited_ranks.clear();
-    r->ready_ranks.clear();
-    r->pod_started_ms = 0;
-    ++r->attempt;
-    const int64_t now_ms = ToMillis(now);
-    if (r->first_start_ms == 0) r->first_start_ms = now_ms;
-    r->runs.push_back({now_ms, 0, a.gpu_count(), a.borrowed, "",
-                       cat.cluster.nodes[a.pods[0].node.value()].gpu_model});
-    IndexAllocation(*r, true);
-    const double wait_s = std::max<double>(0, ToSeconds(now - r->w.submit_time));
-    metrics_.Observe("tidal_queue_wait_seconds",
-                     {{"queue", cat.QueueName(r->w.queue)}, {"kind", std::string(WorkloadKindName(r->w.kind))}},
-                     wait_s);
-    metrics_.Inc("tidal_placements_total",
-                 {{"queue", cat.QueueName(r->w.queue)},
-                  {"kind", std::string(WorkloadKindName(r->w.kind))},
-                  {"borrowed", pl.borrowed ? "true" : "false"}});
-    json detail = {{"pods", PodsJson(pl.pods, cat)}, {"borrowed", pl.borrowed}, {"attempt", r->attempt},
-                   {"gpus", PodsGpus(pl.pods)}, {"wait_s", wait_s},
-                   {"priority", r->w.priority.value}};
-    AddAudit(m, "scheduler", "place", r, detail, now);
-    if (!r->preemptions.empty() && r->preemptions.back().recovery_s < 0) {
-      PreemptionRecord& pr = r->preemptions.back();
-      pr.recovery_s = (now_ms - pr.time_ms) / 1000.0;
-      metrics_.Observe("tidal_recovery_seconds", {}, pr.recovery_s);
-      AddAudit(m, "scheduler", "recovery", r,
-               {{"preemption_seq", pr.audit_seq}, {"recovery_s", pr.recovery_s}, {"cause", pr.cause}},
-               now);
-    }
-    Persist(m, *r);
+void ControlPlane::ApplyDecisions(const Decisions& d) {
+  applying_.decisions = &d;
+  const state::ApplyOutcome out = machine_->ApplyDecisions(d);
+  // A refused decision: the world moved since the snapshot (a cancel, an
+  // exit); the next pass decides again.
+  for (const state::RefusedDecision& no : out.refused) {
+    metrics_.Inc("tidal_refused_decisions_total", {{"kind", std::string(no.kind)}});
   }
   for (const WaitDecision& w : d.waits) {
     WorkloadRecord* r = Find(w.workload.value());
     if (r && r->active()) r->last_wait = w;  // memory only: explanations, not history
   }
-  for (const RejectDecision& rj : d.rejects) {
-    WorkloadRecord* r = Find(rj.workload.value());
-    if (!r || r->allocation || !r->active()) continue;
-    r->rejected = rj;
-    AddAudit(m, "scheduler", "reject", r,
-             {{"reason", ReasonCodeName(rj.reason)}, {"detail", rj.detail}}, now);
-    Release(*r, WorkloadState::kFailed, "rejected", now, m, "scheduler");
+  applying_.decisions = nullptr;
+}
+
+// ---- the record side of each applied edit ----
+
+void ControlPlane::SyncRecord(WorkloadRecord& r) {
+  IndexAllocation(r, false);
+  if (const Workload* w = machine_->state().workload(r.w.id)) {
+    r.w = *w;
+    const Allocation* a = machine_->state().allocation(r.w.id);
+    r.allocation = a ? std::optional<Allocation>(*a) : std::nullopt;
+  } else {
+    r.allocation.reset();
   }
+  IndexAllocation(r, true);
+  Persist(*applying_.m, r);
+}
+
+void ControlPlane::OnApplied(Time at, state::EditOrigin origin, const state::Edit& edit) {
+  journal_.push_back(JournalEditText(at, origin, edit));
+  React(origin, edit);
+}
+
+void ControlPlane::React(state::EditOrigin origin, const state::Edit& edit) {
+  const Time now = machine_->state().now();
+  const Catalog& cat = config_.catalog;
+  std::visit(
+      [&](const auto& e) {
+        using E = std::decay_t<decltype(e)>;
+        if constexpr (std::is_same_v<E, state::LendEdit> || std::is_same_v<E, state::ReturnEdit>) {
+          constexpr bool lend = std::is_same_v<E, state::LendEdit>;
+          AddAudit(*applying_.m, "colocation", lend ? "loan" : "return", nullptr,
+                   {{"node", cat.cluster.nodes[e.node.value()].name},
+                    {"mode", ColocationModeName(colocation_.status().mode)}},
+                   now);
+        } else if constexpr (std::is_same_v<E, state::RegisterNodeEdit>) {
+          ReactNode(e.node.id);
+        } else if constexpr (std::is_same_v<E, state::NodeHealthEdit> || std::is_same_v<E, state::GpuFaultEdit> ||
+                             std::is_same_v<E, state::CordonEdit>) {
+          ReactNode(e.node);
+        } else if constexpr (std::is_same_v<E, state::SubmitEdit>) {
+          // The record exists already (Submit makes it, then the edit).
+        } else {
+          WorkloadRecord* r = Find(e.workload.value());
+          if (r == nullptr) return;
+          if constexpr (std::is_same_v<E, state::PlaceEdit>) {
+            ReactPlace(*r, e);
+          } else if constexpr (std::is_same_v<E, state::NoticeEdit>) {
+            ReactNotice(*r, origin, e);
+          } else if constexpr (std::is_same_v<E, state::GrowEdit> || std::is_same_v<E, state::ShrinkEdit>) {
+            ReactResize(*r, edit);
+          } else if constexpr (std::is_same_v<E, state::PodExitEdit>) {
+            auto& pods = r->allocation->pods;
+            const int rank = static_cast<int>(std::find(pods.begin(), pods.end(), e.pod) - pods.begin());
+            if (machine_->state().allocation(e.workload) == nullptr) {
+              // Its last pod: the workload waits again.
+              ReleaseView(*r, WorkloadState::kPending, "replica_exited", now);
+            } else {
+              if (rank < static_cast<int>(pods.size())) RemoveRank(*r, rank);
+              if (r->allocation->leaving.empty()) r->shrink_notice.reset();
+            }
+            SyncRecord(*r);
+          } else if constexpr (std::is_same_v<E, state::RequeueEdit>) {
+            const bool cancel_after = r->stop && !r->stop->requeue;
+            std::string reason = !applying_.reason.empty() ? applying_.reason
+                                 : origin == state::EditOrigin::kLifecycle ? "grace_expired"
+                                 : r->stop ? r->stop->cause
+                                           : "requeued";
+            ReleaseView(*r, WorkloadState::kPending, std::move(reason), now);
+            SyncRecord(*r);
+            // Cancelled during its notice (the machine's notice still said
+            // requeue): it ends now instead of waiting again.
+            if (cancel_after) (void)ApplyEdit(state::ReleaseEdit{e.workload, WorkloadState::kCancelled});
+          } else if constexpr (std::is_same_v<E, state::ReleaseEdit>) {
+            std::string reason = !applying_.reason.empty() ? applying_.reason
+                                 : origin == state::EditOrigin::kLifecycle ? "grace_expired"
+                                 : e.final_state == WorkloadState::kFailed ? "rejected"
+                                 : r->stop ? r->stop->cause
+                                           : std::string(WorkloadStateName(e.final_state));
+            if (origin == state::EditOrigin::kEngine && applying_.decisions != nullptr) {
+              for (const RejectDecision& rj : applying_.decisions->rejects) {
+                if (rj.workload != e.workload) continue;
+                r->rejected = rj;
+                AddAudit(*applying_.m, "scheduler", "reject", r,
+                         {{"reason", ReasonCodeName(rj.reason)}, {"detail", rj.detail}}, now);
+              }
+            }
+            ReleaseView(*r, e.final_state, std::move(reason), now);
+            SyncRecord(*r);
+          } else if constexpr (std::is_same_v<E, state::SetTargetEdit>) {
+            if (origin == state::EditOrigin::kColocation) {
+              // An autoscaled target: a scale-up is timed until capacity.
+              const int current = r->allocation ? static_cast<int>(r->allocation->pods.size()) : 0;
+              if (e.pods > r->w.pods && r->allocation) {
+                const bool open = !r->scale_ups.empty() && r->scale_ups.back().ready_ms == 0 &&
+                                  !r->scale_ups.back().failed;
+                if (!open) r->scale_ups.push_back({ToMillis(now), current, e.pods, 0, 0, 0, false});
+                else r->scale_ups.back().to_pods = std::max(r->scale_ups.back().to_pods, e.pods);
+              }
+              AddAudit(*applying_.m, "autoscaler", "scale", r, {{"from", r->w.pods}, {"to", e.pods}}, now);
+            }
+            SyncRecord(*r);
+          } else {
+            // Approve, SetPriority, Checkpoint: the machine's copy is the truth.
+            SyncRecord(*r);
+          }
+        }
+      },
+      edit);
+}
+
+void ControlPlane::ReactNode(NodeId n) {
+  // The catalog keeps the names the API shows; the machine's node is the
+  // truth for health, failed GPUs and cordons.
+  Node& node = config_.catalog.cluster.nodes[n.value()];
+  const Node& truth = machine_->state().snapshot().cluster.node(n);
+  node.health = truth.health;
+  node.failed_gpus = truth.failed_gpus;
+  node.cordoned = truth.cordoned;
+  PersistNode(n, *applying_.m);
+}
+
+void ControlPlane::ReactPlace(WorkloadRecord& r, const state::PlaceEdit& pl) {
+  const Catalog& cat = config_.catalog;
+  const Time now = machine_->state().now();
+  SyncRecord(r);
+  r.last_wait.reset();
+  r.exited_ranks.clear();
+  r.ready_ranks.clear();
+  r.pod_started_ms = 0;
+  ++r.attempt;
+  const int64_t now_ms = ToMillis(now);
+  if (r.first_start_ms == 0) r.first_start_ms = now_ms;
+  r.runs.push_back({now_ms, 0, r.allocation->gpu_count(), pl.borrowed, "",
+                    cat.cluster.nodes[pl.pods[0].node.value()].gpu_model});
+  const double wait_s = std::max<double>(0, (now_ms - r.queued_ms) / 1000.0);
+  metrics_.Observe("tidal_queue_wait_seconds",
+                   {{"queue", cat.QueueName(r.w.queue)}, {"kind", std::string(WorkloadKindName(r.w.kind))}},
+                   wait_s);
+  metrics_.Inc("tidal_placements_total",
+               {{"queue", cat.QueueName(r.w.queue)},
+                {"kind", std::string(WorkloadKindName(r.w.kind))},
+                {"borrowed", pl.borrowed ? "true" : "false"}});
+  json detail = {{"pods", PodsJson(pl.pods, cat)}, {"borrowed", pl.borrowed}, {"attempt", r.attempt},
+                 {"gpus", PodsGpus(pl.pods)}, {"wait_s", wait_s},
+                 {"priority", r.w.priority.value}};
+  AddAudit(*applying_.m, "scheduler", "place", &r, detail, now);
+  if (!r.preemptions.empty() && r.preemptions.back().recovery_s < 0) {
+    PreemptionRecord& pr = r.preemptions.back();
+    pr.recovery_s = (now_ms - pr.time_ms) / 1000.0;
+    metrics_.Observe("tidal_recovery_seconds", {}, pr.recovery_s);
+    AddAudit(*applying_.m, "scheduler", "recovery", &r,
+             {{"preemption_seq", pr.audit_seq}, {"recovery_s", pr.recovery_s}, {"cause", pr.cause}},
+             now);
+  }
+  Persist(*applying_.m, r);
+}
+
+void ControlPlane::ReactNotice(WorkloadRecord& r, state::EditOrigin origin, const state::NoticeEdit& n) {
+  const Catalog& cat = config_.catalog;
+  const Time now = machine_->state().now();
+  const std::string cause(PreemptCauseName(n.cause));
+  r.stop = StopNotice{cause, ToMillis(now), ToMillis(n.grace_deadline), n.requeue};
+  SyncRecord(r);
+  if (n.cause == PreemptCause::kCancel) return;  // the cancel is audited by its request
+  PreemptionRecord rec;
+  rec.time_ms = ToMillis(now);
+  rec.audit_seq = next_audit_seq_;
+  rec.cause = cause;
+  rec.preemptor = n.preemptor.value();
+  rec.lost_gpu_seconds = n.lost_gpu_seconds;
+  r.preemptions.push_back(rec);
+  const bool reclaim = n.cause == PreemptCause::kReclaim || n.cause == PreemptCause::kInferenceReturn;
+  json detail = {{"cause", cause},
+                 {"preemptor", n.preemptor.value()},
+                 {"victims", json::array({r.w.id.value()})},
+                 {"pods", PodsJson(r.allocation->pods, cat)},
+                 {"lost_gpu_seconds", n.lost_gpu_seconds},
+                 {"grace_deadline_ms", ToMillis(n.grace_deadline)}};
+  if (applying_.decisions != nullptr &&
+      (origin == state::EditOrigin::kEngine || origin == state::EditOrigin::kColocation)) {
+    for (const PreemptDecision& p : applying_.decisions->preempts) {
+      if (p.victim == n.workload) detail["reason"] = p.detail;
+    }
+  }
+  if (n.cause == PreemptCause::kIdle) detail["utilization"] = r.utilization;
+  if (WorkloadRecord* by = n.preemptor.valid() ? Find(n.preemptor.value()) : nullptr) {
+    // An inference scale-up that waits on victims: the grace is its cost.
+    if (by->w.kind == WorkloadKind::kInference && !by->scale_ups.empty() &&
+        by->scale_ups.back().ready_ms == 0 && !by->scale_ups.back().failed) {
+      by->scale_ups.back().victims_grace_s =
+          std::max(by->scale_ups.back().victims_grace_s, ToSeconds(n.grace_deadline - now));
+    }
+    detail["preemptor_tenant"] = by->w.tenant;
+    detail["preemptor_project"] = cat.ProjectName(by->w.project);
+    detail["preemptor_priority"] = by->w.priority.value;
+  }
+  AddAudit(*applying_.m, "scheduler", reclaim ? "reclaim" : "preempt", &r, detail, now);
+  metrics_.Inc("tidal_preemptions_total", {{"cause", cause}, {"kind", std::string(WorkloadKindName(r.w.kind))}});
+  if (reclaim) metrics_.Inc("tidal_reclaims_total", {{"queue", cat.QueueName(r.w.queue)}, {"cause", cause}});
+  Persist(*applying_.m, r);
+}
+
+// A resize decision is a Grow and/or a Shrink: the record follows each, and
+// the audit is written once, from the decision.
+void ControlPlane::ReactResize(WorkloadRecord& r, const state::Edit& edit) {
+  const Catalog& cat = config_.catalog;
+  const Time now = machine_->state().now();
+  const int64_t now_ms = ToMillis(now);
+  if (const auto* shrink = std::get_if<state::ShrinkEdit>(&edit)) {
+    const int64_t deadline_ms = ToMillis(shrink->grace_deadline);
+    r.shrink_notice = StopNotice{"shrink", now_ms,
+                                 r.shrink_notice ? std::max(r.shrink_notice->grace_deadline_ms, deadline_ms)
+                                                 : deadline_ms,
+                                 true};
+  }
+  SyncRecord(r);
+  CloseRuns(r, now_ms, "resized");
+  const auto& pods = r.allocation->pods;
+  r.runs.push_back({now_ms, 0, r.allocation->gpu_count(), r.allocation->borrowed, "",
+                    pods.empty() ? "" : cat.cluster.nodes[pods[0].node.value()].gpu_model});
+  const int staying = static_cast<int>(pods.size() - r.allocation->leaving.size());
+  if (!r.scale_ups.empty() && r.scale_ups.back().placed_ms == 0 && staying >= r.scale_ups.back().to_pods) {
+    r.scale_ups.back().placed_ms = now_ms;
+  }
+  if (applying_.decisions != nullptr && applying_.resized.insert(r.w.id.value()).second) {
+    for (const ResizeDecision& rz : applying_.decisions->resizes) {
+      if (rz.workload != r.w.id) continue;
+      AddAudit(*applying_.m, "scheduler", "resize", &r,
+               {{"from_pods", rz.from_pods}, {"to_pods", rz.to_pods},
+                {"added", PodsJson(rz.added, cat)},
+                {"removed", PodsJson(rz.removed, cat)},
+                {"beneficiary", rz.beneficiary.value()},
+                {"reason", rz.detail}},
+               now);
+    }
+  }
+  Persist(*applying_.m, r);
 }
 
 }  // namespace tidal::server

@@ -125,7 +125,7 @@ StatusOr<json> ControlPlane::Explain(const Principal& who, uint64_t id) const {
 }
 
 StatusOr<json> ControlPlane::DryRun(const Principal& who, const json& body) const {
-  Snapshot snap;
+  std::optional<state::State> copy;
   WorkloadRecord probe;
   // The co-location controller keeps state between passes (loans, load
   // history): the dry run prepares its snapshot with a copy, so the answer
@@ -139,7 +139,9 @@ StatusOr<json> ControlPlane::DryRun(const Principal& who, const json& body) cons
     TIDAL_ASSIGN_OR_RETURN(Admitted a, Admit(who, body, now));
     probe = std::move(a.record);
     probe.w.id = WorkloadId(next_id_ + (uint64_t{1} << 40));  // never a real id
-    snap = BuildSnapshot(now);
+    copy.emplace(machine_->state());
+    copy->set_observer(nullptr);
+    copy->AdvanceTo(now);
   }
   json out = {{"priority", PriorityToJson(probe.w.priority)},
               {"state", WorkloadStateName(probe.w.state)}};
@@ -152,8 +154,7 @@ StatusOr<json> ControlPlane::DryRun(const Principal& who, const json& body) cons
   }
   // A pass on a copy of the state changes nothing real: co-location's plan
   // is committed to the copy, as a real pass commits it, then the engine runs.
-  TIDAL_ASSIGN_OR_RETURN(state::State copy, state::State::FromSnapshot(snap));
-  state::StateMachine machine(std::move(copy),
+  state::StateMachine machine(*std::move(copy),
                               state::LifecycleOptions{config_.policy.preemption.default_grace, Duration(0)});
   TIDAL_RETURN_IF_ERROR(machine.Apply(state::SubmitEdit{probe.w}));
   (void)machine.ApplyPlan(colocation->Prepare(machine.state().snapshot()));
@@ -257,7 +258,7 @@ json ControlPlane::NodeToJsonLocked(NodeId n) const {
           {"gpu_memory_gib", node.gpu_memory_gib},
           {"health", health},
           {"cordoned", node.cordoned},
-          {"lent", n.value() < lent_nodes_.size() && lent_nodes_[n.value()]},
+          {"lent", IsLent(n)},
           {"registered", rt.registered},
           {"lost", rt.lost},
           {"last_heartbeat_ms", rt.last_heartbeat_ms},
@@ -365,7 +366,7 @@ std::string ControlPlane::MetricsText() const {
       total[p] += n.gpu_count;
       alloc[p] += std::popcount(UsedGpus(NodeId(i)));
       failed[p] += std::popcount(n.failed_gpus);
-      if (i < lent_nodes_.size() && lent_nodes_[i]) lent[p] += n.gpu_count;
+      if (IsLent(NodeId(i))) lent[p] += n.gpu_count;
       const Labels l = {{"node", n.name}, {"pool", cat.cluster.pools[p].name}};
       g.Sample("tidal_node_up", l, n.health == Health::kFailed ? 0 : 1);
       g.Sample("tidal_node_failed_gpus", l, std::popcount(n.failed_gpus));

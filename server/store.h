@@ -46,8 +46,9 @@ struct Mutation {
   std::vector<std::pair<std::string, std::string>> nodes;     // upsert: name, node JSON
   std::vector<AuditRow> audit;                                // append
   std::vector<IdempotencyRow> idempotency;                    // insert
+  std::vector<std::string> journal;                           // append: encoded journal records
   bool empty() const {
-    return workloads.empty() && nodes.empty() && audit.empty() && idempotency.empty();
+    return workloads.empty() && nodes.empty() && audit.empty() && idempotency.empty() && journal.empty();
   }
 };
 

@@ -177,6 +177,7 @@ void AddServerFields(const WorkloadRecord& r, const Catalog& catalog, bool compa
   put("scale_ups", std::move(scale_ups), r.scale_ups.empty());
   put("finish_time_ms", r.finish_time_ms, r.finish_time_ms == 0);
   put("first_start_ms", r.first_start_ms, r.first_start_ms == 0);
+  put("queued_ms", r.queued_ms, r.queued_ms == 0);
   put("utilization", r.utilization, r.utilization < 0);
   const bool no_load = r.load_rps == 0 && r.p95_ms == 0 && r.p99_ms == 0 && r.slo_samples == 0;
   put("load",
@@ -440,6 +441,7 @@ StatusOr<WorkloadRecord> RecordFromJson(const json& j, const Catalog& catalog) {
     }
     r.finish_time_ms = j.value("finish_time_ms", int64_t{0});
     r.first_start_ms = j.value("first_start_ms", int64_t{0});
+    r.queued_ms = j.value("queued_ms", ToMillis(r.w.submit_time));
     r.utilization = j.value("utilization", -1.0);
     const json load = j.value("load", json::object());
     r.load_rps = load.value("rps", 0.0);

@@ -109,6 +109,9 @@ struct WorkloadRecord {
   std::vector<ScaleUp> scale_ups;
   int64_t finish_time_ms = 0;
   int64_t first_start_ms = 0;
+  // Since when it waits: its submit, or its last requeue (queue-wait
+  // metrics). The engine orders by the submit time, which a requeue keeps.
+  int64_t queued_ms = 0;
   double utilization = -1;  // mean GPU utilization the agents reported, -1 = none
   double load_rps = 0, p95_ms = 0, p99_ms = 0;
   int64_t slo_samples = 0, slo_met = 0;

@@ -103,33 +103,4 @@ std::vector<RejectDecision> RejectInfeasibleBatch(const Snapshot& snapshot) {
   return out;
 }
 
-std::vector<PreemptDecision> DebugMaxRuntimeStops(const Snapshot& snapshot, Duration grace) {
-  TIDAL_CHECK(grace.count() >= 0) << "negative grace";
-  const std::vector<const Workload*> sessions =
-      ById(snapshot, WorkloadKind::kDebug, WorkloadState::kRunning);
-  std::vector<PreemptDecision> out;
-  if (sessions.empty()) return out;
-  const auto allocations = AllocationIndex(snapshot);
-  for (const Workload* w : sessions) {
-    auto it = allocations.find(w->id);
-    if (it == allocations.end() || it->second->terminating) continue;
-    const Allocation& a = *it->second;
-    const Time stop_at = a.start_time + w->debug.max_runtime;
-    if (snapshot.now < stop_at - grace) continue;
-    PreemptDecision stop;
-    stop.victim = w->id;
-    stop.cause = PreemptCause::kMaxRuntime;
-    stop.notice_time = snapshot.now;
-    // Notice `grace` ahead makes the session end exactly at max runtime; one
-    // noticed late (e.g. after a restart) still gets its full grace.
-    stop.grace_deadline = snapshot.now < stop_at ? stop_at : snapshot.now + grace;
-    stop.lost_gpu_seconds =
-        a.gpu_count() * std::max(0.0, ToSeconds(snapshot.now - a.last_checkpoint));
-    stop.detail = "debug session stops at its max runtime of " + Minutes(w->debug.max_runtime) +
-                  " (running for " + Minutes(snapshot.now - a.start_time) + ")";
-    out.push_back(std::move(stop));
-  }
-  return out;
-}
-
 }  // namespace tidal

@@ -40,10 +40,6 @@ std::optional<RejectDecision> CheckBatchDeadline(const Workload& job, Time now,
 // CheckBatchDeadline(start = now) over every pending batch job, in id order.
 std::vector<RejectDecision> RejectInfeasibleBatch(const Snapshot& snapshot);
 
-// Max-runtime stops (cause kMaxRuntime, no preemptor) for running debug
-// allocations that are not terminating yet, in id order.
-std::vector<PreemptDecision> DebugMaxRuntimeStops(const Snapshot& snapshot, Duration grace);
-
 }  // namespace tidal
 
 #endif  // TIDAL_CORE_COLOCATION_BATCH_ADMISSION_H_

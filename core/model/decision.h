@@ -40,6 +40,8 @@ enum class PreemptCause {
   kInferenceReturn,  // loaned shared capacity goes back to inference
   kMaxRuntime,       // a debug job reached its maximum runtime
   kIdle,             // a debug job sat idle past its limit
+  kDrain,            // its node is drained after a GPU fault
+  kCancel,           // its owner cancelled it
 };
 std::string_view PreemptCauseName(PreemptCause cause);
 

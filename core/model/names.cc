@@ -97,6 +97,8 @@ std::string_view PreemptCauseName(PreemptCause cause) {
     case PreemptCause::kInferenceReturn: return "inference_return";
     case PreemptCause::kMaxRuntime: return "max_runtime";
     case PreemptCause::kIdle: return "idle";
+    case PreemptCause::kDrain: return "drain";
+    case PreemptCause::kCancel: return "cancel";
   }
   return "unknown";
 }

@@ -44,10 +44,13 @@ struct SetPriorityEdit {
   Priority priority;
 };
 
-// The autoscaler's replica target for an inference service.
+// The autoscaler's replica target for an inference service, or an owner's
+// resize of an elastic job (which may move its bounds too).
 struct SetTargetEdit {
   WorkloadId workload;
   int pods = 0;
+  int min_pods = 0;  // 0 = unchanged
+  int max_pods = 0;  // 0 = unchanged
 };
 
 // A pending workload starts on these pods, all at once (a gang is never
@@ -121,6 +124,16 @@ struct ReturnEdit {
   NodeId node;
 };
 
+// A node's agent registered: a node new to the cluster joins it (its id is
+// the next one), or a known node is described again (its hardware, labels,
+// place). `zones` and `racks` are the cluster's lists after the join. A node
+// whose GPUs are in use may not lose them.
+struct RegisterNodeEdit {
+  Node node;
+  std::vector<Zone> zones;
+  std::vector<Rack> racks;
+};
+
 // A node failed or lost its lease (kFailed), or came back (kHealthy).
 struct NodeHealthEdit {
   NodeId node;
@@ -142,8 +155,8 @@ struct CordonEdit {
 
 using Edit = std::variant<SubmitEdit, ApproveEdit, SetPriorityEdit, SetTargetEdit, PlaceEdit,
                           GrowEdit, NoticeEdit, ShrinkEdit, PodExitEdit, CheckpointEdit,
-                          RequeueEdit, ReleaseEdit, LendEdit, ReturnEdit, NodeHealthEdit,
-                          GpuFaultEdit, CordonEdit>;
+                          RequeueEdit, ReleaseEdit, LendEdit, ReturnEdit, RegisterNodeEdit,
+                          NodeHealthEdit, GpuFaultEdit, CordonEdit>;
 
 // "submit", "approve", ..., as written in the journal.
 std::string_view EditName(const Edit& edit);

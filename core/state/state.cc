@@ -30,7 +30,7 @@ std::string_view EditName(const Edit& edit) {
   static constexpr std::string_view kNames[] = {
       "submit", "approve", "set_priority", "set_target", "place",   "grow",
       "notice", "shrink",  "pod_exit",     "checkpoint", "requeue", "release",
-      "lend",   "return",  "node_health",  "gpu_fault",  "cordon"};
+      "lend",   "return",  "register_node", "node_health", "gpu_fault", "cordon"};
   static_assert(std::size(kNames) == std::variant_size_v<Edit>);
   return kNames[edit.index()];
 }
@@ -298,8 +298,16 @@ Status State::ApplyEdit(const SetPriorityEdit& e) {
 
 Status State::ApplyEdit(const SetTargetEdit& e) {
   TIDAL_ASSIGN_OR_RETURN(const int i, LiveIndex(e.workload, "set_target"));
-  if (e.pods < 0) return InvalidArgument("set_target: pods must be >= 0");
-  snap_.workloads[i].pods = e.pods;
+  if (e.pods < 0 || e.min_pods < 0 || e.max_pods < 0) {
+    return InvalidArgument("set_target: pods must be >= 0");
+  }
+  Workload& w = snap_.workloads[i];
+  const int min_pods = e.min_pods > 0 ? e.min_pods : w.min_pods;
+  const int max_pods = e.max_pods > 0 ? e.max_pods : w.max_pods;
+  if (min_pods > max_pods) return InvalidArgument("set_target: min_pods above max_pods");
+  w.pods = e.pods;
+  w.min_pods = min_pods;
+  w.max_pods = max_pods;
   return Status::Ok();
 }
 
@@ -451,6 +459,37 @@ Status State::ApplyEdit(const ReturnEdit& e) {
   TIDAL_RETURN_IF_ERROR(CheckNode(e.node));
   if (!snap_.is_lent(e.node)) return FailedPrecondition("return: node is not lent");
   snap_.lent_nodes[e.node.value()] = false;
+  return Status::Ok();
+}
+
+Status State::ApplyEdit(const RegisterNodeEdit& e) {
+  const size_t n = e.node.id.value();
+  if (!e.node.id.valid() || n > snap_.cluster.nodes.size()) {
+    return InvalidArgument("register_node: node id " + std::to_string(n) + " is not the next one");
+  }
+  if (e.node.gpu_count <= 0 || e.node.gpu_count > kMaxGpusPerNode) {
+    return InvalidArgument("register_node: gpu count out of range");
+  }
+  if ((e.node.zone.valid() && e.node.zone.value() >= e.zones.size()) ||
+      (e.node.rack.valid() && e.node.rack.value() >= e.racks.size()) ||
+      e.node.pool.value() >= snap_.cluster.pools.size()) {
+    return InvalidArgument("register_node: zone, rack or pool does not exist");
+  }
+  if (n < snap_.cluster.nodes.size() && (used_[n] & ~e.node.all_gpus()) != 0) {
+    return FailedPrecondition("register_node: node " + e.node.name + " would lose GPUs in use");
+  }
+  snap_.cluster.zones = e.zones;
+  snap_.cluster.racks = e.racks;
+  if (n == snap_.cluster.nodes.size()) {
+    snap_.cluster.nodes.push_back(e.node);
+    used_.push_back(0);
+    snap_.lent_nodes.push_back(false);
+    snap_.free_gpus.emplace_back();
+  } else {
+    snap_.cluster.nodes[n] = e.node;
+  }
+  RefreshFree(e.node.id);
+  ++snap_.cluster_version;
   return Status::Ok();
 }
 

@@ -112,6 +112,7 @@ class State {
   Status ApplyEdit(const ReleaseEdit& e);
   Status ApplyEdit(const LendEdit& e);
   Status ApplyEdit(const ReturnEdit& e);
+  Status ApplyEdit(const RegisterNodeEdit& e);
   Status ApplyEdit(const NodeHealthEdit& e);
   Status ApplyEdit(const GpuFaultEdit& e);
   Status ApplyEdit(const CordonEdit& e);

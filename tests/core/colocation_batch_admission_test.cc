@@ -23,15 +23,6 @@ Workload Batch(uint64_t id, Duration expected, Time deadline) {
   return w;
 }
 
-Workload Debug(uint64_t id, Duration max_runtime) {
-  Workload w;
-  w.id = WorkloadId(id);
-  w.name = "debug-" + std::to_string(id);
-  w.kind = WorkloadKind::kDebug;
-  w.debug.max_runtime = max_runtime;
-  return w;
-}
-
 TEST(BatchAdmissionTest, InfeasibleDeadlineIsRejectedWithNumbers) {
   // Now 10:00, deadline 10:30, 45 minutes of work: finishes 10:45, 15 min late.
   const Time now = At(hours(10));
@@ -89,36 +80,6 @@ TEST(BatchAdmissionTest, RejectsOnlyPendingInfeasibleJobs) {
   const auto rejects = RejectInfeasibleBatch(s);
   ASSERT_EQ(rejects.size(), 1u);
   EXPECT_EQ(rejects[0].workload, WorkloadId(2));
-}
-
-TEST(DebugMaxRuntimeTest, NoticeGoesOutGraceAheadOfMaxRuntime) {
-  Snapshot s = ColocationSnapshot(0, 1, 0);
-  // Started at 0:00 with a 60 min limit and 60 s grace: notice at 0:59:00,
-  // grace deadline 1:00:00; 2 GPUs, no checkpoint: 2 * 3540 s = 7080 GPU-s.
-  AddRunning(s, Debug(1, minutes(60)), {{NodeId(0), Gpus(0, 2)}}, At(minutes(0)), At(minutes(0)));
-  s.now = At(minutes(59) - seconds(1));
-  EXPECT_TRUE(DebugMaxRuntimeStops(s, seconds(60)).empty());
-  s.now = At(minutes(59));
-  const auto stops = DebugMaxRuntimeStops(s, seconds(60));
-  ASSERT_EQ(stops.size(), 1u);
-  EXPECT_EQ(stops[0].victim, WorkloadId(1));
-  EXPECT_FALSE(stops[0].preemptor.valid());
-  EXPECT_EQ(stops[0].cause, PreemptCause::kMaxRuntime);
-  EXPECT_EQ(stops[0].notice_time, At(minutes(59)));
-  EXPECT_EQ(stops[0].grace_deadline, At(minutes(60)));
-  EXPECT_DOUBLE_EQ(stops[0].lost_gpu_seconds, 7080.0);
-  // Once terminating it is not stopped again.
-  s.allocations[0].terminating = true;
-  EXPECT_TRUE(DebugMaxRuntimeStops(s, seconds(60)).empty());
-}
-
-TEST(DebugMaxRuntimeTest, LateNoticeStillGetsFullGrace) {
-  Snapshot s = ColocationSnapshot(0, 1, 0);
-  AddRunning(s, Debug(1, minutes(60)), {{NodeId(0), Gpus(0, 1)}}, At(minutes(0)), At(minutes(0)));
-  s.now = At(minutes(75));
-  const auto stops = DebugMaxRuntimeStops(s, seconds(60));
-  ASSERT_EQ(stops.size(), 1u);
-  EXPECT_EQ(stops[0].grace_deadline, At(minutes(76)));
 }
 
 }  // namespace
