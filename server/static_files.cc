@@ -91,9 +91,16 @@ std::string DefaultWebDir(const std::string& executable_path) {
 }
 
 std::string MissingBundlePage(const std::string& web_dir) {
+  std::string dir;
+  for (char c : web_dir) {
+    if (c == '<') dir += "&lt;";
+    else if (c == '>') dir += "&gt;";
+    else if (c == '&') dir += "&amp;";
+    else dir += c;
+  }
   const std::string where =
       web_dir.empty() ? std::string("no bundle was found next to the tidal binary")
-                      : fmt::format("there is no index.html in {}", web_dir);
+                      : fmt::format("there is no index.html in {}", dir);
   return fmt::format(
       "<!doctype html><html><head><meta charset=\"utf-8\"><title>Tidal</title></head><body>"
       "<h1>Tidal dashboard not built</h1><p>The API is up (under <code>/v1</code>), but {}.</p>"

@@ -558,18 +558,24 @@ function handleError(e) {
 }
 
 let timer = null;
+let polling = false;
+// One poll at a time: a route change during a poll waits for its result.
 async function tick() {
+  if (polling) return;
+  polling = true;
   clearTimeout(timer);
-  if (token.get()) {
-    try {
+  try {
+    if (token.get()) {
       state.data = await poll();
       document.getElementById('status').textContent = `updated ${clock(state.data.now)} · every ${POLL_MS / 1000} s`;
       await render();
-    } catch (e) {
-      handleError(e);
     }
+  } catch (e) {
+    handleError(e);
+  } finally {
+    polling = false;
+    timer = setTimeout(tick, POLL_MS);
   }
-  timer = setTimeout(tick, POLL_MS);
 }
 
 document.getElementById('logout').addEventListener('click', () => {
