@@ -126,8 +126,8 @@ const pages = {
         box.innerHTML = '<div id="qc-used"></div><div id="qc-borrowed"></div>';
         this.chartKey = names.join();
         this.charts = [
-          timeChart(box.querySelector('#qc-used'), { title: 'GPUs used per queue', unit: 'GPU', series: names.map((n) => ({ label: n })), stepped: true }),
-          timeChart(box.querySelector('#qc-borrowed'), { title: 'GPUs borrowed per queue', unit: 'GPU', series: names.map((n) => ({ label: n })), stepped: true }),
+          timeChart(box.querySelector('#qc-used'), { title: 'GPUs used per queue', unit: 'GPUs', series: names.map((n) => ({ label: n })), stepped: true, integer: true }),
+          timeChart(box.querySelector('#qc-borrowed'), { title: 'GPUs borrowed per queue', unit: 'GPUs', series: names.map((n) => ({ label: n })), stepped: true, integer: true }),
         ];
       }
       const h = state.history;
@@ -249,6 +249,7 @@ const pages = {
     mount(el) {
       el.innerHTML = '<h1>Inference services</h1><div id="services"></div>';
       this.charts = new Map();
+      this.key = null;  // a fresh #services: draw the sections again
     },
     update(el, d) {
       const services = d.workloads.filter((w) => w.kind === 'inference' && !['succeeded', 'failed', 'cancelled'].includes(w.state));
@@ -266,7 +267,7 @@ const pages = {
           this.charts.set(w.id, [
             timeChart(s.querySelector('.c-load'), { title: 'Load vs ready capacity', unit: 'rps', series: [{ label: 'load' }, { label: 'ready capacity', color: '--c3', step: true }], clip: 0.98 }),
             timeChart(s.querySelector('.c-lat'), { title: 'Latency vs target', unit: 'ms', series: [{ label: 'P95' }, { label: 'P99', color: '--c2' }, { label: 'P99 target', color: '--muted', dash: [6, 4] }], clip: 0.95 }),
-            timeChart(s.querySelector('.c-rep'), { title: 'Replicas', series: [{ label: 'target' }, { label: 'placed', color: '--c4' }, { label: 'ready', color: '--c3' }], stepped: true }),
+            timeChart(s.querySelector('.c-rep'), { title: 'Replicas', integer: true, series: [{ label: 'target' }, { label: 'placed', color: '--c4' }, { label: 'ready', color: '--c3' }], stepped: true }),
           ]);
         }
       }
@@ -331,7 +332,7 @@ const pages = {
       for (const [node, r] of open) intervals.push({ node, from: r.time_ms, to: null, mode: r.detail?.mode });
       intervals.sort((a, b) => b.from - a.from);
       if (!this.chart) {
-        this.chart = timeChart(el.querySelector('#lchart'), { title: 'Shared nodes lent', unit: 'nodes', series: [{ label: 'lent nodes', color: '--lent' }], stepped: true });
+        this.chart = timeChart(el.querySelector('#lchart'), { title: 'Shared nodes lent', unit: 'nodes', series: [{ label: 'lent nodes', color: '--lent' }], stepped: true, integer: true });
       }
       let n = 0;
       const xs = [], ys = [];
@@ -475,12 +476,12 @@ function nodeCard(d, n) {
   const gpus = n.gpus.map((g) => {
     const w = g.used_by != null ? d.byId.get(g.used_by) : null;
     const cls = ['gpu', g.used_by != null ? 'busy' : '', failed.has(g.index) || g.failed ? 'failed' : ''].join(' ');
-    const util = g.utilization != null ? ` ${Math.round(g.utilization * 100)} %` : '';
+    const util = g.utilization != null ? `${Math.round(g.utilization * 100)}%` : '';
     const who = g.used_by != null
       ? `<a class="occupant" href="#/workloads/${g.used_by}" title="${esc(w ? `${w.name} (${w.kind}, ${w.tenant})` : '')}">${esc(w ? w.name : `w${g.used_by}`)}</a>`
       : '<span class="muted">free</span>';
     const fault = failed.has(g.index) || g.failed ? ' <strong class="bad">XID / failed</strong>' : '';
-    return `<div class="${cls}"><div class="idx">GPU ${g.index}${esc(util)}${fault}</div>${who}</div>`;
+    return `<div class="${cls}"><div class="idx">GPU ${g.index}<span class="util">${esc(util)}</span>${fault}</div>${who}</div>`;
   }).join('');
   return `<div class="card node" data-node="${esc(n.name)}"><h3>${esc(n.name)} ${marks}</h3>
     <div class="muted" style="font-size:12px;margin-bottom:6px">${esc(n.gpu_model)} · ${esc(n.rack || '')} ${esc(n.zone || '')} · heartbeat ${esc(relTime(n.last_heartbeat_ms, d.now))}</div>

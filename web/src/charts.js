@@ -44,12 +44,15 @@ export function niceCeil(x) {
 }
 
 // A time-series chart in `el`: series [{label, color?, dash?, step?}].
-// Returns {update(xsMs, ys)} where ys[i] is the i-th series' values.
-export function timeChart(el, { title, unit = '', series, clip = 0, height = 220, stepped = false }) {
+// `unit` goes in the title, not on every tick; `integer` keeps ticks on
+// whole numbers (GPUs, replicas, nodes). The x axis spans at least
+// `minSpanS`, so a page opened a few seconds ago does not tick in
+// milliseconds. Returns {update(xsMs, ys)}: ys[i] = the i-th series' values.
+export function timeChart(el, { title, unit = '', series, clip = 0, height = 220, stepped = false, integer = false, minSpanS = 300 }) {
   el.classList.add('chart', 'card');
   el.innerHTML = '';
   const h = document.createElement('h3');
-  h.textContent = title;
+  h.textContent = unit ? `${title} (${unit})` : title;
   const body = document.createElement('div');
   const legend = document.createElement('div');
   legend.className = 'legend';
@@ -64,12 +67,16 @@ export function timeChart(el, { title, unit = '', series, clip = 0, height = 220
     height,
     legend: { show: false },
     cursor: { drag: { x: false, y: false } },
-    scales: { x: { time: true }, y: { range: () => [0, lastMax] } },
+    scales: {
+      x: { time: true, range: (u, min, max) => [Math.min(min, max - minSpanS), max] },
+      y: { range: () => [0, lastMax] },
+    },
     axes: [
       { stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid } },
       {
-        stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid }, size: 56,
-        values: (u, vals) => vals.map((v) => fmtNum(v) + (unit ? ` ${unit}` : '')),
+        stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid }, size: 48,
+        incrs: integer ? [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000] : undefined,
+        values: (u, vals) => vals.map((v) => fmtNum(v)),
       },
     ],
     series: [
@@ -95,14 +102,14 @@ export function timeChart(el, { title, unit = '', series, clip = 0, height = 220
     });
     if (clipped) {
       const c = document.createElement('span');
-      c.textContent = `y axis clipped at ${fmtNum(lastMax)}${unit ? ' ' + unit : ''} (spikes above it are cut off)`;
+      c.textContent = `y axis clipped at ${fmtNum(lastMax)}${unit ? ' ' + unit : ''}: spikes above it are cut off`;
       legend.append(c);
     }
   };
   return {
     update(xsMs, ys) {
       const { max, clipped } = yMax(ys, clip);
-      lastMax = max;
+      lastMax = integer ? Math.max(1, Math.ceil(max)) : max;
       drawLegend(clipped);
       const data = [xsMs.map((t) => t / 1000), ...ys];
       const width = Math.max(300, body.clientWidth || el.clientWidth - 24 || 400);
