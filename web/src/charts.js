@@ -48,7 +48,7 @@ export function niceCeil(x) {
 // whole numbers (GPUs, replicas, nodes). The x axis spans at least
 // `minSpanS`, so a page opened a few seconds ago does not tick in
 // milliseconds. Returns {update(xsMs, ys)}: ys[i] = the i-th series' values.
-export function timeChart(el, { title, unit = '', series, clip = 0, height = 220, stepped = false, integer = false, minSpanS = 300 }) {
+export function timeChart(el, { title, unit = '', series, clip = 0, height = 220, stepped = false, integer = false, minSpanS = 120 }) {
   el.classList.add('chart', 'card');
   el.innerHTML = '';
   const h = document.createElement('h3');
