@@ -280,6 +280,7 @@ const pages = {
         const cap = ready * (w.replica_capacity_rps || 0);
         const p99 = w.load?.p99_ms;
         const over = p99 != null && w.target_p99_ms && p99 > w.target_p99_ms;
+        const measured = (w.load?.slo_samples || 0) > 0 || (w.load?.rps || 0) > 0;
         s.querySelector('h2').innerHTML = `<a href="#/workloads/${w.id}">${esc(w.name)}</a> <span class="muted">${esc(w.tenant)} / ${esc(w.project)}</span> ${badge(w.state)}`;
         const ups = w.scale_ups || [];
         const done = ups.filter((u) => u.ready_ms > 0);
@@ -288,7 +289,7 @@ const pages = {
           [{ label: 'load', num: 1 }, { label: 'ready capacity', num: 1 }, { label: 'P95', num: 1 }, { label: 'P99', num: 1 },
             { label: 'P99 target', num: 1 }, { label: 'replicas (ready / placed / target)' }, { label: 'scale-ups' }, { label: 'last time to capacity' }],
           [[`${num(w.load?.rps)} rps`, `${num(cap)} rps`, `${num(w.load?.p95_ms, 0)} ms`,
-            `<span class="${over ? 'bad' : 'ok'}">${num(p99, 0)} ms</span>`, `${num(w.target_p99_ms, 0)} ms`,
+            `<span class="${!measured ? 'muted' : over ? 'bad' : 'ok'}">${num(p99, 0)} ms</span>`, `${num(w.target_p99_ms, 0)} ms`,
             `${ready} / ${pods} / ${w.replicas}`,
             `${ups.length}${ups.some((u) => u.failed) ? ` (${ups.filter((u) => u.failed).length} failed)` : ''}`,
             ttc == null ? '–' : esc(secs(ttc))]]);
