@@ -2,6 +2,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <thread>
 
@@ -11,6 +12,7 @@
 #include "server/control_plane.h"
 #include "server/http_api.h"
 #include "server/server_config.h"
+#include "server/static_files.h"
 #include "server/store.h"
 #include "server/system_clock.h"
 
@@ -21,6 +23,7 @@ struct ServerFlags {
   std::string config;
   std::string store;
   std::string listen;
+  std::string web_dir;
 };
 
 int RunServer(const ServerFlags& flags) {
@@ -31,6 +34,11 @@ int RunServer(const ServerFlags& flags) {
   }
   if (!flags.store.empty()) config->store = flags.store;
   if (!flags.listen.empty()) config->listen = flags.listen;
+  if (!flags.web_dir.empty()) config->web_dir = flags.web_dir;
+  if (config->web_dir.empty()) {
+    std::error_code ec;
+    config->web_dir = server::DefaultWebDir(std::filesystem::read_symlink("/proc/self/exe", ec).string());
+  }
   auto listen = server::ParseListen(config->listen);
   if (!listen.ok()) {
     std::cerr << "tidal server: " << listen.status().message() << "\n";
@@ -68,6 +76,8 @@ int RunServer(const ServerFlags& flags) {
   cp.StartLoop();
   std::printf("tidal server listening on http://%s:%d (store %s)\n", listen->first.c_str(), *port,
               cfg.store.c_str());
+  std::printf("tidal server: dashboard at http://%s:%d/ (%s)\n", listen->first.c_str(), *port,
+              cfg.web_dir.empty() ? "not built: cd web && npm ci && npm run build" : cfg.web_dir.c_str());
   std::fflush(stdout);
   std::thread stopper([&] {
     int sig = 0;
@@ -88,6 +98,9 @@ RegisterCommand reg([](CLI::App& root) {
   cmd->add_option("--config", flags->config, "Server config file (YAML); default: embedded example cluster");
   cmd->add_option("--store", flags->store, "Store URL, sqlite:PATH (default sqlite:tidal.db)");
   cmd->add_option("--listen", flags->listen, "HOST:PORT to listen on (port 0 = any free port)");
+  cmd->add_option("--web-dir", flags->web_dir,
+                  "The dashboard bundle to serve at / (default: web/dist of the source tree the "
+                  "binary was built in, or ../share/tidal/web next to it)");
   cmd->callback([flags] { ExitCode() = RunServer(*flags); });
 });
 

@@ -245,8 +245,9 @@ int RunUp(const UpFlags& f) {
   const std::string config_path = f.no_context ? "" : WriteContext(context);
   fmt::print("tidal up: cluster ready\n"
              "  server:   {}  (what --server and TIDAL_SERVER take; the API is under /v1)\n"
-             "  token:    {}  (admin)\n",
-             url, context.token);
+             "  token:    {}  (admin)\n"
+             "  dashboard: {}/  (log in with the token above)\n",
+             url, context.token, url);
   if (!config_path.empty()) {
     fmt::print("  context:  '{}' in {} (removed on exit)\n"
                "  try:      {} list\n",

@@ -4,6 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --test
+# The dashboard's npm packages (esbuild, uPlot, playwright-core), exactly as
+# locked; the browser test builds web/dist from them.
+(cd web && npm ci --no-audit --no-fund)
 cmake -S . -B build/sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTIDAL_SANITIZE=ON -DTIDAL_BUILD_BENCH=OFF >/dev/null
 cmake --build build/sanitize
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1

@@ -5,11 +5,14 @@
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 #include <fmt/format.h>
 
 #include "config/input_limits.h"
 #include "server/report.h"
+#include "server/static_files.h"
 
 namespace tidal::server {
 
@@ -341,6 +344,44 @@ void HttpApi::Routes() {
     TIDAL_ASSIGN_OR_RETURN(json body, ParseBody(req, limit));
     return cp_.PodStatus(p, req.matches[1], body);
   }));
+
+  // The dashboard: every other GET outside /v1 is a file of the bundle. It
+  // needs no token (it is the same for everyone); the data it shows comes
+  // from /v1 with the token the user logs in with.
+  svr_->Get(".*", [this](const Req& req, Res& res) { ServeStatic(req.path, res); });
+}
+
+void HttpApi::ServeStatic(const std::string& path, httplib::Response& res) const {
+  if (path == "/v1" || path.starts_with("/v1/")) {
+    res.status = 404;
+    res.set_content(ErrorBody(NotFound(fmt::format("no route for GET {}", path))), "application/json");
+    return;
+  }
+  auto file = ResolveStaticFile(config_.web_dir, path);
+  if (!file.ok()) {
+    const bool index = path == "/" || path == "/index.html";
+    if (index && file.status().code() == StatusCode::kNotFound) {
+      // Never a crash or a bare 404 for a user who has not built web/ yet.
+      res.status = 200;
+      res.set_content(MissingBundlePage(config_.web_dir), "text/html; charset=utf-8");
+      return;
+    }
+    res.status = HttpStatusFor(file.status().code());
+    res.set_content(ErrorBody(file.status()), "application/json");
+    return;
+  }
+  std::ifstream in(file->path, std::ios::binary);
+  std::ostringstream body;
+  body << in.rdbuf();
+  if (!in) {
+    res.status = 500;
+    res.set_content(ErrorBody(Internal(fmt::format("path: cannot read {}", path))), "application/json");
+    return;
+  }
+  // index.html names the bundle; a stale cached copy would pin an old one.
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Content-Type-Options", "nosniff");
+  res.set_content(body.str(), file->content_type);
 }
 
 }  // namespace tidal::server

@@ -12,6 +12,7 @@
 
 namespace httplib {
 class Server;
+struct Response;
 }
 
 namespace tidal::server {
@@ -34,6 +35,8 @@ class HttpApi {
 
  private:
   void Routes();
+  // GET of a dashboard file (config_.web_dir) or its how-to-build page.
+  void ServeStatic(const std::string& path, httplib::Response& res) const;
 
   ControlPlane& cp_;
   const Authenticator& auth_;

@@ -127,7 +127,7 @@ StatusOr<ServerConfig> ParseServerConfig(std::string_view yaml, const std::strin
                                   "schedule_interval_ms", "min_pass_gap_ms", "node_lease_s",
                                   "heartbeat_interval_s", "debug_idle_limit_s", "idle_utilization",
                                   "max_body_bytes", "http_threads", "gpu_prices", "tokens",
-                                  "projects"});
+                                  "projects", "web_dir"});
   if (!r_or.ok()) return locate(r_or.status());
   const ObjectReader& r = *r_or;
   auto step = [&](Status s) -> Status { return locate(s); };
@@ -148,6 +148,8 @@ StatusOr<ServerConfig> ParseServerConfig(std::string_view yaml, const std::strin
   }
   TIDAL_RETURN_IF_ERROR(step(r.String("listen", &out.listen)));
   TIDAL_RETURN_IF_ERROR(step(r.String("store", &out.store)));
+  TIDAL_RETURN_IF_ERROR(step(r.String("web_dir", &out.web_dir)));
+  if (!out.web_dir.empty()) out.web_dir = Resolve(base_dir, out.web_dir);
   if (!out.store.empty() && out.store.rfind("sqlite:", 0) == 0 && out.store.size() > 7) {
     out.store = "sqlite:" + Resolve(base_dir, out.store.substr(7));
   }

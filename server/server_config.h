@@ -35,6 +35,9 @@ struct ProjectDefaults {
 struct ServerConfig {
   std::string listen = "127.0.0.1:8080";
   std::string store = "sqlite:tidal.db";
+  // The dashboard's bundle (web/dist), served at `/`; "" = look next to the
+  // executable (server/static_files.h DefaultWebDir).
+  std::string web_dir;
   Catalog catalog;
   PolicyConfig policy;
   Authenticator auth;

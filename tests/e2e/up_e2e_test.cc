@@ -102,6 +102,8 @@ TEST_F(UpTest, TimedRunPrintsAddressesAndASummaryAndLeavesNothing) {
   // The address printed is the one the CLI takes (no /v1), with the token.
   EXPECT_TRUE(std::regex_search(out, std::regex(R"(\n  server:   http://127\.0\.0\.1:\d+  \()"))) << out;
   EXPECT_NE(out.find("  token:    "), std::string::npos) << out;
+  // The dashboard is served by the same server, at its root.
+  EXPECT_TRUE(std::regex_search(out, std::regex(R"(\n  dashboard: http://127\.0\.0\.1:\d+/  \()"))) << out;
   EXPECT_NE(out.find("/metrics"), std::string::npos) << out;
   EXPECT_NE(out.find("tidal up: summary after 2"), std::string::npos) << out;  // 20 s (or a bit more)
   // The mix ran: the gang, the inference service and the short batch job,
