@@ -92,6 +92,11 @@ class JournalReplayTest : public ::testing::Test {
     auto cluster = ParseClusterText(cluster_yaml_, "cluster");
     ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
     cluster_ = *cluster;
+    ASSERT_EQ(cluster_.cluster.nodes.size(), 5u);
+    const std::vector<std::string> pools = {"inference-reserved", "shared", "shared", "training", "training"};
+    for (size_t n = 0; n < pools.size(); ++n) {
+      ASSERT_EQ(cluster_.cluster.pools[cluster_.cluster.nodes[n].pool.value()].name, pools[n]) << n;
+    }
     auto policy = ParsePolicyText(kPolicyYaml, "policy");
     ASSERT_TRUE(policy.ok()) << policy.status().ToString();
     policy_ = *policy;
@@ -120,7 +125,8 @@ class JournalReplayTest : public ::testing::Test {
       EXPECT_TRUE(d.World(at, e).ok()) << state::EditName(e);
       commit();
     };
-    const auto node = [&](const char* name) { return cluster_.FindNode(name)->id; };
+    // Nodes in file order: inf 0 | shr 1, 2 | trn 3, 4 (checked in SetUp).
+    const auto node = [](uint32_t index) { return NodeId(index); };
     const WorkloadId chat(1), big(2), low(3), urgent(4);
 
     world(T(0), state::SubmitEdit{Submitted(1, "chat", cluster_, "online", WorkloadKind::kInference, 1, 8, 1500,
@@ -134,14 +140,14 @@ class JournalReplayTest : public ::testing::Test {
         world(T(t), state::SubmitEdit{Submitted(4, "urgent", cluster_, "research", WorkloadKind::kTraining, 2, 8,
                                                 900, PreemptibilityClass::kPreemptible, T(t))});
       }
-      if (t == 700) world(T(t), state::GpuFaultEdit{node("trn-1"), 0b1});
+      if (t == 700) world(T(t), state::GpuFaultEdit{node(4), 0b1});
       if (t == 800) {
         // A lost node: the server marks it failed and requeues what ran there.
-        world(T(t), state::NodeHealthEdit{node("trn-0"), Health::kFailed});
+        world(T(t), state::NodeHealthEdit{node(3), Health::kFailed});
         std::vector<WorkloadId> there;  // collected first: a requeue changes the allocations
         for (const Allocation& a : d.state().snapshot().allocations) {
           for (const PodPlacement& p : a.pods) {
-            if (p.node == node("trn-0")) {
+            if (p.node == node(3)) {
               there.push_back(a.workload);
               break;
             }
@@ -155,7 +161,7 @@ class JournalReplayTest : public ::testing::Test {
         // An API request between the engine's snapshot and its apply: the
         // replay must apply it at the same point.
         if (after == protocol::PassPhase::kEngineSnapshot && t == 400) {
-          EXPECT_TRUE(d.World(T(t), state::CordonEdit{node("shr-1"), true}).ok());
+          EXPECT_TRUE(d.World(T(t), state::CordonEdit{node(2), true}).ok());
         }
       });
       commit();
