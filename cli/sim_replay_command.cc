@@ -64,9 +64,9 @@ StatusOr<std::string> ConfigText(server::Store& store, const char* key, const st
 
 void PrintTallies(const sim::ReplayReport& r) {
   const auto row = [](std::string_view metric, const std::string& journal, const std::string& replay) {
-    std::cout << fmt::format("  {:<28} {:>12} {:>12}\n", metric, journal, replay);
+    std::cout << fmt::format("  {:<32} {:>10} {:>10}\n", metric, journal, replay);
   };
-  std::cout << fmt::format("  {:<28} {:>12} {:>12}\n", "metric", "journal", "replay");
+  std::cout << fmt::format("  {:<32} {:>10} {:>10}\n", "metric", "journal", "replay");
   row("placements", std::to_string(r.journal.placements), std::to_string(r.replay.placements));
   std::map<std::string, int> causes;
   for (const auto& [cause, n] : r.journal.preemptions) causes[cause] = 0;

@@ -101,6 +101,7 @@ class JournalReplayTest : public ::testing::Test {
     ASSERT_TRUE(policy.ok()) << policy.status().ToString();
     policy_ = *policy;
   }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string store_path() const { return dir_ + "/tidal.db"; }
 
   // The scenario, journaled into the store request by request.
