@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "cli/command_registry.h"
+#include "cli/sim_replay_command.h"
 #include "sim/report.h"
 #include "sim/sim_output.h"
 #include "sim/sim_setup.h"
@@ -225,6 +226,8 @@ RegisterCommand reg([](CLI::App& root) {
   import->add_option("traces", *load_specs, "Load traces")->required();
   import->add_option("--out", *load_out, "Output CSV; default: stdout");
   import->callback([load_specs, load_out] { ImportLoad(*load_specs, *load_out); });
+
+  AddSimReplayCommand(sim);
 
   sim->callback([sim, args] {
     if (sim->get_subcommands().empty()) RunSim(*args);

@@ -108,7 +108,23 @@ CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
 CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
   BEGIN SELECT RAISE(ABORT, 'audit is append-only'); END;
 CREATE TABLE IF NOT EXISTS idempotency (key TEXT PRIMARY KEY, workload INTEGER NOT NULL);
+-- The edit journal (docs/formats.md "Journal"): one record per row, in the
+-- order the state changed; AUTOINCREMENT so that a seq is never reused.
+CREATE TABLE IF NOT EXISTS journal (seq INTEGER PRIMARY KEY AUTOINCREMENT, entry TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 )sql";
+
+// The writer's prepared statements, in one place so WriteBatch takes one.
+struct Statements {
+  Statement& begin;
+  Statement& commit;
+  Statement& put_workload;
+  Statement& put_node;
+  Statement& put_audit;
+  Statement& put_key;
+  Statement& put_journal;
+  Statement& put_meta;
+};
 
 class SqliteStore final : public Store {
  public:
@@ -245,6 +261,36 @@ class SqliteStore final : public Store {
     return rows;
   }
 
+  StatusOr<std::vector<JournalRow>> ReadJournal(int64_t after_seq, int limit) override {
+    if (limit < 1) return InvalidArgument(fmt::format("journal: limit must be at least 1, got {}", limit));
+    std::lock_guard lock(reader_mu_);
+    Statement s(reader_, "SELECT seq, entry FROM journal WHERE seq > ?1 ORDER BY seq LIMIT ?2");
+    TIDAL_RETURN_IF_ERROR(s.status());
+    s.BindInt(1, after_seq);
+    s.BindInt(2, limit);
+    std::vector<JournalRow> rows;
+    while (true) {
+      TIDAL_ASSIGN_OR_RETURN(bool more, NextRow(reader_, s, "journal"));
+      if (!more) break;
+      JournalRow row;
+      row.seq = sqlite3_column_int64(s.get(), 0);
+      TIDAL_ASSIGN_OR_RETURN(row.entry, TextColumn(s.get(), 1, "journal", std::to_string(row.seq)));
+      rows.push_back(std::move(row));
+    }
+    return rows;
+  }
+
+  StatusOr<std::optional<std::string>> ReadMeta(const std::string& key) override {
+    std::lock_guard lock(reader_mu_);
+    Statement s(reader_, "SELECT value FROM meta WHERE key = ?1");
+    TIDAL_RETURN_IF_ERROR(s.status());
+    s.BindText(1, key);
+    TIDAL_ASSIGN_OR_RETURN(bool row, NextRow(reader_, s, "meta"));
+    if (!row) return std::optional<std::string>();
+    TIDAL_ASSIGN_OR_RETURN(std::string value, TextColumn(s.get(), 0, "meta", key));
+    return std::optional<std::string>(std::move(value));
+  }
+
   uint64_t commits() const override { return commits_.load(); }
   uint64_t committed_mutations() const override { return committed_mutations_.load(); }
 
@@ -288,7 +334,13 @@ class SqliteStore final : public Store {
                         "INSERT INTO audit(seq, time_ms, actor, action, workload, tenant, project, "
                         "detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
     Statement put_key(db_, "INSERT OR IGNORE INTO idempotency(key, workload) VALUES (?1, ?2)");
-    for (const Statement* st : {&begin, &commit, &rollback, &put_workload, &put_node, &put_audit, &put_key}) {
+    Statement put_journal(db_, "INSERT INTO journal(entry) VALUES (?1)");
+    Statement put_meta(db_,
+                       "INSERT INTO meta(key, value) VALUES (?1, ?2) "
+                       "ON CONFLICT(key) DO UPDATE SET value = excluded.value");
+    Statements statements{begin, commit, put_workload, put_node, put_audit, put_key, put_journal, put_meta};
+    for (const Statement* st : {&begin, &commit, &rollback, &put_workload, &put_node, &put_audit, &put_key,
+                                &put_journal, &put_meta}) {
       if (!st->status().ok()) {
         Fail(st->status());
         break;
@@ -307,7 +359,7 @@ class SqliteStore final : public Store {
         }
         last_seq = durable_seq_ + batch.size();
       }
-      Status written = WriteBatch(batch, begin, commit, put_workload, put_node, put_audit, put_key);
+      Status written = WriteBatch(batch, statements);
       batch.clear();
       if (!written.ok()) {
         // Nothing of the batch may stay half-written (an error inside a
@@ -324,9 +376,8 @@ class SqliteStore final : public Store {
     }
   }
 
-  Status WriteBatch(const std::vector<Mutation>& batch, Statement& begin, Statement& commit,
-                    Statement& put_workload, Statement& put_node, Statement& put_audit,
-                    Statement& put_key) {
+  Status WriteBatch(const std::vector<Mutation>& batch, Statements& st) {
+    auto& [begin, commit, put_workload, put_node, put_audit, put_key, put_journal, put_meta] = st;
     {
       std::lock_guard lock(mu_);
       if (!error_.ok()) return error_;
@@ -358,6 +409,15 @@ class SqliteStore final : public Store {
         put_key.BindText(1, k.key);
         put_key.BindInt(2, static_cast<int64_t>(k.workload));
         TIDAL_RETURN_IF_ERROR(Check(put_key.Run(), "idempotency"));
+      }
+      for (const std::string& entry : m.journal) {
+        put_journal.BindText(1, entry);
+        TIDAL_RETURN_IF_ERROR(Check(put_journal.Run(), "journal"));
+      }
+      for (const auto& [key, value] : m.meta) {
+        put_meta.BindText(1, key);
+        put_meta.BindText(2, value);
+        TIDAL_RETURN_IF_ERROR(Check(put_meta.Run(), "meta"));
       }
     }
     TIDAL_RETURN_IF_ERROR(Check(commit.Run(), "COMMIT"));

@@ -46,11 +46,29 @@ struct Mutation {
   std::vector<std::pair<std::string, std::string>> nodes;     // upsert: name, node JSON
   std::vector<AuditRow> audit;                                // append
   std::vector<IdempotencyRow> idempotency;                    // insert
-  std::vector<std::string> journal;                           // append: encoded journal records
+  // Append, in order: encoded journal records (protocol/journal_record.h),
+  // written in the same transaction as the rest, so the journal holds
+  // exactly the edits whose effects the other tables hold.
+  std::vector<std::string> journal;
+  // Upsert: key, value. The server keeps "cluster" and "policy" (JSON text)
+  // here so that a replay finds the configuration the history ran under.
+  std::vector<std::pair<std::string, std::string>> meta;
   bool empty() const {
-    return workloads.empty() && nodes.empty() && audit.empty() && idempotency.empty() && journal.empty();
+    return workloads.empty() && nodes.empty() && audit.empty() && idempotency.empty() &&
+           journal.empty() && meta.empty();
   }
 };
+
+// One journal record and its position (1, 2, ...: gapless while the store
+// lives, strictly increasing always).
+struct JournalRow {
+  int64_t seq = 0;
+  std::string entry;
+};
+
+// The meta keys the server writes and `tidal sim replay` reads.
+inline constexpr const char* kMetaCluster = "cluster";
+inline constexpr const char* kMetaPolicy = "policy";
 
 struct Recovered {
   std::vector<std::pair<uint64_t, std::string>> workloads;  // by id
@@ -81,6 +99,12 @@ class Store {
   // Ok, or the sticky failure (a Status naming the cause).
   virtual Status health() const = 0;
   virtual StatusOr<std::vector<AuditRow>> QueryAudit(const AuditQuery& query) = 0;
+  // Up to `limit` journal rows with seq > `after_seq`, in order; page with
+  // the last row's seq. Reads what is durable (committed), never a batch in
+  // flight.
+  virtual StatusOr<std::vector<JournalRow>> ReadJournal(int64_t after_seq, int limit) = 0;
+  // The value of a meta key; nullopt when it was never written.
+  virtual StatusOr<std::optional<std::string>> ReadMeta(const std::string& key) = 0;
   // Transactions committed and mutations in them, for metrics.
   virtual uint64_t commits() const = 0;
   virtual uint64_t committed_mutations() const = 0;

@@ -4,6 +4,10 @@
 
 namespace tidal::state {
 
+LifecycleOptions ServerLifecycleOptions(const PolicyConfig& policy) {
+  return LifecycleOptions{policy.preemption.default_grace, kServerExitReportSlack};
+}
+
 void Lifecycle::Arm(Time at, TimerKind kind, WorkloadId w, Time armed_for) {
   timers_.push(Timer{at, next_seq_++, kind, w, armed_for});
 }

@@ -24,6 +24,7 @@
 #include <queue>
 #include <vector>
 
+#include "core/model/policy.h"
 #include "core/state/edit.h"
 #include "core/state/state.h"
 
@@ -33,6 +34,13 @@ struct LifecycleOptions {
   Duration default_grace = seconds(30);
   Duration exit_report_slack = Duration(0);
 };
+
+// How long the server awaits an agent's exit report after a deadline.
+inline constexpr Duration kServerExitReportSlack = seconds(1);
+// The options the server's StateMachine runs with: the policy's default
+// grace and kServerExitReportSlack. `tidal sim replay` builds its machine
+// with the same call, so a replay cannot drift from the server it replays.
+LifecycleOptions ServerLifecycleOptions(const PolicyConfig& policy);
 
 class Lifecycle {
  public:

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -92,6 +93,12 @@ class FaultyStore final : public server::Store {
 
   StatusOr<std::vector<server::AuditRow>> QueryAudit(const server::AuditQuery& query) override {
     return inner_->QueryAudit(query);
+  }
+  StatusOr<std::vector<server::JournalRow>> ReadJournal(int64_t after_seq, int limit) override {
+    return inner_->ReadJournal(after_seq, limit);
+  }
+  StatusOr<std::optional<std::string>> ReadMeta(const std::string& key) override {
+    return inner_->ReadMeta(key);
   }
   uint64_t commits() const override { return inner_->commits(); }
   uint64_t committed_mutations() const override { return inner_->committed_mutations(); }

@@ -1,0 +1,694 @@
+#include "protocol/journal_record.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <initializer_list>
+#include <limits>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "protocol/object_reader.h"
+
+namespace tidal::protocol {
+namespace {
+
+using nlohmann::json;
+using state::Edit;
+
+template <typename... Fs>
+struct Overloaded : Fs... {
+  using Fs::operator()...;
+};
+template <typename... Fs>
+Overloaded(Fs...) -> Overloaded<Fs...>;
+
+template <typename E>
+using EnumTable = std::initializer_list<std::pair<std::string_view, E>>;
+
+const EnumTable<state::EditOrigin> kOrigins = {{"world", state::EditOrigin::kWorld},
+                                               {"priority", state::EditOrigin::kPriority},
+                                               {"lifecycle", state::EditOrigin::kLifecycle},
+                                               {"colocation", state::EditOrigin::kColocation},
+                                               {"engine", state::EditOrigin::kEngine}};
+const EnumTable<PassPhase> kPhases = {{"tick", PassPhase::kTick},
+                                      {"plan_snapshot", PassPhase::kPlanSnapshot},
+                                      {"plan_apply", PassPhase::kPlanApply},
+                                      {"engine_snapshot", PassPhase::kEngineSnapshot},
+                                      {"engine_apply", PassPhase::kEngineApply}};
+const EnumTable<WorkloadKind> kKinds = {{"training", WorkloadKind::kTraining},
+                                        {"inference", WorkloadKind::kInference},
+                                        {"batch_inference", WorkloadKind::kBatchInference},
+                                        {"debug", WorkloadKind::kDebug}};
+const EnumTable<WorkloadState> kStates = {{"awaiting_approval", WorkloadState::kAwaitingApproval},
+                                          {"pending", WorkloadState::kPending},
+                                          {"running", WorkloadState::kRunning},
+                                          {"terminating", WorkloadState::kTerminating},
+                                          {"succeeded", WorkloadState::kSucceeded},
+                                          {"failed", WorkloadState::kFailed},
+                                          {"cancelled", WorkloadState::kCancelled}};
+const EnumTable<PreemptibilityClass> kClasses = {{"never", PreemptibilityClass::kNever},
+                                                 {"preemptible", PreemptibilityClass::kPreemptible},
+                                                 {"reclaimable", PreemptibilityClass::kReclaimable}};
+const EnumTable<TopologyLevel> kLevels = {{"none", TopologyLevel::kNone},
+                                          {"nvlink", TopologyLevel::kNvlink},
+                                          {"node", TopologyLevel::kNode},
+                                          {"rack", TopologyLevel::kRack}};
+const EnumTable<ModelSource> kSources = {{"local_cache", ModelSource::kLocalCache},
+                                         {"shared_storage", ModelSource::kSharedStorage}};
+const EnumTable<PreemptCause> kCauses = {{"priority", PreemptCause::kPriority},
+                                         {"reclaim", PreemptCause::kReclaim},
+                                         {"inference_return", PreemptCause::kInferenceReturn},
+                                         {"max_runtime", PreemptCause::kMaxRuntime},
+                                         {"idle", PreemptCause::kIdle}};
+const EnumTable<Health> kHealths = {
+    {"healthy", Health::kHealthy}, {"degraded", Health::kDegraded}, {"failed", Health::kFailed}};
+
+// Every enum value is in its table (a new one without a name is a codec
+// bug, caught by the round-trip test), so the fallback is never written.
+template <typename E>
+std::string_view NameOf(const EnumTable<E>& table, E value) {
+  for (const auto& [name, v] : table) {
+    if (v == value) return name;
+  }
+  return "?";
+}
+
+// Edit names in variant order, the ones EditName() gives.
+constexpr std::string_view kEditNames[] = {
+    "submit", "approve", "set_priority", "set_target", "place",   "grow",
+    "notice", "shrink",  "pod_exit",     "checkpoint", "requeue", "release",
+    "lend",   "return",  "node_health",  "gpu_fault",  "cordon"};
+static_assert(std::size(kEditNames) == std::variant_size_v<Edit>);
+
+// Times are exact milliseconds; the infinite future (no deadline) is null.
+json TimeJson(Time t) { return t == kInfiniteFuture ? json(nullptr) : json(ToMillis(t)); }
+constexpr int64_t kMinMs = std::numeric_limits<int64_t>::min() / 2;
+constexpr int64_t kMaxMs = std::numeric_limits<int64_t>::max() / 2;
+constexpr int64_t kMaxId32 = static_cast<int64_t>(NodeId::kInvalid) - 1;  // kInvalid is no id
+constexpr int64_t kMaxWorkloadId = std::numeric_limits<int64_t>::max();
+
+json GpusJson(GpuMask mask) {
+  json out = json::array();
+  while (mask != 0) {
+    out.push_back(std::countr_zero(mask));
+    mask &= mask - 1;
+  }
+  return out;
+}
+
+json PodJson(const PodPlacement& p) { return {{"node", p.node.value()}, {"gpus", GpusJson(p.gpus)}}; }
+
+json PodsJson(const std::vector<PodPlacement>& pods) {
+  json out = json::array();
+  for (const PodPlacement& p : pods) out.push_back(PodJson(p));
+  return out;
+}
+
+json PriorityJson(const Priority& p) {
+  return {{"value", p.value},
+          {"preemptibility", NameOf(kClasses, p.preemptibility)},
+          {"template", p.template_name},
+          {"derivation", p.derivation},
+          {"awaiting_approval", p.awaiting_approval}};
+}
+
+json WorkloadJson(const Workload& w) {
+  json tolerations = json::array();
+  for (const Taint& t : w.constraints.tolerations) tolerations.push_back({{"key", t.key}, {"value", t.value}});
+  return {
+      {"id", w.id.value()},
+      {"name", w.name},
+      {"tenant", w.tenant},
+      {"project", w.project.value()},
+      {"queue", w.queue.value()},
+      {"kind", NameOf(kKinds, w.kind)},
+      {"state", NameOf(kStates, w.state)},
+      {"gpus_per_pod", w.gpus_per_pod},
+      {"pods", w.pods},
+      {"min_pods", w.min_pods},
+      {"max_pods", w.max_pods},
+      {"preemptible", w.preemptible},
+      {"expected_duration_ms", w.expected_duration.count()},
+      {"submit_time_ms", TimeJson(w.submit_time)},
+      {"constraints",
+       {{"required_gpu_models", w.constraints.required_gpu_models},
+        {"preferred_gpu_models", w.constraints.preferred_gpu_models},
+        {"node_selector", w.constraints.node_selector},
+        {"tolerations", std::move(tolerations)},
+        {"topology",
+         {{"level", NameOf(kLevels, w.constraints.topology.level)},
+          {"required", w.constraints.topology.required}}}}},
+      // Every kind's profile, not only this kind's: the replay must rebuild
+      // exactly the workload the server held.
+      {"training", {{"checkpoint_interval_ms", w.training.checkpoint_interval.count()}}},
+      {"inference",
+       {{"target_p99_ms", w.inference.target_p99.count()},
+        {"cold_start_ms", w.inference.cold_start.count()},
+        {"replica_capacity_rps", w.inference.replica_capacity_rps},
+        {"model_size_gib", w.inference.model_size_gib},
+        {"model_source", NameOf(kSources, w.inference.model_source)}}},
+      {"batch", {{"deadline_ms", TimeJson(w.batch.deadline)}}},
+      {"debug", {{"max_runtime_ms", w.debug.max_runtime.count()}}},
+      {"priority", PriorityJson(w.priority)},
+  };
+}
+
+json EditJson(const Edit& edit) {
+  json j;
+  j["edit"] = kEditNames[edit.index()];
+  std::visit(Overloaded{
+                 [&](const state::SubmitEdit& e) { j["workload"] = WorkloadJson(e.workload); },
+                 [&](const state::ApproveEdit& e) { j["workload"] = e.workload.value(); },
+                 [&](const state::SetPriorityEdit& e) {
+                   j["workload"] = e.workload.value();
+                   j["priority"] = PriorityJson(e.priority);
+                 },
+                 [&](const state::SetTargetEdit& e) {
+                   j["workload"] = e.workload.value();
+                   j["pods"] = e.pods;
+                 },
+                 [&](const state::PlaceEdit& e) {
+                   j["workload"] = e.workload.value();
+                   j["pods"] = PodsJson(e.pods);
+                   j["borrowed"] = e.borrowed;
+                 },
+                 [&](const state::GrowEdit& e) {
+                   j["workload"] = e.workload.value();
+                   j["pods"] = PodsJson(e.pods);
+                 },
+                 [&](const state::NoticeEdit& e) {
+                   j["workload"] = e.workload.value();
+                   j["preemptor"] = e.preemptor.value();
+                   j["cause"] = NameOf(kCauses, e.cause);
+                   j["grace_deadline_ms"] = TimeJson(e.grace_deadline);
+                   j["lost_gpu_seconds"] = e.lost_gpu_seconds;
+                   j["requeue"] = e.requeue;
+                 },
+                 [&](const state::ShrinkEdit& e) {
+                   j["workload"] = e.workload.value();
+                   j["pods"] = PodsJson(e.pods);
+                   j["beneficiary"] = e.beneficiary.value();
+                   j["grace_deadline_ms"] = TimeJson(e.grace_deadline);
+                 },
+                 [&](const state::PodExitEdit& e) {
+                   j["workload"] = e.workload.value();
+                   j["pod"] = PodJson(e.pod);
+                 },
+                 [&](const state::CheckpointEdit& e) {
+                   j["workload"] = e.workload.value();
+                   j["checkpoint_ms"] = TimeJson(e.at);
+                 },
+                 [&](const state::RequeueEdit& e) { j["workload"] = e.workload.value(); },
+                 [&](const state::ReleaseEdit& e) {
+                   j["workload"] = e.workload.value();
+                   j["final_state"] = NameOf(kStates, e.final_state);
+                 },
+                 [&](const state::LendEdit& e) { j["node"] = e.node.value(); },
+                 [&](const state::ReturnEdit& e) { j["node"] = e.node.value(); },
+                 [&](const state::NodeHealthEdit& e) {
+                   j["node"] = e.node.value();
+                   j["health"] = NameOf(kHealths, e.health);
+                 },
+                 [&](const state::GpuFaultEdit& e) {
+                   j["node"] = e.node.value();
+                   j["gpus"] = GpusJson(e.gpus);
+                 },
+                 [&](const state::CordonEdit& e) {
+                   j["node"] = e.node.value();
+                   j["cordoned"] = e.cordoned;
+                 },
+             },
+             edit);
+  return j;
+}
+
+// ---- Reading --------------------------------------------------------------
+
+using Keys = std::vector<std::string_view>;
+
+StatusOr<ObjectReader> Open(const json& value, const std::string& path, Keys keys) {
+  return ObjectReader::Open(value, path, std::move(keys));
+}
+
+Status Require(const ObjectReader& r, std::initializer_list<std::string_view> keys) {
+  for (std::string_view k : keys) {
+    if (!r.Has(k)) return r.Missing(k);
+  }
+  return Status::Ok();
+}
+
+template <typename E>
+Status ReadEnum(const ObjectReader& r, std::string_view key, const EnumTable<E>& table, E* out) {
+  if (!r.Has(key)) return Status::Ok();
+  std::string name;
+  TIDAL_RETURN_IF_ERROR(r.String(key, &name));
+  for (const auto& [n, v] : table) {
+    if (n == name) {
+      *out = v;
+      return Status::Ok();
+    }
+  }
+  std::string names;
+  for (const auto& [n, v] : table) names += (names.empty() ? "" : "|") + std::string(n);
+  return FieldError(r.FieldPath(key), "expected one of " + names + ", got " + Shown(r.at(key)));
+}
+
+// A required time: integer milliseconds, never null.
+Status ReadAt(const ObjectReader& r, std::string_view key, Time* out) {
+  if (!r.Has(key)) return r.Missing(key);
+  int64_t ms = 0;
+  TIDAL_RETURN_IF_ERROR(r.Int64(key, &ms, kMinMs, kMaxMs));
+  *out = TimeFromMillis(ms);
+  return Status::Ok();
+}
+
+Status ReadDuration(const ObjectReader& r, std::string_view key, Duration* out) {
+  int64_t ms = out->count();
+  TIDAL_RETURN_IF_ERROR(r.Int64(key, &ms, 0, kMaxMs));
+  *out = Duration(ms);
+  return Status::Ok();
+}
+
+Status ReadWorkloadId(const ObjectReader& r, std::string_view key, WorkloadId* out, int64_t min = 1) {
+  int64_t id = 0;
+  TIDAL_RETURN_IF_ERROR(r.Int64(key, &id, min, kMaxWorkloadId));
+  *out = WorkloadId(static_cast<uint64_t>(id));
+  return Status::Ok();
+}
+
+template <typename Id>
+Status ReadId32(const ObjectReader& r, std::string_view key, Id* out) {
+  int64_t id = 0;
+  TIDAL_RETURN_IF_ERROR(r.Int64(key, &id, 0, kMaxId32));
+  *out = Id(static_cast<uint32_t>(id));
+  return Status::Ok();
+}
+
+Status CheckString(const ObjectReader& r, std::string_view key, const std::string& s) {
+  if (s.size() > kMaxJournalStringBytes) {
+    return FieldError(r.FieldPath(key), "longer than " + std::to_string(kMaxJournalStringBytes) + " bytes");
+  }
+  return Status::Ok();
+}
+
+Status ReadString(const ObjectReader& r, std::string_view key, std::string* out) {
+  TIDAL_RETURN_IF_ERROR(r.String(key, out));
+  return CheckString(r, key, *out);
+}
+
+Status CheckSize(const json& v, const std::string& path, size_t max) {
+  if (v.is_array() && v.size() > max) {
+    return FieldError(path, "more than " + std::to_string(max) + " entries (" + std::to_string(v.size()) + ")");
+  }
+  if (v.is_object() && v.size() > max) {
+    return FieldError(path, "more than " + std::to_string(max) + " entries (" + std::to_string(v.size()) + ")");
+  }
+  return Status::Ok();
+}
+
+Status ReadStringList(const ObjectReader& r, std::string_view key, std::vector<std::string>* out) {
+  if (!r.Has(key)) return Status::Ok();
+  TIDAL_RETURN_IF_ERROR(CheckSize(r.at(key), r.FieldPath(key), kMaxJournalListEntries));
+  TIDAL_RETURN_IF_ERROR(r.StringList(key, out));
+  for (size_t i = 0; i < out->size(); ++i) {
+    if ((*out)[i].size() > kMaxJournalStringBytes) {
+      return FieldError(IndexPath(r.FieldPath(key), i),
+                        "longer than " + std::to_string(kMaxJournalStringBytes) + " bytes");
+    }
+  }
+  return Status::Ok();
+}
+
+// GPU indices, strictly increasing, each once: the mask's canonical form.
+Status ReadGpus(const json& v, const std::string& path, GpuMask* out) {
+  TIDAL_RETURN_IF_ERROR(ExpectArray(v, path));
+  TIDAL_RETURN_IF_ERROR(CheckSize(v, path, 64));
+  std::vector<int> indices;
+  TIDAL_RETURN_IF_ERROR(ReadIntList(v, path, 0, 63, &indices));
+  GpuMask mask = 0;
+  for (size_t i = 0; i < indices.size(); ++i) {
+    if (i > 0 && indices[i] <= indices[i - 1]) {
+      return FieldError(IndexPath(path, i), "GPU indices must be listed once each, in increasing order");
+    }
+    mask |= GpuMask{1} << indices[i];
+  }
+  *out = mask;
+  return Status::Ok();
+}
+
+StatusOr<PodPlacement> ReadPod(const json& v, const std::string& path) {
+  TIDAL_ASSIGN_OR_RETURN(ObjectReader r, Open(v, path, {"node", "gpus"}));
+  TIDAL_RETURN_IF_ERROR(Require(r, {"node", "gpus"}));
+  PodPlacement p;
+  TIDAL_RETURN_IF_ERROR(ReadId32(r, "node", &p.node));
+  TIDAL_RETURN_IF_ERROR(ReadGpus(r.at("gpus"), r.FieldPath("gpus"), &p.gpus));
+  return p;
+}
+
+Status ReadPods(const ObjectReader& r, std::string_view key, std::vector<PodPlacement>* out) {
+  if (!r.Has(key)) return r.Missing(key);
+  const json& v = r.at(key);
+  const std::string path = r.FieldPath(key);
+  TIDAL_RETURN_IF_ERROR(ExpectArray(v, path));
+  TIDAL_RETURN_IF_ERROR(CheckSize(v, path, kMaxJournalPods));
+  out->clear();
+  for (size_t i = 0; i < v.size(); ++i) {
+    TIDAL_ASSIGN_OR_RETURN(PodPlacement p, ReadPod(v[i], IndexPath(path, i)));
+    out->push_back(p);
+  }
+  return Status::Ok();
+}
+
+StatusOr<Priority> ReadPriority(const json& v, const std::string& path) {
+  TIDAL_ASSIGN_OR_RETURN(ObjectReader r, Open(v, path, {"value", "preemptibility", "template", "derivation",
+                                                        "awaiting_approval"}));
+  TIDAL_RETURN_IF_ERROR(Require(r, {"value", "preemptibility", "template", "derivation", "awaiting_approval"}));
+  Priority p;
+  TIDAL_RETURN_IF_ERROR(r.Int("value", &p.value));
+  TIDAL_RETURN_IF_ERROR(ReadEnum(r, "preemptibility", kClasses, &p.preemptibility));
+  TIDAL_RETURN_IF_ERROR(ReadString(r, "template", &p.template_name));
+  TIDAL_RETURN_IF_ERROR(ReadStringList(r, "derivation", &p.derivation));
+  TIDAL_RETURN_IF_ERROR(r.Bool("awaiting_approval", &p.awaiting_approval));
+  return p;
+}
+
+Status ReadConstraints(const json& v, const std::string& path, PlacementConstraints* c) {
+  TIDAL_ASSIGN_OR_RETURN(ObjectReader r, Open(v, path, {"required_gpu_models", "preferred_gpu_models",
+                                                        "node_selector", "tolerations", "topology"}));
+  TIDAL_RETURN_IF_ERROR(Require(r, {"required_gpu_models", "preferred_gpu_models", "node_selector",
+                                    "tolerations", "topology"}));
+  TIDAL_RETURN_IF_ERROR(ReadStringList(r, "required_gpu_models", &c->required_gpu_models));
+  TIDAL_RETURN_IF_ERROR(ReadStringList(r, "preferred_gpu_models", &c->preferred_gpu_models));
+  TIDAL_RETURN_IF_ERROR(CheckSize(r.at("node_selector"), r.FieldPath("node_selector"), kMaxJournalListEntries));
+  TIDAL_RETURN_IF_ERROR(r.StringMap("node_selector", &c->node_selector));
+  for (const auto& [k, val] : c->node_selector) {
+    if (k.size() > kMaxJournalStringBytes || val.size() > kMaxJournalStringBytes) {
+      return FieldError(r.FieldPath("node_selector"), "a key or value is longer than " +
+                                                          std::to_string(kMaxJournalStringBytes) + " bytes");
+    }
+  }
+  const json& tol = r.at("tolerations");
+  const std::string tol_path = r.FieldPath("tolerations");
+  TIDAL_RETURN_IF_ERROR(ExpectArray(tol, tol_path));
+  TIDAL_RETURN_IF_ERROR(CheckSize(tol, tol_path, kMaxJournalListEntries));
+  for (size_t i = 0; i < tol.size(); ++i) {
+    TIDAL_ASSIGN_OR_RETURN(ObjectReader tr, Open(tol[i], IndexPath(tol_path, i), {"key", "value"}));
+    TIDAL_RETURN_IF_ERROR(Require(tr, {"key", "value"}));
+    Taint t;
+    TIDAL_RETURN_IF_ERROR(ReadString(tr, "key", &t.key));
+    TIDAL_RETURN_IF_ERROR(ReadString(tr, "value", &t.value));
+    c->tolerations.push_back(std::move(t));
+  }
+  TIDAL_ASSIGN_OR_RETURN(ObjectReader topo, Open(r.at("topology"), r.FieldPath("topology"), {"level", "required"}));
+  TIDAL_RETURN_IF_ERROR(Require(topo, {"level", "required"}));
+  TIDAL_RETURN_IF_ERROR(ReadEnum(topo, "level", kLevels, &c->topology.level));
+  TIDAL_RETURN_IF_ERROR(topo.Bool("required", &c->topology.required));
+  return Status::Ok();
+}
+
+// A key whose value may be null (a deadline): present, unlike Has().
+bool Present(const json& obj, std::string_view key) { return obj.is_object() && obj.contains(key); }
+
+Status ReadNullableTime(const ObjectReader& r, const json& obj, std::string_view key, Time* out) {
+  if (!Present(obj, key)) return r.Missing(key);
+  if (obj.at(key).is_null()) {
+    *out = kInfiniteFuture;
+    return Status::Ok();
+  }
+  return ReadAt(r, key, out);
+}
+
+StatusOr<Workload> ReadWorkload(const json& v, const std::string& path) {
+  static const Keys kKeys = {"id",          "name",        "tenant",   "project",      "queue",
+                             "kind",        "state",       "gpus_per_pod", "pods",     "min_pods",
+                             "max_pods",    "preemptible", "expected_duration_ms", "submit_time_ms",
+                             "constraints", "training",    "inference", "batch",       "debug",
+                             "priority"};
+  TIDAL_ASSIGN_OR_RETURN(ObjectReader r, Open(v, path, kKeys));
+  for (std::string_view k : kKeys) {
+    if (k != "submit_time_ms" && !r.Has(k)) return r.Missing(k);
+  }
+  Workload w;
+  TIDAL_RETURN_IF_ERROR(ReadWorkloadId(r, "id", &w.id));
+  TIDAL_RETURN_IF_ERROR(ReadString(r, "name", &w.name));
+  TIDAL_RETURN_IF_ERROR(ReadString(r, "tenant", &w.tenant));
+  TIDAL_RETURN_IF_ERROR(ReadId32(r, "project", &w.project));
+  TIDAL_RETURN_IF_ERROR(ReadId32(r, "queue", &w.queue));
+  TIDAL_RETURN_IF_ERROR(ReadEnum(r, "kind", kKinds, &w.kind));
+  TIDAL_RETURN_IF_ERROR(ReadEnum(r, "state", kStates, &w.state));
+  constexpr int kMaxPods = static_cast<int>(kMaxJournalPods);
+  TIDAL_RETURN_IF_ERROR(r.Int("gpus_per_pod", &w.gpus_per_pod, 1, kMaxGpusPerNode));
+  TIDAL_RETURN_IF_ERROR(r.Int("pods", &w.pods, 0, kMaxPods));
+  TIDAL_RETURN_IF_ERROR(r.Int("min_pods", &w.min_pods, 0, kMaxPods));
+  TIDAL_RETURN_IF_ERROR(r.Int("max_pods", &w.max_pods, 0, kMaxPods));
+  TIDAL_RETURN_IF_ERROR(r.Bool("preemptible", &w.preemptible));
+  TIDAL_RETURN_IF_ERROR(ReadDuration(r, "expected_duration_ms", &w.expected_duration));
+  TIDAL_RETURN_IF_ERROR(ReadNullableTime(r, v, "submit_time_ms", &w.submit_time));
+  TIDAL_RETURN_IF_ERROR(ReadConstraints(r.at("constraints"), r.FieldPath("constraints"), &w.constraints));
+
+  TIDAL_ASSIGN_OR_RETURN(ObjectReader tr, Open(r.at("training"), r.FieldPath("training"), {"checkpoint_interval_ms"}));
+  TIDAL_RETURN_IF_ERROR(Require(tr, {"checkpoint_interval_ms"}));
+  TIDAL_RETURN_IF_ERROR(ReadDuration(tr, "checkpoint_interval_ms", &w.training.checkpoint_interval));
+
+  TIDAL_ASSIGN_OR_RETURN(ObjectReader ir, Open(r.at("inference"), r.FieldPath("inference"),
+                                               {"target_p99_ms", "cold_start_ms", "replica_capacity_rps",
+                                                "model_size_gib", "model_source"}));
+  TIDAL_RETURN_IF_ERROR(Require(ir, {"target_p99_ms", "cold_start_ms", "replica_capacity_rps", "model_size_gib",
+                                     "model_source"}));
+  TIDAL_RETURN_IF_ERROR(ReadDuration(ir, "target_p99_ms", &w.inference.target_p99));
+  TIDAL_RETURN_IF_ERROR(ReadDuration(ir, "cold_start_ms", &w.inference.cold_start));
+  TIDAL_RETURN_IF_ERROR(ir.Double("replica_capacity_rps", &w.inference.replica_capacity_rps, 0, 1e12));
+  TIDAL_RETURN_IF_ERROR(ir.Double("model_size_gib", &w.inference.model_size_gib, 0, 1e12));
+  TIDAL_RETURN_IF_ERROR(ReadEnum(ir, "model_source", kSources, &w.inference.model_source));
+
+  TIDAL_ASSIGN_OR_RETURN(ObjectReader br, Open(r.at("batch"), r.FieldPath("batch"), {"deadline_ms"}));
+  TIDAL_RETURN_IF_ERROR(ReadNullableTime(br, r.at("batch"), "deadline_ms", &w.batch.deadline));
+
+  TIDAL_ASSIGN_OR_RETURN(ObjectReader dr, Open(r.at("debug"), r.FieldPath("debug"), {"max_runtime_ms"}));
+  TIDAL_RETURN_IF_ERROR(Require(dr, {"max_runtime_ms"}));
+  TIDAL_RETURN_IF_ERROR(ReadDuration(dr, "max_runtime_ms", &w.debug.max_runtime));
+
+  TIDAL_ASSIGN_OR_RETURN(w.priority, ReadPriority(r.at("priority"), r.FieldPath("priority")));
+  return w;
+}
+
+// The fields each edit has after "record", "at_ms", "origin" and "edit".
+Keys EditFields(std::string_view name) {
+  if (name == "submit" || name == "approve" || name == "requeue") return {"workload"};
+  if (name == "set_priority") return {"workload", "priority"};
+  if (name == "set_target") return {"workload", "pods"};
+  if (name == "place") return {"workload", "pods", "borrowed"};
+  if (name == "grow") return {"workload", "pods"};
+  if (name == "notice") return {"workload", "preemptor", "cause", "grace_deadline_ms", "lost_gpu_seconds", "requeue"};
+  if (name == "shrink") return {"workload", "pods", "beneficiary", "grace_deadline_ms"};
+  if (name == "pod_exit") return {"workload", "pod"};
+  if (name == "checkpoint") return {"workload", "checkpoint_ms"};
+  if (name == "release") return {"workload", "final_state"};
+  if (name == "lend" || name == "return") return {"node"};
+  if (name == "node_health") return {"node", "health"};
+  if (name == "gpu_fault") return {"node", "gpus"};
+  if (name == "cordon") return {"node", "cordoned"};
+  return {};
+}
+
+StatusOr<Edit> ReadEdit(const ObjectReader& r, const json& j, std::string_view name) {
+  // Every listed field is required; a deadline may be null (none).
+  for (std::string_view k : EditFields(name)) {
+    if (!Present(j, k)) return r.Missing(k);
+    if (j.at(k).is_null() && k != "grace_deadline_ms") return r.Missing(k);
+  }
+  WorkloadId w;
+  if (Present(j, "workload") && name != "submit") TIDAL_RETURN_IF_ERROR(ReadWorkloadId(r, "workload", &w));
+  NodeId node;
+  if (Present(j, "node")) TIDAL_RETURN_IF_ERROR(ReadId32(r, "node", &node));
+  if (name == "submit") {
+    TIDAL_ASSIGN_OR_RETURN(Workload wl, ReadWorkload(r.at("workload"), r.FieldPath("workload")));
+    return Edit(state::SubmitEdit{std::move(wl)});
+  }
+  if (name == "approve") return Edit(state::ApproveEdit{w});
+  if (name == "set_priority") {
+    TIDAL_ASSIGN_OR_RETURN(Priority p, ReadPriority(r.at("priority"), r.FieldPath("priority")));
+    return Edit(state::SetPriorityEdit{w, std::move(p)});
+  }
+  if (name == "set_target") {
+    state::SetTargetEdit e{w, 0};
+    TIDAL_RETURN_IF_ERROR(r.Int("pods", &e.pods, 0, static_cast<int>(kMaxJournalPods)));
+    return Edit(e);
+  }
+  if (name == "place") {
+    state::PlaceEdit e{w, {}, false};
+    TIDAL_RETURN_IF_ERROR(ReadPods(r, "pods", &e.pods));
+    TIDAL_RETURN_IF_ERROR(r.Bool("borrowed", &e.borrowed));
+    return Edit(std::move(e));
+  }
+  if (name == "grow") {
+    state::GrowEdit e{w, {}};
+    TIDAL_RETURN_IF_ERROR(ReadPods(r, "pods", &e.pods));
+    return Edit(std::move(e));
+  }
+  if (name == "notice") {
+    state::NoticeEdit e;
+    e.workload = w;
+    TIDAL_RETURN_IF_ERROR(ReadWorkloadId(r, "preemptor", &e.preemptor, 0));
+    TIDAL_RETURN_IF_ERROR(ReadEnum(r, "cause", kCauses, &e.cause));
+    TIDAL_RETURN_IF_ERROR(ReadNullableTime(r, j, "grace_deadline_ms", &e.grace_deadline));
+    TIDAL_RETURN_IF_ERROR(r.Double("lost_gpu_seconds", &e.lost_gpu_seconds, 0, 1e18));
+    TIDAL_RETURN_IF_ERROR(r.Bool("requeue", &e.requeue));
+    return Edit(e);
+  }
+  if (name == "shrink") {
+    state::ShrinkEdit e;
+    e.workload = w;
+    TIDAL_RETURN_IF_ERROR(ReadPods(r, "pods", &e.pods));
+    TIDAL_RETURN_IF_ERROR(ReadWorkloadId(r, "beneficiary", &e.beneficiary, 0));
+    TIDAL_RETURN_IF_ERROR(ReadNullableTime(r, j, "grace_deadline_ms", &e.grace_deadline));
+    return Edit(std::move(e));
+  }
+  if (name == "pod_exit") {
+    TIDAL_ASSIGN_OR_RETURN(PodPlacement pod, ReadPod(r.at("pod"), r.FieldPath("pod")));
+    return Edit(state::PodExitEdit{w, pod});
+  }
+  if (name == "checkpoint") {
+    state::CheckpointEdit e{w, Time()};
+    TIDAL_RETURN_IF_ERROR(ReadAt(r, "checkpoint_ms", &e.at));
+    return Edit(e);
+  }
+  if (name == "requeue") return Edit(state::RequeueEdit{w});
+  if (name == "release") {
+    state::ReleaseEdit e{w, WorkloadState::kSucceeded};
+    TIDAL_RETURN_IF_ERROR(ReadEnum(r, "final_state", kStates, &e.final_state));
+    if (e.final_state != WorkloadState::kSucceeded && e.final_state != WorkloadState::kFailed &&
+        e.final_state != WorkloadState::kCancelled) {
+      return FieldError(r.FieldPath("final_state"),
+                        "expected one of succeeded|failed|cancelled, got " + Shown(r.at("final_state")));
+    }
+    return Edit(e);
+  }
+  if (name == "lend") return Edit(state::LendEdit{node});
+  if (name == "return") return Edit(state::ReturnEdit{node});
+  if (name == "node_health") {
+    state::NodeHealthEdit e{node, Health::kHealthy};
+    TIDAL_RETURN_IF_ERROR(ReadEnum(r, "health", kHealths, &e.health));
+    return Edit(e);
+  }
+  if (name == "gpu_fault") {
+    state::GpuFaultEdit e{node, 0};
+    TIDAL_RETURN_IF_ERROR(ReadGpus(r.at("gpus"), r.FieldPath("gpus"), &e.gpus));
+    return Edit(e);
+  }
+  if (name == "cordon") {
+    state::CordonEdit e{node, true};
+    TIDAL_RETURN_IF_ERROR(r.Bool("cordoned", &e.cordoned));
+    return Edit(e);
+  }
+  std::string names;
+  for (std::string_view n : kEditNames) names += (names.empty() ? "" : "|") + std::string(n);
+  return FieldError("edit", "expected one of " + names + ", got " + Shown(r.at("edit")));
+}
+
+// How deep JSON text nests, counted without parsing (strings skipped), so
+// that hostile nesting is refused before the parser recurses into it.
+size_t NestingDepth(std::string_view text) {
+  size_t depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '{' || c == '[') deepest = std::max(deepest, ++depth);
+    else if ((c == '}' || c == ']') && depth > 0) --depth;
+  }
+  return deepest;
+}
+constexpr size_t kMaxDepth = 8;  // a submit's tolerations nest 5 deep
+
+}  // namespace
+
+std::string_view PassPhaseName(PassPhase phase) { return NameOf(kPhases, phase); }
+
+json JournalRecordToJson(const JournalRecord& record) {
+  return std::visit(Overloaded{
+                        [](const state::JournalEntry& e) {
+                          json j = {{"record", "edit"},
+                                    {"at_ms", ToMillis(e.at)},
+                                    {"origin", NameOf(kOrigins, e.origin)}};
+                          j.update(EditJson(e.edit));
+                          return j;
+                        },
+                        [](const PassMarker& m) {
+                          return json{{"record", "pass"}, {"at_ms", ToMillis(m.at)},
+                                      {"phase", NameOf(kPhases, m.phase)}};
+                        },
+                        [](const LoadSample& s) {
+                          return json{{"record", "load"}, {"at_ms", ToMillis(s.at)},
+                                      {"workload", s.workload.value()}, {"rps", s.rps}};
+                        },
+                    },
+                    record);
+}
+
+StatusOr<JournalRecord> JournalRecordFromJson(const json& j) {
+  if (!j.is_object()) return FieldError("record", "expected a JSON object, got " + Shown(j));
+  if (!j.contains("record")) return FieldError("record", "required field is missing");
+  const json& kind = j.at("record");
+  if (kind == "pass") {
+    TIDAL_ASSIGN_OR_RETURN(ObjectReader r, Open(j, "", {"record", "at_ms", "phase"}));
+    TIDAL_RETURN_IF_ERROR(Require(r, {"phase"}));
+    PassMarker m;
+    TIDAL_RETURN_IF_ERROR(ReadAt(r, "at_ms", &m.at));
+    TIDAL_RETURN_IF_ERROR(ReadEnum(r, "phase", kPhases, &m.phase));
+    return JournalRecord(m);
+  }
+  if (kind == "load") {
+    TIDAL_ASSIGN_OR_RETURN(ObjectReader r, Open(j, "", {"record", "at_ms", "workload", "rps"}));
+    TIDAL_RETURN_IF_ERROR(Require(r, {"workload", "rps"}));
+    LoadSample s;
+    TIDAL_RETURN_IF_ERROR(ReadAt(r, "at_ms", &s.at));
+    TIDAL_RETURN_IF_ERROR(ReadWorkloadId(r, "workload", &s.workload));
+    TIDAL_RETURN_IF_ERROR(r.Double("rps", &s.rps, 0, 1e12));
+    return JournalRecord(s);
+  }
+  if (kind == "edit") {
+    if (!j.contains("edit")) return FieldError("edit", "required field is missing");
+    const json& name_json = j.at("edit");
+    if (!name_json.is_string()) return FieldError("edit", "expected a string, got " + Shown(name_json));
+    const std::string name = name_json.get<std::string>();
+    Keys keys = EditFields(name);
+    if (keys.empty()) {
+      std::string names;
+      for (std::string_view n : kEditNames) names += (names.empty() ? "" : "|") + std::string(n);
+      return FieldError("edit", "expected one of " + names + ", got " + Shown(name_json));
+    }
+    keys.insert(keys.end(), {"record", "at_ms", "origin", "edit"});
+    TIDAL_ASSIGN_OR_RETURN(ObjectReader r, Open(j, "", keys));
+    TIDAL_RETURN_IF_ERROR(Require(r, {"origin"}));
+    state::JournalEntry e;
+    TIDAL_RETURN_IF_ERROR(ReadAt(r, "at_ms", &e.at));
+    TIDAL_RETURN_IF_ERROR(ReadEnum(r, "origin", kOrigins, &e.origin));
+    TIDAL_ASSIGN_OR_RETURN(e.edit, ReadEdit(r, j, name));
+    return JournalRecord(std::move(e));
+  }
+  return FieldError("record", "expected one of edit|pass|load, got " + Shown(kind));
+}
+
+std::string JournalRecordToText(const JournalRecord& record) { return JournalRecordToJson(record).dump(); }
+
+StatusOr<JournalRecord> JournalRecordFromText(std::string_view text) {
+  if (text.size() > kMaxJournalRecordBytes) {
+    return InvalidArgument("journal record: longer than " + std::to_string(kMaxJournalRecordBytes) + " bytes");
+  }
+  if (NestingDepth(text) > kMaxDepth) {
+    return InvalidArgument("journal record: nested deeper than " + std::to_string(kMaxDepth) + " levels");
+  }
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return InvalidArgument("journal record: not valid JSON");
+  return JournalRecordFromJson(j);
+}
+
+}  // namespace tidal::protocol

@@ -1,0 +1,239 @@
+#include "sim/journal_replay.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "config/cluster_loader.h"
+#include "config/policy_loader.h"
+#include "config/yaml_document.h"
+
+namespace tidal::sim {
+namespace {
+
+state::State InitialState(const config::ClusterConfig& c) {
+  return state::State(c.cluster, c.queues, c.projects);
+}
+
+}  // namespace
+
+double ReplayTally::MeanWait_s() const {
+  if (waits_s.empty()) return 0;
+  double sum = 0;
+  for (double w : waits_s) sum += w;
+  return sum / static_cast<double>(waits_s.size());
+}
+
+// Nearest rank: the smallest wait that at least 95% of waits are <= to.
+double ReplayTally::P95Wait_s() const {
+  if (waits_s.empty()) return 0;
+  std::vector<double> sorted = waits_s;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t rank = (sorted.size() * 95 + 99) / 100;  // ceil(0.95 n), >= 1
+  return sorted[rank - 1];
+}
+
+std::string ReplayDifference::ToString() const {
+  return fmt::format("at t={}ms {}: journaled {}, replayed {}", ToMillis(pass_at), phase,
+                     journaled.empty() ? "nothing" : journaled, replayed.empty() ? "nothing" : replayed);
+}
+
+JournalReplay::JournalReplay(const config::ClusterConfig& cluster, const PolicyConfig& policy)
+    : machine_(InitialState(cluster), state::ServerLifecycleOptions(policy)),
+      controller_(policy),
+      scheduler_(policy) {
+  machine_.set_sink([this](Time at, state::EditOrigin origin, const state::Edit& edit) {
+    if (!capturing_) return;
+    captured_.push_back(protocol::JournalEntryText(at, origin, edit));
+    Count(report_.replay, placed_replay_, at, edit);
+  });
+}
+
+state::EditOrigin JournalReplay::OriginOf(Step step) {
+  switch (step) {
+    case Step::kTick: return state::EditOrigin::kLifecycle;
+    case Step::kPlanApply: return state::EditOrigin::kColocation;
+    case Step::kEngineApply:
+    case Step::kNone: return state::EditOrigin::kEngine;
+  }
+  return state::EditOrigin::kEngine;
+}
+
+std::string_view JournalReplay::StepName(Step step) {
+  switch (step) {
+    case Step::kTick: return "tick";
+    case Step::kPlanApply: return "plan_apply";
+    case Step::kEngineApply: return "engine_apply";
+    case Step::kNone: return "none";
+  }
+  return "none";
+}
+
+// What the replay made that the journal's step did not have.
+void JournalReplay::CloseStep() {
+  for (std::string& made : expected_) {
+    report_.differences.push_back({step_at_, std::string(StepName(step_)), "", std::move(made)});
+  }
+  expected_.clear();
+  step_ = Step::kNone;
+}
+
+void JournalReplay::OpenStep(Step step, Time at, std::vector<std::string> made) {
+  step_ = step;
+  step_at_ = at;
+  expected_.assign(std::make_move_iterator(made.begin()), std::make_move_iterator(made.end()));
+}
+
+void JournalReplay::Count(ReplayTally& tally, std::unordered_set<WorkloadId>& placed, Time at,
+                          const state::Edit& edit) {
+  if (const auto* p = std::get_if<state::PlaceEdit>(&edit)) {
+    ++tally.placements;
+    const auto submit = submitted_.find(p->workload);
+    if (submit != submitted_.end() && placed.insert(p->workload).second) {
+      tally.waits_s.push_back(ToSeconds(at - submit->second));
+    }
+  } else if (const auto* n = std::get_if<state::NoticeEdit>(&edit)) {
+    ++tally.preemptions[std::string(PreemptCauseName(n->cause))];
+  } else if (std::holds_alternative<state::LendEdit>(edit)) {
+    ++tally.loans;
+  } else if (std::holds_alternative<state::ReturnEdit>(edit)) {
+    ++tally.returns;
+  }
+}
+
+void JournalReplay::CompareJournaled(const state::JournalEntry& entry) {
+  Count(report_.journal, placed_journal_, entry.at, entry.edit);
+  std::string journaled = protocol::JournalRecordToText(entry);
+  ++report_.compared;
+  if (expected_.empty()) {
+    report_.differences.push_back({step_at_, std::string(StepName(step_)), std::move(journaled), ""});
+    return;
+  }
+  std::string replayed = std::move(expected_.front());
+  expected_.pop_front();
+  if (replayed != journaled) {
+    report_.differences.push_back(
+        {step_at_, std::string(StepName(step_)), std::move(journaled), std::move(replayed)});
+  }
+}
+
+Status JournalReplay::Feed(const protocol::JournalRecord& record) {
+  ++report_.records;
+  // A journaled edit of the open step's origin is compared; anything else
+  // ends the step.
+  if (const auto* entry = std::get_if<state::JournalEntry>(&record)) {
+    if (step_ != Step::kNone && entry->origin == OriginOf(step_)) {
+      CompareJournaled(*entry);
+      return Status::Ok();
+    }
+    CloseStep();
+    switch (entry->origin) {
+      case state::EditOrigin::kWorld:
+      case state::EditOrigin::kPriority: {
+        ++report_.world_edits;
+        if (const auto* submit = std::get_if<state::SubmitEdit>(&entry->edit)) {
+          submitted_.emplace(submit->workload.id, submit->workload.submit_time);
+        }
+        machine_.AdvanceTo(entry->at);
+        if (Status s = machine_.Apply(entry->edit, entry->origin); !s.ok()) {
+          report_.refused.push_back(fmt::format("{} refused by the replayed state: {}",
+                                                protocol::JournalRecordToText(*entry), s.message()));
+        }
+        return Status::Ok();
+      }
+      case state::EditOrigin::kLifecycle:
+      case state::EditOrigin::kColocation:
+      case state::EditOrigin::kEngine:
+        // Outside its step: the journal has an edit the replay's pass
+        // structure cannot have made.
+        Count(report_.journal, placed_journal_, entry->at, entry->edit);
+        ++report_.compared;
+        report_.differences.push_back({entry->at, "outside a pass step", protocol::JournalRecordToText(*entry), ""});
+        return Status::Ok();
+    }
+    return Status::Ok();
+  }
+  CloseStep();
+  if (const auto* load = std::get_if<protocol::LoadSample>(&record)) {
+    controller_.ObserveLoad(load->workload, load->at, load->rps);
+    return Status::Ok();
+  }
+  const auto& marker = std::get<protocol::PassMarker>(record);
+  machine_.AdvanceTo(marker.at);
+  capturing_ = true;
+  captured_.clear();
+  switch (marker.phase) {
+    case protocol::PassPhase::kTick:
+      ++report_.passes;
+      machine_.Tick();
+      OpenStep(Step::kTick, marker.at, std::move(captured_));
+      break;
+    case protocol::PassPhase::kPlanSnapshot:
+      plan_ = controller_.Prepare(machine_.state().snapshot());
+      break;
+    case protocol::PassPhase::kPlanApply:
+      if (!plan_) {
+        capturing_ = false;
+        return FailedPrecondition(fmt::format("journal: plan_apply at t={}ms without a plan_snapshot before it",
+                                              ToMillis(marker.at)));
+      }
+      machine_.ApplyPlan(*plan_);
+      plan_.reset();
+      OpenStep(Step::kPlanApply, marker.at, std::move(captured_));
+      break;
+    case protocol::PassPhase::kEngineSnapshot:
+      decisions_ = scheduler_.Schedule(machine_.state().snapshot());
+      break;
+    case protocol::PassPhase::kEngineApply:
+      if (!decisions_) {
+        capturing_ = false;
+        return FailedPrecondition(fmt::format(
+            "journal: engine_apply at t={}ms without an engine_snapshot before it", ToMillis(marker.at)));
+      }
+      machine_.ApplyDecisions(*decisions_);
+      decisions_.reset();
+      OpenStep(Step::kEngineApply, marker.at, std::move(captured_));
+      break;
+  }
+  capturing_ = false;
+  captured_.clear();
+  return Status::Ok();
+}
+
+Status JournalReplay::FeedText(int64_t seq, std::string_view text) {
+  auto record = protocol::JournalRecordFromText(text);
+  if (!record.ok()) return record.status().WithContext(fmt::format("journal row {}: ", seq));
+  return Feed(*record);
+}
+
+ReplayReport JournalReplay::Finish() {
+  CloseStep();
+  return std::move(report_);
+}
+
+StatusOr<nlohmann::json> ConfigJson(std::string_view text, std::string_view what) {
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  const bool json = first != std::string_view::npos && text[first] == '{';
+  auto doc = json ? config::YamlDocument::ParseJson(text, std::string(what))
+                  : config::YamlDocument::Parse(text, std::string(what));
+  if (!doc.ok()) return doc.status();
+  return doc->root();
+}
+
+StatusOr<config::ClusterConfig> ParseClusterText(std::string_view text, std::string_view what) {
+  TIDAL_ASSIGN_OR_RETURN(nlohmann::json root, ConfigJson(text, what));
+  auto parsed = config::ParseClusterJson(root);
+  if (!parsed.ok()) return parsed.status().WithContext(std::string(what) + ": ");
+  return parsed;
+}
+
+StatusOr<PolicyConfig> ParsePolicyText(std::string_view text, std::string_view what) {
+  TIDAL_ASSIGN_OR_RETURN(nlohmann::json root, ConfigJson(text, what));
+  auto parsed = config::ParsePolicyJson(root);
+  if (!parsed.ok()) return parsed.status().WithContext(std::string(what) + ": ");
+  return parsed;
+}
+
+}  // namespace tidal::sim

@@ -1,0 +1,131 @@
+// Replays a server's edit journal (docs/formats.md "Journal") on a fresh
+// StateMachine and checks that the lifecycle, the co-location controller and
+// the engine make exactly the edits the server journaled.
+//
+// The world's edits (requests, agent reports) and the priority refresher's
+// are inputs: they are applied as journaled (a refused one is counted, not
+// fatal). Everything else is recomputed at its pass marker and compared, in
+// order, with the journaled edits of that step:
+//   tick             AdvanceTo, Tick            vs the lifecycle edits after it
+//   load sample      ObserveLoad
+//   plan_snapshot    plan = Prepare(snapshot)   (kept)
+//   plan_apply       ApplyPlan(plan)            vs the colocation edits after it
+//   engine_snapshot  decisions = Schedule(snapshot)
+//   engine_apply     ApplyDecisions(decisions)  vs the engine edits after it
+// A step's journaled edits end at the first record that is not an edit of
+// the step's origin; what either side made beyond the other's is a
+// difference too. Edits compare by their encoded record (the codec is
+// canonical), the clock they applied at included.
+//
+// The machine runs with state::ServerLifecycleOptions(policy), a
+// ColocationController(policy) and a Scheduler(policy): the server's.
+#ifndef TIDAL_SIM_JOURNAL_REPLAY_H_
+#define TIDAL_SIM_JOURNAL_REPLAY_H_
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config/cluster_config.h"
+#include "core/colocation/colocation_controller.h"
+#include "core/common/status.h"
+#include "core/engine/scheduler.h"
+#include "core/model/policy.h"
+#include "core/state/state_machine.h"
+#include "protocol/journal_record.h"
+
+namespace tidal::sim {
+
+struct ReplayDifference {
+  Time pass_at;           // the step's marker
+  std::string phase;      // "tick", "plan_apply", "engine_apply"
+  std::string journaled;  // the journaled record, "" when the journal has none
+  std::string replayed;   // the replayed record, "" when the replay made none
+  // "at t=...ms engine_apply: journaled {...}, replayed {...}"
+  std::string ToString() const;
+};
+
+// What one side's passes did: the journal's (what the server decided) or
+// the replay's (what the engine decides now, under the replay's config).
+struct ReplayTally {
+  int64_t placements = 0;
+  std::map<std::string, int64_t> preemptions;  // by cause: "priority", "reclaim", ...
+  int64_t loans = 0;
+  int64_t returns = 0;
+  std::vector<double> waits_s;  // per placed workload: submit to first place
+  double MeanWait_s() const;
+  double P95Wait_s() const;
+};
+
+struct ReplayReport {
+  int64_t records = 0;
+  int passes = 0;         // tick markers
+  int64_t compared = 0;   // journaled vs replayed edit pairs (lifecycle, colocation, engine)
+  int64_t world_edits = 0;
+  std::vector<std::string> refused;  // world/priority edits the replayed state refused, with why
+  std::vector<ReplayDifference> differences;
+  ReplayTally journal;
+  ReplayTally replay;
+  bool identical() const { return differences.empty(); }
+};
+
+class JournalReplay {
+ public:
+  JournalReplay(const config::ClusterConfig& cluster, const PolicyConfig& policy);
+
+  // Feeds the next record, in journal order. Fails only on a record that
+  // breaks the format's order (an apply marker without its snapshot).
+  Status Feed(const protocol::JournalRecord& record);
+  // Decodes `text` first; a record that does not decode fails, naming `seq`.
+  Status FeedText(int64_t seq, std::string_view text);
+  // Closes the last step and returns the report.
+  ReplayReport Finish();
+
+  const state::StateMachine& machine() const { return machine_; }
+
+ private:
+  enum class Step { kNone, kTick, kPlanApply, kEngineApply };
+
+  void CloseStep();
+  void OpenStep(Step step, Time at, std::vector<std::string> made);
+  void CompareJournaled(const state::JournalEntry& entry);
+  void Count(ReplayTally& tally, std::unordered_set<WorkloadId>& placed, Time at, const state::Edit& edit);
+  static state::EditOrigin OriginOf(Step step);
+  static std::string_view StepName(Step step);
+
+  state::StateMachine machine_;
+  ColocationController controller_;
+  Scheduler scheduler_;
+  // What the replay's own calls applied, encoded, while capturing.
+  bool capturing_ = false;
+  std::vector<std::string> captured_;
+
+  Step step_ = Step::kNone;
+  Time step_at_;
+  std::deque<std::string> expected_;  // the replay's edits of the open step not yet matched
+  std::optional<ColocationPlan> plan_;
+  std::optional<Decisions> decisions_;
+  ReplayReport report_;
+  std::unordered_map<WorkloadId, Time> submitted_;
+  std::unordered_set<WorkloadId> placed_journal_;
+  std::unordered_set<WorkloadId> placed_replay_;
+};
+
+// The cluster or policy file's content as the store's meta keeps it: JSON
+// text (the file as parsed, YamlDocument::root().dump()); YAML text is read
+// too. `what` names it in errors ("meta cluster").
+StatusOr<nlohmann::json> ConfigJson(std::string_view text, std::string_view what);
+StatusOr<config::ClusterConfig> ParseClusterText(std::string_view text, std::string_view what);
+StatusOr<PolicyConfig> ParsePolicyText(std::string_view text, std::string_view what);
+
+}  // namespace tidal::sim
+
+#endif  // TIDAL_SIM_JOURNAL_REPLAY_H_

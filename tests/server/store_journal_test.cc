@@ -1,0 +1,149 @@
+// The store keeps the edit journal and the meta table: journal rows survive
+// a reopen in the order they were enqueued, meta keys are upserts, and a
+// batch that fails writes none of its journal rows (the journal stays a
+// prefix of the history, like every other table). On a real SQLite file; the
+// fault is a trigger installed through a second connection.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/store.h"
+
+namespace tidal::server {
+namespace {
+
+void ExecOnFile(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_busy_timeout(db, 5000);
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+  EXPECT_EQ(rc, SQLITE_OK) << (err ? err : "");
+  sqlite3_free(err);
+  sqlite3_close(db);
+}
+
+class StoreJournalTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/tidal-store-journal-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string path() const { return dir_ + "/tidal.db"; }
+
+  std::unique_ptr<Store> Open() {
+    auto store = OpenStore("sqlite:" + path());
+    EXPECT_TRUE(store.ok()) << store.status().ToString();
+    return store.ok() ? std::move(*store) : nullptr;
+  }
+
+  static std::vector<std::string> Entries(Store& store) {
+    std::vector<std::string> out;
+    int64_t after = 0;
+    while (true) {
+      auto rows = store.ReadJournal(after, 2);  // small pages: paging is exercised
+      EXPECT_TRUE(rows.ok()) << rows.status().ToString();
+      if (!rows.ok() || rows->empty()) break;
+      for (const JournalRow& r : *rows) {
+        EXPECT_GT(r.seq, after);
+        after = r.seq;
+        out.push_back(r.entry);
+      }
+    }
+    return out;
+  }
+
+  std::string dir_;
+};
+
+TEST_F(StoreJournalTest, JournalSurvivesReopenInOrder) {
+  {
+    auto store = Open();
+    ASSERT_NE(store, nullptr);
+    Mutation a;
+    a.journal = {"r1", "r2", "r3"};
+    a.meta = {{kMetaCluster, "{\"nodes\":[]}"}, {kMetaPolicy, "{\"v\":1}"}};
+    Mutation b;
+    b.journal = {"r4"};
+    b.meta = {{kMetaPolicy, "{\"v\":2}"}};  // an upsert: the later value wins
+    Mutation c;
+    c.workloads = {{7, "{}"}};
+    c.journal = {"r5", "r6"};
+    EXPECT_FALSE(a.empty());
+    Mutation only_meta;
+    only_meta.meta = {{"x", "y"}};
+    EXPECT_FALSE(only_meta.empty());  // a meta-only mutation is not dropped
+    store->Enqueue(std::move(a));
+    store->Enqueue(std::move(b));
+    const uint64_t last = store->Enqueue(std::move(c));
+    ASSERT_TRUE(store->WaitDurable(last).ok());
+  }
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(Entries(*store), (std::vector<std::string>{"r1", "r2", "r3", "r4", "r5", "r6"}));
+  auto tail = store->ReadJournal(4, 100);
+  ASSERT_TRUE(tail.ok());
+  ASSERT_EQ(tail->size(), 2u);
+  EXPECT_EQ((*tail)[0].seq, 5);
+  EXPECT_EQ((*tail)[0].entry, "r5");
+  auto policy = store->ReadMeta(kMetaPolicy);
+  ASSERT_TRUE(policy.ok());
+  EXPECT_EQ(policy->value_or("<none>"), "{\"v\":2}");
+  auto cluster = store->ReadMeta(kMetaCluster);
+  ASSERT_TRUE(cluster.ok());
+  EXPECT_EQ(cluster->value_or("<none>"), "{\"nodes\":[]}");
+  auto absent = store->ReadMeta("nope");
+  ASSERT_TRUE(absent.ok());
+  EXPECT_FALSE(absent->has_value());
+  EXPECT_FALSE(store->ReadJournal(0, 0).ok());
+}
+
+TEST_F(StoreJournalTest, AFailedBatchWritesNoJournalRows) {
+  {
+    auto store = Open();
+    ASSERT_NE(store, nullptr);
+    Mutation first;
+    first.workloads = {{1, "{\"w\":1}"}};
+    first.journal = {"ok-1", "ok-2"};
+    ASSERT_TRUE(store->WaitDurable(store->Enqueue(std::move(first))).ok());
+
+    // The second batch's second journal row fails, after its workload row
+    // and first journal row were written inside the transaction.
+    ExecOnFile(path(),
+               "CREATE TRIGGER inject BEFORE INSERT ON journal WHEN NEW.entry = 'poison' "
+               "BEGIN SELECT RAISE(ABORT, 'injected journal fault'); END;");
+    Mutation bad;
+    bad.workloads = {{2, "{\"w\":2}"}};
+    bad.journal = {"half", "poison"};
+    bad.meta = {{kMetaPolicy, "bad"}};
+    const Status failed = store->WaitDurable(store->Enqueue(std::move(bad)));
+    ASSERT_FALSE(failed.ok());
+    EXPECT_NE(failed.message().find("journal"), std::string::npos) << failed.message();
+
+    // Sticky: nothing after the failure is written either.
+    Mutation after;
+    after.journal = {"after"};
+    EXPECT_FALSE(store->WaitDurable(store->Enqueue(std::move(after))).ok());
+  }
+  ExecOnFile(path(), "DROP TRIGGER inject;");
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(Entries(*store), (std::vector<std::string>{"ok-1", "ok-2"}));
+  auto recovered = store->Load();
+  ASSERT_TRUE(recovered.ok());
+  ASSERT_EQ(recovered->workloads.size(), 1u);
+  EXPECT_EQ(recovered->workloads[0].first, 1u);
+  auto policy = store->ReadMeta(kMetaPolicy);
+  ASSERT_TRUE(policy.ok());
+  EXPECT_FALSE(policy->has_value());
+}
+
+}  // namespace
+}  // namespace tidal::server
