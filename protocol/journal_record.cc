@@ -61,7 +61,9 @@ const EnumTable<PreemptCause> kCauses = {{"priority", PreemptCause::kPriority},
                                          {"reclaim", PreemptCause::kReclaim},
                                          {"inference_return", PreemptCause::kInferenceReturn},
                                          {"max_runtime", PreemptCause::kMaxRuntime},
-                                         {"idle", PreemptCause::kIdle}};
+                                         {"idle", PreemptCause::kIdle},
+                                         {"drain", PreemptCause::kDrain},
+                                         {"cancel", PreemptCause::kCancel}};
 const EnumTable<Health> kHealths = {
     {"healthy", Health::kHealthy}, {"degraded", Health::kDegraded}, {"failed", Health::kFailed}};
 
@@ -79,7 +81,7 @@ std::string_view NameOf(const EnumTable<E>& table, E value) {
 constexpr std::string_view kEditNames[] = {
     "submit", "approve", "set_priority", "set_target", "place",   "grow",
     "notice", "shrink",  "pod_exit",     "checkpoint", "requeue", "release",
-    "lend",   "return",  "node_health",  "gpu_fault",  "cordon"};
+    "lend",   "return",  "register_node", "node_health", "gpu_fault", "cordon"};
 static_assert(std::size(kEditNames) == std::variant_size_v<Edit>);
 
 // Times are exact milliseconds; the infinite future (no deadline) is null.
@@ -112,6 +114,31 @@ json PriorityJson(const Priority& p) {
           {"template", p.template_name},
           {"derivation", p.derivation},
           {"awaiting_approval", p.awaiting_approval}};
+}
+
+json NodeJson(const Node& n) {
+  json domains = json::array();
+  for (GpuMask d : n.nvlink_domains) domains.push_back(GpusJson(d));
+  json taints = json::array();
+  for (const Taint& t : n.taints) taints.push_back({{"key", t.key}, {"value", t.value}});
+  return {{"id", n.id.value()},
+          {"name", n.name},
+          {"pool", n.pool.value()},
+          {"rack", n.rack.valid() ? json(n.rack.value()) : json(nullptr)},
+          {"zone", n.zone.valid() ? json(n.zone.value()) : json(nullptr)},
+          {"gpu_model", n.gpu_model},
+          {"gpu_memory_gib", n.gpu_memory_gib},
+          {"gpu_count", n.gpu_count},
+          {"nvlink_domains", std::move(domains)},
+          {"mig_capable", n.mig_capable},
+          {"driver_version", n.driver_version},
+          {"nic_gbps", n.network.nic_gbps},
+          {"rdma", n.network.rdma},
+          {"health", NameOf(kHealths, n.health)},
+          {"failed_gpus", GpusJson(n.failed_gpus)},
+          {"cordoned", n.cordoned},
+          {"labels", n.labels},
+          {"taints", std::move(taints)}};
 }
 
 json WorkloadJson(const Workload& w) {
@@ -168,6 +195,8 @@ json EditJson(const Edit& edit) {
                  [&](const state::SetTargetEdit& e) {
                    j["workload"] = e.workload.value();
                    j["pods"] = e.pods;
+                   j["min_pods"] = e.min_pods;
+                   j["max_pods"] = e.max_pods;
                  },
                  [&](const state::PlaceEdit& e) {
                    j["workload"] = e.workload.value();
@@ -207,6 +236,16 @@ json EditJson(const Edit& edit) {
                  },
                  [&](const state::LendEdit& e) { j["node"] = e.node.value(); },
                  [&](const state::ReturnEdit& e) { j["node"] = e.node.value(); },
+                 [&](const state::RegisterNodeEdit& e) {
+                   j["node"] = NodeJson(e.node);
+                   json zones = json::array(), racks = json::array();
+                   for (const Zone& z : e.zones) zones.push_back({{"id", z.id.value()}, {"name", z.name}});
+                   for (const Rack& k : e.racks) {
+                     racks.push_back({{"id", k.id.value()}, {"name", k.name}, {"zone", k.zone.value()}});
+                   }
+                   j["zones"] = std::move(zones);
+                   j["racks"] = std::move(racks);
+                 },
                  [&](const state::NodeHealthEdit& e) {
                    j["node"] = e.node.value();
                    j["health"] = NameOf(kHealths, e.health);
@@ -474,11 +513,111 @@ StatusOr<Workload> ReadWorkload(const json& v, const std::string& path) {
   return w;
 }
 
+// An id that may be null (a node outside any rack or zone).
+template <typename Id>
+Status ReadOptionalId32(const ObjectReader& r, const json& obj, std::string_view key, Id* out) {
+  if (!Present(obj, key)) return r.Missing(key);
+  if (obj.at(key).is_null()) {
+    *out = Id();
+    return Status::Ok();
+  }
+  return ReadId32(r, key, out);
+}
+
+StatusOr<Node> ReadNode(const json& v, const std::string& path) {
+  static const Keys kKeys = {"id",          "name",         "pool",         "rack",      "zone",
+                             "gpu_model",   "gpu_memory_gib", "gpu_count",  "nvlink_domains",
+                             "mig_capable", "driver_version", "nic_gbps",   "rdma",      "health",
+                             "failed_gpus", "cordoned",     "labels",       "taints"};
+  TIDAL_ASSIGN_OR_RETURN(ObjectReader r, Open(v, path, kKeys));
+  for (std::string_view k : kKeys) {
+    if (!Present(v, k)) return r.Missing(k);
+  }
+  Node n;
+  TIDAL_RETURN_IF_ERROR(ReadId32(r, "id", &n.id));
+  TIDAL_RETURN_IF_ERROR(ReadString(r, "name", &n.name));
+  TIDAL_RETURN_IF_ERROR(ReadId32(r, "pool", &n.pool));
+  TIDAL_RETURN_IF_ERROR(ReadOptionalId32(r, v, "rack", &n.rack));
+  TIDAL_RETURN_IF_ERROR(ReadOptionalId32(r, v, "zone", &n.zone));
+  TIDAL_RETURN_IF_ERROR(ReadString(r, "gpu_model", &n.gpu_model));
+  TIDAL_RETURN_IF_ERROR(r.Int("gpu_memory_gib", &n.gpu_memory_gib, 0, 1 << 20));
+  TIDAL_RETURN_IF_ERROR(r.Int("gpu_count", &n.gpu_count, 1, kMaxGpusPerNode));
+  const json& domains = r.at("nvlink_domains");
+  const std::string domains_path = r.FieldPath("nvlink_domains");
+  TIDAL_RETURN_IF_ERROR(ExpectArray(domains, domains_path));
+  TIDAL_RETURN_IF_ERROR(CheckSize(domains, domains_path, kMaxGpusPerNode));
+  for (size_t i = 0; i < domains.size(); ++i) {
+    GpuMask d = 0;
+    TIDAL_RETURN_IF_ERROR(ReadGpus(domains[i], IndexPath(domains_path, i), &d));
+    n.nvlink_domains.push_back(d);
+  }
+  TIDAL_RETURN_IF_ERROR(r.Bool("mig_capable", &n.mig_capable));
+  TIDAL_RETURN_IF_ERROR(ReadString(r, "driver_version", &n.driver_version));
+  TIDAL_RETURN_IF_ERROR(r.Double("nic_gbps", &n.network.nic_gbps, 0, 1e9));
+  TIDAL_RETURN_IF_ERROR(r.Bool("rdma", &n.network.rdma));
+  TIDAL_RETURN_IF_ERROR(ReadEnum(r, "health", kHealths, &n.health));
+  TIDAL_RETURN_IF_ERROR(ReadGpus(r.at("failed_gpus"), r.FieldPath("failed_gpus"), &n.failed_gpus));
+  TIDAL_RETURN_IF_ERROR(r.Bool("cordoned", &n.cordoned));
+  TIDAL_RETURN_IF_ERROR(CheckSize(r.at("labels"), r.FieldPath("labels"), kMaxJournalListEntries));
+  TIDAL_RETURN_IF_ERROR(r.StringMap("labels", &n.labels));
+  for (const auto& [k, val] : n.labels) {
+    if (k.size() > kMaxJournalStringBytes || val.size() > kMaxJournalStringBytes) {
+      return FieldError(r.FieldPath("labels"), "a key or value is longer than " +
+                                                   std::to_string(kMaxJournalStringBytes) + " bytes");
+    }
+  }
+  const json& taints = r.at("taints");
+  const std::string taints_path = r.FieldPath("taints");
+  TIDAL_RETURN_IF_ERROR(ExpectArray(taints, taints_path));
+  TIDAL_RETURN_IF_ERROR(CheckSize(taints, taints_path, kMaxJournalListEntries));
+  for (size_t i = 0; i < taints.size(); ++i) {
+    TIDAL_ASSIGN_OR_RETURN(ObjectReader tr, Open(taints[i], IndexPath(taints_path, i), {"key", "value"}));
+    TIDAL_RETURN_IF_ERROR(Require(tr, {"key", "value"}));
+    Taint t;
+    TIDAL_RETURN_IF_ERROR(ReadString(tr, "key", &t.key));
+    TIDAL_RETURN_IF_ERROR(ReadString(tr, "value", &t.value));
+    n.taints.push_back(std::move(t));
+  }
+  return n;
+}
+
+StatusOr<state::RegisterNodeEdit> ReadRegisterNode(const ObjectReader& r) {
+  state::RegisterNodeEdit e;
+  TIDAL_ASSIGN_OR_RETURN(e.node, ReadNode(r.at("node"), r.FieldPath("node")));
+  const json& zones = r.at("zones");
+  const std::string zones_path = r.FieldPath("zones");
+  TIDAL_RETURN_IF_ERROR(ExpectArray(zones, zones_path));
+  TIDAL_RETURN_IF_ERROR(CheckSize(zones, zones_path, kMaxJournalPods));
+  for (size_t i = 0; i < zones.size(); ++i) {
+    TIDAL_ASSIGN_OR_RETURN(ObjectReader zr, Open(zones[i], IndexPath(zones_path, i), {"id", "name"}));
+    TIDAL_RETURN_IF_ERROR(Require(zr, {"id", "name"}));
+    Zone z;
+    TIDAL_RETURN_IF_ERROR(ReadId32(zr, "id", &z.id));
+    TIDAL_RETURN_IF_ERROR(ReadString(zr, "name", &z.name));
+    e.zones.push_back(std::move(z));
+  }
+  const json& racks = r.at("racks");
+  const std::string racks_path = r.FieldPath("racks");
+  TIDAL_RETURN_IF_ERROR(ExpectArray(racks, racks_path));
+  TIDAL_RETURN_IF_ERROR(CheckSize(racks, racks_path, kMaxJournalPods));
+  for (size_t i = 0; i < racks.size(); ++i) {
+    TIDAL_ASSIGN_OR_RETURN(ObjectReader kr, Open(racks[i], IndexPath(racks_path, i), {"id", "name", "zone"}));
+    TIDAL_RETURN_IF_ERROR(Require(kr, {"id", "name", "zone"}));
+    Rack k;
+    TIDAL_RETURN_IF_ERROR(ReadId32(kr, "id", &k.id));
+    TIDAL_RETURN_IF_ERROR(ReadString(kr, "name", &k.name));
+    TIDAL_RETURN_IF_ERROR(ReadId32(kr, "zone", &k.zone));
+    e.racks.push_back(std::move(k));
+  }
+  return e;
+}
+
 // The fields each edit has after "record", "at_ms", "origin" and "edit".
 Keys EditFields(std::string_view name) {
   if (name == "submit" || name == "approve" || name == "requeue") return {"workload"};
   if (name == "set_priority") return {"workload", "priority"};
-  if (name == "set_target") return {"workload", "pods"};
+  if (name == "set_target") return {"workload", "pods", "min_pods", "max_pods"};
+  if (name == "register_node") return {"node", "zones", "racks"};
   if (name == "place") return {"workload", "pods", "borrowed"};
   if (name == "grow") return {"workload", "pods"};
   if (name == "notice") return {"workload", "preemptor", "cause", "grace_deadline_ms", "lost_gpu_seconds", "requeue"};
@@ -501,6 +640,10 @@ StatusOr<Edit> ReadEdit(const ObjectReader& r, const json& j, std::string_view n
   }
   WorkloadId w;
   if (Present(j, "workload") && name != "submit") TIDAL_RETURN_IF_ERROR(ReadWorkloadId(r, "workload", &w));
+  if (name == "register_node") {
+    TIDAL_ASSIGN_OR_RETURN(state::RegisterNodeEdit e, ReadRegisterNode(r));
+    return Edit(std::move(e));
+  }
   NodeId node;
   if (Present(j, "node")) TIDAL_RETURN_IF_ERROR(ReadId32(r, "node", &node));
   if (name == "submit") {
@@ -515,6 +658,8 @@ StatusOr<Edit> ReadEdit(const ObjectReader& r, const json& j, std::string_view n
   if (name == "set_target") {
     state::SetTargetEdit e{w, 0};
     TIDAL_RETURN_IF_ERROR(r.Int("pods", &e.pods, 0, static_cast<int>(kMaxJournalPods)));
+    TIDAL_RETURN_IF_ERROR(r.Int("min_pods", &e.min_pods, 0, static_cast<int>(kMaxJournalPods)));
+    TIDAL_RETURN_IF_ERROR(r.Int("max_pods", &e.max_pods, 0, static_cast<int>(kMaxJournalPods)));
     return Edit(e);
   }
   if (name == "place") {

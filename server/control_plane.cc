@@ -17,10 +17,6 @@ using nlohmann::json;
 
 namespace {
 
-// How long after a grace deadline the agent's exit report is still awaited
-// before the lifecycle declares the pods gone.
-constexpr Duration kExitReportSlack = seconds(1);
-
 bool IsTerminal(WorkloadState s) {
   return s == WorkloadState::kSucceeded || s == WorkloadState::kFailed ||
          s == WorkloadState::kCancelled;
@@ -116,11 +112,15 @@ Status ControlPlane::Recover() {
   // allocations on one GPU, a pod on a node no longer there, fail here).
   auto state = state::State::FromSnapshot(RecoveredSnapshot(now));
   if (!state.ok()) return Internal("stored state is inconsistent: " + state.status().message());
-  machine_.emplace(*std::move(state),
-                   state::LifecycleOptions{config_.policy.preemption.default_grace, kExitReportSlack});
+  machine_.emplace(*std::move(state), state::ServerLifecycleOptions(config_.policy));
   machine_->set_sink([this](Time at, state::EditOrigin origin, const state::Edit& edit) {
     OnApplied(at, origin, edit);
   });
+  // The configuration this history runs under, for `tidal sim replay`.
+  Mutation meta;
+  meta.meta.emplace_back(kMetaCluster, config_.cluster_text);
+  if (!config_.policy_text.empty()) meta.meta.emplace_back(kMetaPolicy, config_.policy_text);
+  Enqueue(std::move(meta));
   ready_ = true;
   return Status::Ok();
 }

@@ -40,6 +40,7 @@
 #include "core/common/status.h"
 #include "core/engine/scheduler.h"
 #include "core/state/state_machine.h"
+#include "protocol/journal_record.h"
 #include "protocol/pod_assignment.h"
 #include "server/auth.h"
 #include "server/metrics.h"
@@ -168,7 +169,7 @@ class ControlPlane {
   void ReactNode(NodeId n);
   // Copies the machine's workload and allocation into the record.
   void SyncRecord(WorkloadRecord& r);
-  void JournalMarker(std::string_view phase);
+  void JournalMarker(protocol::PassPhase phase);
   int QueueUsedGpus(QueueId q) const;
   GpuMask UsedGpus(NodeId node) const;
   bool IsLent(NodeId node) const;

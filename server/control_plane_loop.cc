@@ -9,6 +9,7 @@
 
 #include "core/colocation/batch_admission.h"
 #include "core/priority/priority_deriver.h"
+#include "protocol/journal_record.h"
 #include "server/control_plane.h"
 #include "server/workload_codec.h"
 
@@ -30,20 +31,6 @@ int PodsGpus(const std::vector<PodPlacement>& pods) {
   int n = 0;
   for (const PodPlacement& p : pods) n += std::popcount(p.gpus);
   return n;
-}
-
-// Journal records (docs/formats.md, "Journal").
-std::string JournalEditText(Time at, state::EditOrigin origin, const state::Edit& edit) {
-  (void)at, (void)origin, (void)edit;
-  return {};
-}
-std::string PassMarkerText(Time at, std::string_view phase) {
-  (void)at, (void)phase;
-  return {};
-}
-std::string LoadSampleText(Time at, WorkloadId w, double rps) {
-  (void)at, (void)w, (void)rps;
-  return {};
 }
 
 }  // namespace
@@ -220,8 +207,8 @@ void ControlPlane::ExpireAndReap(Time now) {
   }
 }
 
-void ControlPlane::JournalMarker(std::string_view phase) {
-  journal_.push_back(PassMarkerText(machine_->state().now(), phase));
+void ControlPlane::JournalMarker(protocol::PassPhase phase) {
+  journal_.push_back(protocol::JournalRecordToText(protocol::PassMarker{machine_->state().now(), phase}));
 }
 
 void ControlPlane::RunPass() {
@@ -242,12 +229,12 @@ void ControlPlane::RunPass() {
     ApplyScope scope(*this, m, "scheduler");
     ExpireAndReap(now);
     // The lifecycle's timers: grace deadlines, leaving pods, max runtime.
-    JournalMarker("tick");
+    JournalMarker(protocol::PassPhase::kTick);
     machine_->Tick();
     RefreshPriorities(now);
     load.swap(observed_load_);
-    for (const auto& [id, t, rps] : load) journal_.push_back(LoadSampleText(t, id, rps));
-    JournalMarker("plan_snapshot");
+    for (const auto& [id, t, rps] : load) journal_.push_back(protocol::JournalRecordToText(protocol::LoadSample{t, id, rps}));
+    JournalMarker(protocol::PassPhase::kPlanSnapshot);
     snap = machine_->state().snapshot();
     seq = Enqueue(std::move(m));
   }
@@ -263,9 +250,9 @@ void ControlPlane::RunPass() {
     Mutation m;
     ApplyScope scope(*this, m, "colocation");
     applying_.decisions = &plan.decisions;
-    JournalMarker("plan_apply");
+    JournalMarker(protocol::PassPhase::kPlanApply);
     machine_->ApplyPlan(plan);
-    JournalMarker("engine_snapshot");
+    JournalMarker(protocol::PassPhase::kEngineSnapshot);
     snap = machine_->state().snapshot();
     seq = Enqueue(std::move(m));
   }
@@ -275,7 +262,7 @@ void ControlPlane::RunPass() {
     if (!Writable().ok()) return;  // failed while the engine ran
     Mutation m;
     ApplyScope scope(*this, m, "scheduler");
-    JournalMarker("engine_apply");
+    JournalMarker(protocol::PassPhase::kEngineApply);
     ApplyDecisions(eng);
     seq = Enqueue(std::move(m));
     last_pass_ms_ = ToMillis(snap.now);
@@ -321,7 +308,7 @@ void ControlPlane::SyncRecord(WorkloadRecord& r) {
 }
 
 void ControlPlane::OnApplied(Time at, state::EditOrigin origin, const state::Edit& edit) {
-  journal_.push_back(JournalEditText(at, origin, edit));
+  journal_.push_back(protocol::JournalEntryText(at, origin, edit));
   React(origin, edit);
 }
 

@@ -155,7 +155,7 @@ StatusOr<json> ControlPlane::DryRun(const Principal& who, const json& body) cons
   // A pass on a copy of the state changes nothing real: co-location's plan
   // is committed to the copy, as a real pass commits it, then the engine runs.
   state::StateMachine machine(*std::move(copy),
-                              state::LifecycleOptions{config_.policy.preemption.default_grace, Duration(0)});
+                              state::ServerLifecycleOptions(config_.policy));
   TIDAL_RETURN_IF_ERROR(machine.Apply(state::SubmitEdit{probe.w}));
   (void)machine.ApplyPlan(colocation->Prepare(machine.state().snapshot()));
   const Decisions d = scheduler_.Schedule(machine.state().snapshot());

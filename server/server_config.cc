@@ -1,6 +1,8 @@
 #include "server/server_config.h"
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -12,6 +14,19 @@
 #include "server/workload_codec.h"
 
 namespace tidal::server {
+
+namespace {
+
+// A file the loader just read; "" if it vanished meanwhile (the replay then
+// asks for the file).
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
 namespace {
 
 using config::ObjectReader;
@@ -138,13 +153,16 @@ StatusOr<ServerConfig> ParseServerConfig(std::string_view yaml, const std::strin
     TIDAL_ASSIGN_OR_RETURN(config::ClusterConfig cc,
                            config::ParseClusterYaml(config::kBasicClusterYaml, "embedded cluster.yaml"));
     TIDAL_RETURN_IF_ERROR(ApplyCluster(cc, out));
+    out.cluster_text = std::string(config::kBasicClusterYaml);
   } else {
     TIDAL_ASSIGN_OR_RETURN(config::ClusterConfig cc,
                            config::LoadClusterFile(Resolve(base_dir, cluster_file)));
     TIDAL_RETURN_IF_ERROR(ApplyCluster(cc, out));
+    out.cluster_text = ReadText(Resolve(base_dir, cluster_file));
   }
   if (!policy_file.empty()) {
     TIDAL_ASSIGN_OR_RETURN(out.policy, config::LoadPolicyFile(Resolve(base_dir, policy_file)));
+    out.policy_text = ReadText(Resolve(base_dir, policy_file));
   }
   TIDAL_RETURN_IF_ERROR(step(r.String("listen", &out.listen)));
   TIDAL_RETURN_IF_ERROR(step(r.String("store", &out.store)));

@@ -40,6 +40,11 @@ struct ServerConfig {
   std::string web_dir;
   Catalog catalog;
   PolicyConfig policy;
+  // The cluster and policy files' text as read ("" = the built-in default
+  // policy): the store keeps them (meta) so `tidal sim replay` reruns the
+  // history under the configuration it ran under.
+  std::string cluster_text;
+  std::string policy_text;
   Authenticator auth;
   std::map<std::string, double> gpu_price_per_hour;  // by GPU model
   std::map<std::string, ProjectDefaults> project_defaults;

@@ -160,6 +160,23 @@ class E2eTest : public ::testing::Test {
     return out;
   }
 
+  // Stops the cluster (agents stop their pods, the server journals the
+  // exits) and reruns the server's journal through `tidal sim replay`: every
+  // decision, timer and loan the replay makes must be the one the server
+  // made (issue #9: a simulation predicts production).
+  void ExpectReplayMatches() {
+    Pods();
+    cluster_->Stop();
+    const fs::path out = work_dir_ / "replay.txt";
+    const std::string command = fmt::format("'{}/tidal' sim replay --store 'sqlite:{}/tidal.db' >'{}' 2>&1",
+                                            bin_dir_, work_dir_.string(), out.string());
+    const int rc = std::system(command.c_str());
+    const std::string report = ReadText(out);
+    EXPECT_EQ(rc, 0) << report;
+    EXPECT_NE(report.find("identical"), std::string::npos) << report;
+    EXPECT_EQ(report.find("edits compared: 0\n"), std::string::npos) << report;
+  }
+
   // Polls `cond` every 100 ms for up to `timeout_s`.
   bool WaitFor(const std::function<bool()>& cond, double timeout_s) {
     const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);

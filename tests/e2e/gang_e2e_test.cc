@@ -49,6 +49,7 @@ TEST_F(E2eTest, GangStartsWholeWithTorchrunEnvironmentOrNotAtAll) {
   // When the first finishes, the second starts whole and both succeed.
   EXPECT_TRUE(WaitFor([&] { return State(gang) == "succeeded"; }, 60)) << Workload(gang).dump();
   EXPECT_TRUE(WaitFor([&] { return State(second) == "succeeded"; }, 60)) << Workload(second).dump();
+  ExpectReplayMatches();
 }
 
 }  // namespace

@@ -93,6 +93,7 @@ TEST_F(E2eTest, InferenceSurgeTakesBackTheSharedNodeAndTheJobResumesFromItsCheck
     return !env.empty();
   }, 20));
   EXPECT_EQ(env["resume_step"], notice_line);
+  ExpectReplayMatches();
 }
 
 }  // namespace

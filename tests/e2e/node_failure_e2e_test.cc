@@ -76,6 +76,7 @@ TEST_F(E2eTest, KilledAgentLosesItsNodeAndTheGangRestartsWholeElsewhere) {
   auto audit = cluster_->Get("/v1/audit?action=node_lost");
   ASSERT_TRUE(audit.ok());
   EXPECT_FALSE((*audit)["audit"].empty());
+  ExpectReplayMatches();
 }
 
 TEST_F(E2eTest, XidOnAFakeGpuDrainsTheNode) {
@@ -105,6 +106,7 @@ TEST_F(E2eTest, XidOnAFakeGpuDrainsTheNode) {
     return pods.size() == 1 && pods[0]["node"] != node;
   }, 40)) << Pods().dump() << Workload(job).dump();
   EXPECT_TRUE(PodsOf(job).size() == 1);
+  ExpectReplayMatches();
 }
 
 }  // namespace

@@ -126,6 +126,8 @@ void ExpectSameEdit(const Edit& a, const Edit& b) {
         } else if constexpr (std::is_same_v<T, SetTargetEdit>) {
           EXPECT_EQ(x.workload, y.workload);
           EXPECT_EQ(x.pods, y.pods);
+          EXPECT_EQ(x.min_pods, y.min_pods);
+          EXPECT_EQ(x.max_pods, y.max_pods);
         } else if constexpr (std::is_same_v<T, PlaceEdit>) {
           EXPECT_EQ(x.workload, y.workload);
           EXPECT_EQ(x.pods, y.pods);
@@ -156,6 +158,38 @@ void ExpectSameEdit(const Edit& a, const Edit& b) {
           EXPECT_EQ(x.final_state, y.final_state);
         } else if constexpr (std::is_same_v<T, LendEdit> || std::is_same_v<T, ReturnEdit>) {
           EXPECT_EQ(x.node, y.node);
+        } else if constexpr (std::is_same_v<T, RegisterNodeEdit>) {
+          const Node& n = x.node;
+          const Node& m = y.node;
+          EXPECT_EQ(n.id, m.id);
+          EXPECT_EQ(n.name, m.name);
+          EXPECT_EQ(n.pool, m.pool);
+          EXPECT_EQ(n.rack, m.rack);
+          EXPECT_EQ(n.zone, m.zone);
+          EXPECT_EQ(n.gpu_model, m.gpu_model);
+          EXPECT_EQ(n.gpu_memory_gib, m.gpu_memory_gib);
+          EXPECT_EQ(n.gpu_count, m.gpu_count);
+          EXPECT_EQ(n.nvlink_domains, m.nvlink_domains);
+          EXPECT_EQ(n.mig_capable, m.mig_capable);
+          EXPECT_EQ(n.driver_version, m.driver_version);
+          EXPECT_EQ(n.network.nic_gbps, m.network.nic_gbps);
+          EXPECT_EQ(n.network.rdma, m.network.rdma);
+          EXPECT_EQ(n.health, m.health);
+          EXPECT_EQ(n.failed_gpus, m.failed_gpus);
+          EXPECT_EQ(n.cordoned, m.cordoned);
+          EXPECT_EQ(n.labels, m.labels);
+          EXPECT_EQ(n.taints, m.taints);
+          ASSERT_EQ(x.zones.size(), y.zones.size());
+          for (size_t i = 0; i < x.zones.size(); ++i) {
+            EXPECT_EQ(x.zones[i].id, y.zones[i].id);
+            EXPECT_EQ(x.zones[i].name, y.zones[i].name);
+          }
+          ASSERT_EQ(x.racks.size(), y.racks.size());
+          for (size_t i = 0; i < x.racks.size(); ++i) {
+            EXPECT_EQ(x.racks[i].id, y.racks[i].id);
+            EXPECT_EQ(x.racks[i].name, y.racks[i].name);
+            EXPECT_EQ(x.racks[i].zone, y.racks[i].zone);
+          }
         } else if constexpr (std::is_same_v<T, NodeHealthEdit>) {
           EXPECT_EQ(x.node, y.node);
           EXPECT_EQ(x.health, y.health);
@@ -174,6 +208,31 @@ void ExpectSameEdit(const Edit& a, const Edit& b) {
 
 const std::vector<PodPlacement> kPods = {{NodeId(7), 0b1010'0000'0000'0001}, {NodeId(0), 0xFFFF'FFFF'FFFF'FFFFull}};
 
+RegisterNodeEdit SampleRegisterNode() {
+  RegisterNodeEdit e;
+  Node& n = e.node;
+  n.id = NodeId(3);
+  n.name = "gpu-17.rack-b";
+  n.pool = PoolId(2);
+  n.rack = RackId(1);
+  n.zone = ZoneId(0);
+  n.gpu_model = "H200-SXM-141GB";
+  n.gpu_memory_gib = 141;
+  n.gpu_count = 8;
+  n.nvlink_domains = {0x0F, 0xF0};
+  n.mig_capable = true;
+  n.driver_version = "550.54.15";
+  n.network = {400.5, true};
+  n.health = Health::kDegraded;
+  n.failed_gpus = 0b0100'0000;
+  n.cordoned = true;
+  n.labels = {{"tidal.io/pool", "shared"}, {"topology", "nvl4"}};
+  n.taints = {{"dedicated", "inference"}};
+  e.zones = {{ZoneId(0), "az-1"}};
+  e.racks = {{RackId(0), "rack-a", ZoneId(0)}, {RackId(1), "rack-b", ZoneId(0)}};
+  return e;
+}
+
 // A sample of alternative `index`, every field off its default; nullopt when
 // the alternative has none yet (the test then fails).
 std::optional<Edit> SampleEdit(size_t index) {
@@ -182,7 +241,7 @@ std::optional<Edit> SampleEdit(size_t index) {
     case 0: return SubmitEdit{FullWorkload()};
     case 1: return ApproveEdit{w};
     case 2: return SetPriorityEdit{w, FullPriority()};
-    case 3: return SetTargetEdit{w, 5};
+    case 3: return SetTargetEdit{w, 5, 2, 9};
     case 4: return PlaceEdit{w, kPods, true};
     case 5: return GrowEdit{w, kPods};
     case 6: return NoticeEdit{w, WorkloadId(77), PreemptCause::kInferenceReturn, TimeFromMillis(1'764'489'630'001),
@@ -194,9 +253,10 @@ std::optional<Edit> SampleEdit(size_t index) {
     case 11: return ReleaseEdit{w, WorkloadState::kCancelled};
     case 12: return LendEdit{NodeId(11)};
     case 13: return ReturnEdit{NodeId(12)};
-    case 14: return NodeHealthEdit{NodeId(13), Health::kFailed};
-    case 15: return GpuFaultEdit{NodeId(14), 0b1000'0100};
-    case 16: return CordonEdit{NodeId(15), false};
+    case 14: return SampleRegisterNode();
+    case 15: return NodeHealthEdit{NodeId(13), Health::kFailed};
+    case 16: return GpuFaultEdit{NodeId(14), 0b1000'0100};
+    case 17: return CordonEdit{NodeId(15), false};
     default: return std::nullopt;
   }
 }
