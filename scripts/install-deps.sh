@@ -10,13 +10,14 @@ packages=(
   libcli11-dev libfmt-dev libspdlog-dev libssl-dev zlib1g-dev
   curl procps
 )
+# Node and npm build the dashboard (web/). Node may come from elsewhere
+# (nodesource bundles npm, and Debian's npm would conflict with it): only
+# install Debian's when there is none.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then packages+=(nodejs npm); fi
 # Extra packages for the test suite (real Prometheus, promtool, load tools,
-# and Node + chromium for the dashboard's browser test).
+# and chromium for the dashboard's browser test).
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(prometheus wrk chromium)
-  # Node may come from elsewhere (nodesource bundles npm, and Debian's npm
-  # would conflict with it): only install Debian's when there is none.
-  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then packages+=(nodejs npm); fi
 fi
 
 missing=()
