@@ -30,8 +30,6 @@
 #include <set>
 #include <string>
 #include <thread>
-#include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -193,11 +191,9 @@ class ControlPlane {
   void IndexAllocation(const WorkloadRecord& r, bool add);
   // Ends the open run intervals (usage reports, project budget spent).
   void CloseRuns(WorkloadRecord& r, int64_t now_ms, const std::string& reason);
-  // Removes pod `rank` from the allocation; later ranks move down by one.
-  // The caller re-indexes the allocation.
+  // The record's side of a pod exit: rank `rank`'s per-rank state goes, and
+  // later ranks move down by one, as the machine's allocation did.
   void RemoveRank(WorkloadRecord& r, int rank);
-  // The shrink is over: leaving pods give their GPUs back.
-  void DropLeaving(WorkloadRecord& r);
   // The preemption the current stop notice belongs to, if any.
   PreemptionRecord* OpenPreemption(WorkloadRecord& r);
   // Re-derives priorities whose inputs changed (budget state, deadlines).

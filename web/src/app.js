@@ -87,7 +87,7 @@ const pages = {
       const lent = d.nodes.filter((n) => n.lent).length;
       el.querySelector('#summary').textContent =
         `${d.nodes.length} nodes, ${total} GPUs: ${used} in use, ${total - used - failed} free, ${failed} failed; ` +
-        `${lent} shared node${lent === 1 ? '' : 's'} lent to inference`;
+        `${lent} shared node${lent === 1 ? '' : 's'} lent to training`;
       let html = '';
       for (const [pool, nodes] of pools) {
         html += `<section class="pool"><h2>Pool ${esc(pool)}</h2><div class="grid">`;
@@ -305,7 +305,7 @@ const pages = {
   loans: {
     title: 'Loans',
     mount(el) {
-      el.innerHTML = '<h1>Loans</h1><p class="muted">Shared nodes lent to inference and given back, from the audit.</p><div id="lnow"></div><div id="lchart"></div><h2>Timeline</h2><div id="ltable"></div>';
+      el.innerHTML = '<h1>Loans</h1><p class="muted">Shared nodes lent to training and given back, from the audit.</p><div id="lnow"></div><div id="lchart"></div><h2>Timeline</h2><div id="ltable"></div>';
       this.chart = null;
     },
     update(el, d) {
@@ -316,7 +316,7 @@ const pages = {
       if (!rows.length) {
         el.querySelector('#lchart').innerHTML = '';
         this.chart = null;
-        el.querySelector('#ltable').innerHTML = '<div class="empty" id="no-loans">No loans: no shared node has been lent to inference yet.</div>';
+        el.querySelector('#ltable').innerHTML = '<div class="empty" id="no-loans">No loans: no shared node has been lent to training yet.</div>';
         return;
       }
       // Per node: intervals from loan to return (open while lent).
@@ -473,7 +473,7 @@ function nodeCard(d, n) {
   if (n.cordoned) marks += badge('drained', 'warn');
   if (n.lost) marks += badge('lost', 'bad');
   if (!n.registered) marks += badge('not registered', 'warn');
-  if (n.lent) marks += badge('lent to inference', 'lent');
+  if (n.lent) marks += badge('lent to training', 'lent');
   const gpus = n.gpus.map((g) => {
     const w = g.used_by != null ? d.byId.get(g.used_by) : null;
     const cls = ['gpu', g.used_by != null ? 'busy' : '', failed.has(g.index) || g.failed ? 'failed' : ''].join(' ');
