@@ -214,10 +214,11 @@ void ControlPlane::JournalMarker(protocol::PassPhase phase) {
 void ControlPlane::RunPass() {
   std::lock_guard pass_lock(pass_mu_);
   const auto started = std::chrono::steady_clock::now();
-  Snapshot snap;
   uint64_t seq = 0;
-  std::vector<std::tuple<WorkloadId, Time, double>> load;
   {
+    // The pass runs on the machine's live snapshot, under the state lock: a
+    // copy of 50,000 workloads would cost more than the engine itself, and
+    // nothing changes between the snapshot a step reads and the apply.
     std::lock_guard lock(mu_);
     if (!ready_) return;
     // A failed store cannot persist decisions, so the pass changes nothing:
@@ -226,46 +227,39 @@ void ControlPlane::RunPass() {
     const Time now = clock_.Now();
     machine_->AdvanceTo(now);
     Mutation m;
-    ApplyScope scope(*this, m, "scheduler");
-    ExpireAndReap(now);
-    // The lifecycle's timers: grace deadlines, leaving pods, max runtime.
-    JournalMarker(protocol::PassPhase::kTick);
-    machine_->Tick();
-    RefreshPriorities(now);
-    load.swap(observed_load_);
-    for (const auto& [id, t, rps] : load) journal_.push_back(protocol::JournalRecordToText(protocol::LoadSample{t, id, rps}));
-    JournalMarker(protocol::PassPhase::kPlanSnapshot);
-    snap = machine_->state().snapshot();
+    {
+      ApplyScope scope(*this, m, "scheduler");
+      ExpireAndReap(now);
+      // The lifecycle's timers: grace deadlines, leaving pods, max runtime.
+      JournalMarker(protocol::PassPhase::kTick);
+      machine_->Tick();
+      RefreshPriorities(now);
+    }
+    for (const auto& [id, t, rps] : observed_load_) {
+      journal_.push_back(protocol::JournalRecordToText(protocol::LoadSample{t, id, rps}));
+      colocation_.ObserveLoad(id, t, rps);
+    }
+    observed_load_.clear();
+    // Co-location's plan is committed first, then the engine runs on the
+    // state that shows it (new targets and loans, victims terminating,
+    // shrunk pods leaving), as in the simulator.
+    {
+      ApplyScope scope(*this, m, "colocation");
+      JournalMarker(protocol::PassPhase::kPlanSnapshot);
+      const ColocationPlan plan = colocation_.Prepare(machine_->state().snapshot());
+      applying_.decisions = &plan.decisions;
+      JournalMarker(protocol::PassPhase::kPlanApply);
+      machine_->ApplyPlan(plan);
+    }
+    {
+      ApplyScope scope(*this, m, "scheduler");
+      JournalMarker(protocol::PassPhase::kEngineSnapshot);
+      const Decisions decisions = scheduler_.Schedule(machine_->state().snapshot());
+      JournalMarker(protocol::PassPhase::kEngineApply);
+      ApplyDecisions(decisions);
+    }
     seq = Enqueue(std::move(m));
-  }
-  for (const auto& [id, t, rps] : load) colocation_.ObserveLoad(id, t, rps);
-  // Co-location's plan is committed first, then the engine runs on the
-  // state that shows it (new targets and loans, victims terminating, shrunk
-  // pods leaving), as in the simulator.
-  ColocationPlan plan = colocation_.Prepare(snap);
-  {
-    std::lock_guard lock(mu_);
-    if (!Writable().ok()) return;  // failed while co-location ran
-    machine_->AdvanceTo(snap.now);
-    Mutation m;
-    ApplyScope scope(*this, m, "colocation");
-    applying_.decisions = &plan.decisions;
-    JournalMarker(protocol::PassPhase::kPlanApply);
-    machine_->ApplyPlan(plan);
-    JournalMarker(protocol::PassPhase::kEngineSnapshot);
-    snap = machine_->state().snapshot();
-    seq = Enqueue(std::move(m));
-  }
-  Decisions eng = scheduler_.Schedule(snap);
-  {
-    std::lock_guard lock(mu_);
-    if (!Writable().ok()) return;  // failed while the engine ran
-    Mutation m;
-    ApplyScope scope(*this, m, "scheduler");
-    JournalMarker(protocol::PassPhase::kEngineApply);
-    ApplyDecisions(eng);
-    seq = Enqueue(std::move(m));
-    last_pass_ms_ = ToMillis(snap.now);
+    last_pass_ms_ = ToMillis(now);
   }
   // No reply waits on a pass, but a failed write is the store's sticky
   // error (logged by the store, shown as tidal_store_healthy 0); the next
