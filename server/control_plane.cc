@@ -142,8 +142,11 @@ Status ControlPlane::ApplyEdit(const state::Edit& edit, state::EditOrigin origin
   return machine_->Apply(edit, origin);
 }
 
+// A record changed by several edits of one request or pass is written once,
+// at Enqueue, as it is then.
 void ControlPlane::Persist(Mutation& m, const WorkloadRecord& r) {
-  m.workloads.emplace_back(r.w.id.value(), RecordToStoredJson(r, config_.catalog).dump());
+  (void)m;
+  to_persist_.insert(r.w.id.value());
   dirty_.insert(r.w.id.value());
 }
 
@@ -181,6 +184,12 @@ Status ControlPlane::ReadBarrier(uint64_t seq) const {
 }
 
 uint64_t ControlPlane::Enqueue(Mutation m) {
+  for (uint64_t id : to_persist_) {
+    if (const WorkloadRecord* r = Find(id)) {
+      m.workloads.emplace_back(id, RecordToStoredJson(*r, config_.catalog).dump());
+    }
+  }
+  to_persist_.clear();
   for (std::string& entry : journal_) {
     if (!entry.empty()) m.journal.push_back(std::move(entry));
   }

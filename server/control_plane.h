@@ -172,7 +172,8 @@ class ControlPlane {
   int QueueUsedGpus(QueueId q) const;
   GpuMask UsedGpus(NodeId node) const;
   bool IsLent(NodeId node) const;
-  // Journals the record and marks it changed for the next pass's snapshot.
+  // Marks the record for the next Enqueue's write and the next priority
+  // refresh.
   void Persist(Mutation& m, const WorkloadRecord& r);
   void AddAudit(Mutation& m, const std::string& actor, const std::string& action,
                 const WorkloadRecord* r, nlohmann::json detail, Time now);
@@ -239,6 +240,7 @@ class ControlPlane {
   std::set<uint64_t> allocated_;  // ids holding GPUs, kept by IndexAllocation
   std::set<uint64_t> timed_;      // active ids with a deadline (priority moves with time)
   std::set<uint64_t> dirty_;      // ids whose record changed since the last priority refresh
+  std::set<uint64_t> to_persist_;  // ids whose record the next Enqueue writes
   // Inputs of the last priority refresh: a pass re-derives everything only
   // when one of them moved.
   std::vector<int> refreshed_queue_used_;
