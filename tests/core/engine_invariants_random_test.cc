@@ -134,7 +134,9 @@ std::vector<GpuMask> FreeAfterPass(const Snapshot& before, const Decisions& d) {
 // eviction wins). Deliberately narrow so that it has no false positives: a
 // pass with exactly one beneficiary B (every priority/reclaim preempt and
 // every shrink names B, no other workload waits for victims, no waiting
-// workload holds a possible reservation that could block nodes), B a single
+// workload holds a possible reservation that could block nodes, no pending
+// multi-GPU workload of B's queue ranks at or before B, so no head
+// reservation blocks it either), B a single
 // pod of g GPUs, and a priority or reclaim eviction of V. It is a violation
 // when one usable node holds, in GPUs free through the whole pass plus the
 // shrinkable pods (the last pods above max(1, min_pods), as the engine takes
@@ -167,6 +169,14 @@ std::optional<std::string> ShrinkBeforeEvictViolation(const Snapshot& before, co
   const Workload* b = Find(before, beneficiary);
   if (b == nullptr || b->pods != 1 || b->min_pods > 1 || b->state != WorkloadState::kPending) {
     return std::nullopt;
+  }
+  // A head reservation (a pending multi-GPU workload of B's queue that ranks
+  // at or before B) may hold nodes against B without waiting: leave it out.
+  for (const Workload& w : before.workloads) {
+    if (w.id != b->id && w.queue == b->queue && w.state == WorkloadState::kPending &&
+        w.pods * w.gpus_per_pod > 1 && w.priority.value >= b->priority.value) {
+      return std::nullopt;
+    }
   }
   const int g = b->gpus_per_pod;
   const std::vector<GpuMask> free = FreeAfterPass(before, d);
@@ -420,10 +430,10 @@ TEST(EngineInvariantsCheckTest, ShrinkBeforeEvictFlagsAnEvictionAShrinkCouldAvoi
   shrink.waits.push_back({WorkloadId(3), ReasonCode::kAwaitingVictims});
   EXPECT_FALSE(ShrinkBeforeEvictViolation(s, shrink, policy).has_value());
 
-  // At its minimum already (2 pods), job 1 has nothing to give: evict it is.
+  // At its minimum already (min 4 of 4 pods), job 1 has nothing to give:
+  // the eviction stands.
   Snapshot at_min = s;
-  at_min.allocations[0].pods.resize(2);
-  at_min.workloads[0].pods = 2;
+  at_min.workloads[0].min_pods = 4;
   EXPECT_FALSE(ShrinkBeforeEvictViolation(at_min, evict, policy).has_value());
 }
 
