@@ -24,24 +24,12 @@ namespace tidal::server {
 namespace {
 
 using nlohmann::json;
+using testing::ExecOnStoreFile;
 using testing::FaultyStore;
 
 const Principal kAdmin{"admin", Role::kAdmin, ""};
 const Principal kAlice{"alice", Role::kUser, "research"};
 const Principal kAgent{"node-agent", Role::kAgent, ""};
-
-// Runs `sql` on the store's file through a connection of its own (another
-// process's view of the file: the fault comes from SQLite, not from a mock).
-void ExecOnFile(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  sqlite3_busy_timeout(db, 5000);
-  char* err = nullptr;
-  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
-  EXPECT_EQ(rc, SQLITE_OK) << (err ? err : "");
-  sqlite3_free(err);
-  sqlite3_close(db);
-}
 
 class StoreFaultTest : public ::testing::Test {
  protected:
@@ -165,7 +153,7 @@ TEST_F(StoreFaultTest, ASqliteWriteErrorIsStickyAndLosesNothingAcknowledged) {
 
   // The file starts refusing workload rows: a real SQLite error in the
   // writer thread (the old store aborted the process here).
-  ExecOnFile(db_path(),
+  ExecOnStoreFile(db_path(),
              "CREATE TRIGGER inject BEFORE INSERT ON workloads "
              "BEGIN SELECT RAISE(ABORT, 'injected write fault'); END;");
   auto failed = cp_->Submit(kAlice, SubmitBody("lost"), "");
@@ -173,7 +161,7 @@ TEST_F(StoreFaultTest, ASqliteWriteErrorIsStickyAndLosesNothingAcknowledged) {
   ExpectReadOnly(failed.status(), "injected write fault");
 
   // Sticky: the file would take writes again, the store does not.
-  ExecOnFile(db_path(), "DROP TRIGGER inject;");
+  ExecOnStoreFile(db_path(), "DROP TRIGGER inject;");
   ExpectReadOnly(cp_->Submit(kAlice, SubmitBody("after"), "").status(), "injected write fault");
   ExpectReadOnly(cp_->Cancel(kAlice, placed).status(), "injected write fault");
   EXPECT_EQ(Get(placed)["state"], "running");
@@ -256,13 +244,13 @@ TEST_F(StoreFaultTest, ATornRowAtLoadIsAClearError) {
   cp_.reset();
   // A record that is not text (a blob, half a JSON object), and a node row
   // that is not a node record.
-  ExecOnFile(db_path(), "INSERT INTO workloads(id, record) VALUES (7, X'7b226964223a');");
+  ExecOnStoreFile(db_path(), "INSERT INTO workloads(id, record) VALUES (7, X'7b226964223a');");
   Status s = Open(/*faulty=*/false);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("workloads row 7"), std::string::npos) << s.message();
 
   cp_.reset();
-  ExecOnFile(db_path(), "DELETE FROM workloads WHERE id = 7;"
+  ExecOnStoreFile(db_path(), "DELETE FROM workloads WHERE id = 7;"
                         "INSERT INTO nodes(name, record) VALUES ('x', '{\"regis');");
   s = Open(/*faulty=*/false);
   ASSERT_FALSE(s.ok());

@@ -13,20 +13,10 @@
 #include <vector>
 
 #include "server/store.h"
+#include "tests/support/faulty_store.h"
 
 namespace tidal::server {
 namespace {
-
-void ExecOnFile(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  sqlite3_busy_timeout(db, 5000);
-  char* err = nullptr;
-  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
-  EXPECT_EQ(rc, SQLITE_OK) << (err ? err : "");
-  sqlite3_free(err);
-  sqlite3_close(db);
-}
 
 class StoreJournalTest : public ::testing::Test {
  protected:
@@ -116,7 +106,7 @@ TEST_F(StoreJournalTest, AFailedBatchWritesNoJournalRows) {
 
     // The second batch's second journal row fails, after its workload row
     // and first journal row were written inside the transaction.
-    ExecOnFile(path(),
+    testing::ExecOnStoreFile(path(),
                "CREATE TRIGGER inject BEFORE INSERT ON journal WHEN NEW.entry = 'poison' "
                "BEGIN SELECT RAISE(ABORT, 'injected journal fault'); END;");
     Mutation bad;
@@ -132,7 +122,7 @@ TEST_F(StoreJournalTest, AFailedBatchWritesNoJournalRows) {
     after.journal = {"after"};
     EXPECT_FALSE(store->WaitDurable(store->Enqueue(std::move(after))).ok());
   }
-  ExecOnFile(path(), "DROP TRIGGER inject;");
+  testing::ExecOnStoreFile(path(), "DROP TRIGGER inject;");
   auto store = Open();
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(Entries(*store), (std::vector<std::string>{"ok-1", "ok-2"}));

@@ -15,9 +15,25 @@
 #include <utility>
 #include <vector>
 
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
 #include "server/store.h"
 
 namespace tidal::testing {
+
+// Runs `sql` on a store's file through a connection of its own (another
+// process's view of the file: a fault comes from SQLite, not from a mock).
+inline void ExecOnStoreFile(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_busy_timeout(db, 5000);
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+  EXPECT_EQ(rc, SQLITE_OK) << (err ? err : "");
+  sqlite3_free(err);
+  sqlite3_close(db);
+}
 
 class FaultyStore final : public server::Store {
  public:
