@@ -144,8 +144,7 @@ Status ControlPlane::ApplyEdit(const state::Edit& edit, state::EditOrigin origin
 
 // A record changed by several edits of one request or pass is written once,
 // at Enqueue, as it is then.
-void ControlPlane::Persist(Mutation& m, const WorkloadRecord& r) {
-  (void)m;
+void ControlPlane::MarkChanged(const WorkloadRecord& r) {
   to_persist_.insert(r.w.id.value());
   dirty_.insert(r.w.id.value());
 }
@@ -570,7 +569,7 @@ void ControlPlane::ReleaseView(WorkloadRecord& r, WorkloadState state, std::stri
   }
   AddAudit(m, actor, IsTerminal(state) ? "finish" : "requeue", &r,
            {{"state", WorkloadStateName(state)}, {"reason", reason}}, now);
-  Persist(m, r);
+  MarkChanged(r);
 }
 
 StatusOr<json> ControlPlane::Acknowledge(uint64_t seq, json reply) {
@@ -606,7 +605,7 @@ StatusOr<json> ControlPlane::Cancel(const Principal& who, uint64_t id) {
       applied = ApplyEdit(state::ReleaseEdit{r->w.id, WorkloadState::kCancelled});
     } else if (r->stop) {
       r->stop->requeue = false;  // already stopping: end as cancelled
-      Persist(m, *r);
+      MarkChanged(*r);
     } else {
       state::NoticeEdit notice;
       notice.workload = r->w.id;
@@ -706,7 +705,7 @@ StatusOr<json> ControlPlane::Approve(const Principal& who, uint64_t id) {
               {"derivation", r->w.priority.derivation},
               {"awaiting_approval", false}},
              now);
-    Persist(m, *r);
+    MarkChanged(*r);
     reply = RecordToJson(*r, config_.catalog);
     seq = Enqueue(std::move(m));
   }

@@ -174,7 +174,7 @@ class ControlPlane {
   bool IsLent(NodeId node) const;
   // Marks the record for the next Enqueue's write and the next priority
   // refresh.
-  void Persist(Mutation& m, const WorkloadRecord& r);
+  void MarkChanged(const WorkloadRecord& r);
   void AddAudit(Mutation& m, const std::string& actor, const std::string& action,
                 const WorkloadRecord* r, nlohmann::json detail, Time now);
   uint64_t Enqueue(Mutation m);

@@ -478,7 +478,7 @@ StatusOr<json> ControlPlane::PodStatus(const Principal& who, const std::string& 
       if (ev.cold_start_ms >= 0) {
         AddAudit(m, actor, "ready", w, {{"rank", rank}, {"cold_start_ms", ev.cold_start_ms}}, at);
       }
-      if (dirty) Persist(m, *w);
+      if (dirty) MarkChanged(*w);
     }
     seq = Enqueue(std::move(m));
   }

@@ -190,7 +190,7 @@ void ControlPlane::ExpireAndReap(Time now) {
         metrics_.Inc("tidal_scale_ups_total", {{"result", "failed"}});
         AddAudit(*applying_.m, "autoscaler", "scale_up_failed", &r,
                  {{"from", su.from_pods}, {"to", su.to_pods}, {"requested_ms", su.requested_ms}}, now);
-        Persist(*applying_.m, r);
+        MarkChanged(r);
       }
     }
     // Debug sessions idle past the limit are reclaimed.
@@ -298,7 +298,7 @@ void ControlPlane::SyncRecord(WorkloadRecord& r) {
     r.allocation.reset();
   }
   IndexAllocation(r, true);
-  Persist(*applying_.m, r);
+  MarkChanged(r);
 }
 
 void ControlPlane::OnApplied(Time at, state::EditOrigin origin, const state::Edit& edit) {
@@ -438,7 +438,7 @@ void ControlPlane::ReactPlace(WorkloadRecord& r, const state::PlaceEdit& pl) {
              {{"preemption_seq", pr.audit_seq}, {"recovery_s", pr.recovery_s}, {"cause", pr.cause}},
              now);
   }
-  Persist(*applying_.m, r);
+  MarkChanged(r);
 }
 
 void ControlPlane::ReactNotice(WorkloadRecord& r, state::EditOrigin origin, const state::NoticeEdit& n) {
@@ -483,7 +483,7 @@ void ControlPlane::ReactNotice(WorkloadRecord& r, state::EditOrigin origin, cons
   AddAudit(*applying_.m, "scheduler", reclaim ? "reclaim" : "preempt", &r, detail, now);
   metrics_.Inc("tidal_preemptions_total", {{"cause", cause}, {"kind", std::string(WorkloadKindName(r.w.kind))}});
   if (reclaim) metrics_.Inc("tidal_reclaims_total", {{"queue", cat.QueueName(r.w.queue)}, {"cause", cause}});
-  Persist(*applying_.m, r);
+  MarkChanged(r);
 }
 
 // A resize decision is a Grow and/or a Shrink: the record follows each, and
@@ -520,7 +520,7 @@ void ControlPlane::ReactResize(WorkloadRecord& r, const state::Edit& edit) {
                now);
     }
   }
-  Persist(*applying_.m, r);
+  MarkChanged(r);
 }
 
 }  // namespace tidal::server
