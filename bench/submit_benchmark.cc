@@ -24,7 +24,10 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/common/percentile.h"
+#include "protocol/node_registration.h"
 
 namespace {
 
@@ -56,7 +59,8 @@ int main(int argc, char** argv) {
       << "store: sqlite:" << dir << "/tidal.db\n"
       << "schedule_interval_ms: " << interval_ms << "\nmin_pass_gap_ms: " << interval_ms
       << "\nhttp_threads: " << clients + 8 << "\n"
-      << "tokens:\n  - {name: bench, role: user, tenant: research, token: bench-token}\n";
+      << "tokens:\n  - {name: bench, role: user, tenant: research, token: bench-token}\n"
+      << "  - {name: agents, role: agent, token: bench-agent-token}\n";
   int out[2];
   if (pipe(out) != 0) return 1;
   const pid_t pid = fork();
@@ -77,6 +81,27 @@ int main(int argc, char** argv) {
     return 1;
   }
   const int port = std::atoi(line.c_str() + at + 10);
+  // Every node registers, as its agent would (an unregistered node is not
+  // ready and takes no work), so passes place work as in production.
+  {
+    httplib::Client c("127.0.0.1", port);
+    auto nodes = c.Get("/v1/nodes", {{"Authorization", "Bearer bench-token"}});
+    if (!nodes || nodes->status != 200) {
+      std::fprintf(stderr, "GET /v1/nodes failed\n");
+      return 1;
+    }
+    const nlohmann::json list = nlohmann::json::parse(nodes->body);
+    for (const nlohmann::json& n : list["nodes"]) {
+      tidal::protocol::NodeRegistration reg;
+      reg.name = n["name"].get<std::string>();
+      auto r = c.Post("/v1/agent/register", {{"Authorization", "Bearer bench-agent-token"}},
+                      tidal::protocol::NodeRegistrationToJson(reg).dump(), "application/json");
+      if (!r || r->status != 200) {
+        std::fprintf(stderr, "registering %s failed\n", reg.name.c_str());
+        return 1;
+      }
+    }
+  }
 
   std::atomic<bool> stop{false};
   std::atomic<bool> go{false};

@@ -41,15 +41,6 @@ std::string_view ModelSourceName(ModelSource s) {
   return s == ModelSource::kLocalCache ? "local_cache" : "shared_storage";
 }
 
-std::string_view HealthName(Health h) {
-  switch (h) {
-    case Health::kHealthy: return "healthy";
-    case Health::kDegraded: return "degraded";
-    case Health::kFailed: return "failed";
-  }
-  return "unknown";
-}
-
 std::string_view PoolKindName(PoolKind k) {
   switch (k) {
     case PoolKind::kInferenceReserved: return "inference-reserved";

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/engine/scheduler.h"
-#include "core/priority/priority_deriver.h"
+#include "core/state/state_machine.h"
 
 namespace tidal::config {
 namespace {
@@ -73,17 +73,25 @@ std::string FormatDelay(Duration d) {
 StatusOr<SchedulePassResult> RunSchedulePass(const ClusterConfig& cluster, const PolicyConfig& policy,
                                              const std::vector<WorkloadSpec>& workloads) {
   SchedulePassResult result;
-  Snapshot& s = result.snapshot;
-  s.cluster = cluster.cluster;
-  s.queues = cluster.queues;
-  s.projects = cluster.projects;
-  s.now = Time();
+  // The workloads enter a fresh state as submits, and the one priority
+  // refresher derives their priorities, as in the server and the simulator.
+  state::StateMachine machine(state::State(cluster.cluster, cluster.queues, cluster.projects),
+                              state::LifecycleOptions{policy.preemption.default_grace, Duration(0)},
+                              policy.templates);
+  Time now;
+  for (const WorkloadSpec& spec : workloads) now = std::max(now, spec.workload.submit_time);
+  machine.AdvanceTo(now);
   for (const WorkloadSpec& spec : workloads) {
-    s.now = std::max(s.now, spec.workload.submit_time);
-    s.workloads.push_back(spec.workload);
-    s.workloads.back().state = WorkloadState::kPending;
+    Workload w = spec.workload;
+    if (!w.project.valid() || w.project.value() >= cluster.projects.size()) {
+      return InvalidArgument("workload '" + w.name + "' has no valid project");
+    }
+    w.state = WorkloadState::kPending;
+    TIDAL_RETURN_IF_ERROR(machine.Apply(state::SubmitEdit{std::move(w)}));
   }
-  TIDAL_RETURN_IF_ERROR(DeriveSnapshotPriorities(policy.templates, s));
+  TIDAL_RETURN_IF_ERROR(machine.RefreshPriorities());
+  result.snapshot = machine.state().snapshot();
+  const Snapshot& s = result.snapshot;
   result.decisions = Scheduler(policy).Schedule(s);
   return result;
 }

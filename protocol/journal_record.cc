@@ -65,7 +65,10 @@ const EnumTable<PreemptCause> kCauses = {{"priority", PreemptCause::kPriority},
                                          {"drain", PreemptCause::kDrain},
                                          {"cancel", PreemptCause::kCancel}};
 const EnumTable<Health> kHealths = {
-    {"healthy", Health::kHealthy}, {"degraded", Health::kDegraded}, {"failed", Health::kFailed}};
+    {"healthy", Health::kHealthy},
+    {"degraded", Health::kDegraded},
+    {"failed", Health::kFailed},
+    {"not_ready", Health::kNotReady}};
 
 // Every enum value is in its table (a new one without a name is a codec
 // bug, caught by the round-trip test), so the fallback is never written.

@@ -62,6 +62,8 @@ Status ControlPlane::Recover() {
   std::lock_guard lock(mu_);
   const Time now = clock_.Now();
   node_rt_.resize(config_.catalog.cluster.nodes.size());
+  // Not ready until its agent registers (again, for a stored registration).
+  config_.catalog.cluster = state::ClusterAwaitingAgents(std::move(config_.catalog.cluster));
   for (const auto& [name, text] : rec.nodes) {
     json j = json::parse(text, nullptr, false);
     if (j.is_discarded() || !j.is_object() || !j.contains("registration")) {
@@ -83,8 +85,9 @@ Status ControlPlane::Recover() {
     if (node.failed_gpus != 0) node.health = Health::kDegraded;
   }
   node_workloads_.assign(config_.catalog.cluster.nodes.size(), {});
-  project_closed_gpu_s_.assign(config_.catalog.projects.size(), 0);
-  for (const Project& p : config_.catalog.projects) project_base_used_h_.push_back(p.used_gpu_hours);
+  // A project's spend so far: the config's figure plus what its workloads
+  // ran here before the restart (the state accrues it from now on).
+  std::vector<double> ran_gpu_s(config_.catalog.projects.size(), 0);
   for (const auto& [id, text] : rec.workloads) {
     json j = json::parse(text, nullptr, false);
     if (j.is_discarded()) return Internal(fmt::format("workload {}: stored record is not JSON", id));
@@ -94,25 +97,23 @@ Status ControlPlane::Recover() {
     auto [it, inserted] = records_.emplace(id, std::move(r).value());
     if (it->second.active()) {
       active_.insert(id);
-      dirty_.insert(id);
-      if (it->second.w.batch.deadline != kInfiniteFuture) timed_.insert(id);
     }
     IndexAllocation(it->second, true);
     const WorkloadRecord& rec_w = it->second;
+    if (!rec_w.w.project.valid() || rec_w.w.project.value() >= ran_gpu_s.size()) continue;
     for (const RunInterval& run : rec_w.runs) {
-      if (run.end_ms != 0 && rec_w.w.project.value() < project_closed_gpu_s_.size()) {
-        project_closed_gpu_s_[rec_w.w.project.value()] +=
-            std::max<int64_t>(0, run.end_ms - run.start_ms) / 1000.0 * run.gpus;
-      }
+      const int64_t end_ms = run.end_ms != 0 ? run.end_ms : ToMillis(now);
+      ran_gpu_s[rec_w.w.project.value()] += std::max<int64_t>(0, end_ms - run.start_ms) / 1000.0 * run.gpus;
     }
   }
+  for (size_t p = 0; p < ran_gpu_s.size(); ++p) config_.catalog.projects[p].used_gpu_hours += ran_gpu_s[p] / 3600.0;
   for (const IdempotencyRow& k : rec.idempotency) idempotency_[k.key] = k.workload;
   next_audit_seq_ = rec.last_audit_seq + 1;
   // The committed state: what the records hold, checked (two stored
   // allocations on one GPU, a pod on a node no longer there, fail here).
   auto state = state::State::FromSnapshot(RecoveredSnapshot(now));
   if (!state.ok()) return Internal("stored state is inconsistent: " + state.status().message());
-  machine_.emplace(*std::move(state), state::ServerLifecycleOptions(config_.policy));
+  machine_.emplace(*std::move(state), state::ServerLifecycleOptions(config_.policy), config_.policy.templates);
   machine_->set_sink([this](Time at, state::EditOrigin origin, const state::Edit& edit) {
     OnApplied(at, origin, edit);
   });
@@ -146,7 +147,6 @@ Status ControlPlane::ApplyEdit(const state::Edit& edit, state::EditOrigin origin
 // at Enqueue, as it is then.
 void ControlPlane::MarkChanged(const WorkloadRecord& r) {
   to_persist_.insert(r.w.id.value());
-  dirty_.insert(r.w.id.value());
 }
 
 void ControlPlane::AddAudit(Mutation& m, const std::string& actor, const std::string& action,
@@ -223,10 +223,6 @@ void ControlPlane::CloseRuns(WorkloadRecord& r, int64_t now_ms, const std::strin
     if (run.end_ms != 0) continue;
     run.end_ms = now_ms;
     run.end_reason = reason;
-    if (r.w.project.valid() && r.w.project.value() < project_closed_gpu_s_.size()) {
-      project_closed_gpu_s_[r.w.project.value()] +=
-          std::max<int64_t>(0, run.end_ms - run.start_ms) / 1000.0 * run.gpus;
-    }
   }
 }
 
@@ -393,11 +389,12 @@ StatusOr<ControlPlane::Admitted> ControlPlane::Admit(const Principal& who, const
   }
   // Priority: derived, never given.
   const Queue& q = cat.queue(queue);
-  const BudgetState budget = ComputeBudgetState(proj, q, QueueUsedGpus(queue), w.min_gpus());
-  auto priority = DerivePriority(config_.policy.templates, w, proj, budget, now);
+  // The project as the state has it: its spend accrues as its workloads run.
+  const Project& spent = machine_->state().snapshot().projects[w.project.value()];
+  const BudgetState budget = ComputeBudgetState(spent, q, QueueUsedGpus(queue), w.min_gpus());
+  auto priority = DerivePriority(config_.policy.templates, w, spent, budget, now);
   if (!priority.ok()) return InvalidArgument("priority: " + priority.status().message());
   w.priority = *priority;
-  spec.record.derived_budget = budget;
   w.state = w.priority.awaiting_approval ? WorkloadState::kAwaitingApproval : WorkloadState::kPending;
   spec.record.submitted_by = who.name;
   return Admitted{std::move(spec.record), w.priority.derivation};
@@ -459,8 +456,6 @@ StatusOr<SubmitResult> ControlPlane::Submit(const Principal& who, const json& bo
       const uint64_t id = r.w.id.value();
       r.queued_ms = ToMillis(now);
       active_.insert(id);
-      dirty_.insert(id);
-      if (r.w.batch.deadline != kInfiniteFuture) timed_.insert(id);
       const Workload submitted = r.w;
       records_.emplace(id, std::move(r));
       ApplyScope scope(*this, m, who.name);
@@ -563,7 +558,6 @@ void ControlPlane::ReleaseView(WorkloadRecord& r, WorkloadState state, std::stri
   if (IsTerminal(state)) {
     r.finish_time_ms = now_ms;
     active_.erase(r.w.id.value());
-    timed_.erase(r.w.id.value());
   } else {
     r.queued_ms = now_ms;  // requeued: waits again from now
   }
@@ -682,29 +676,13 @@ StatusOr<json> ControlPlane::Approve(const Principal& who, uint64_t id) {
                                             WorkloadStateName(r->w.state)));
     }
     const Time now = clock_.Now();
-    Project approved = config_.catalog.project(r->w.project);
-    approved.top_tier_approved = true;
-    const Queue& q = config_.catalog.queue(r->w.queue);
-    const BudgetState budget = ComputeBudgetState(approved, q, QueueUsedGpus(r->w.queue), r->w.min_gpus());
-    auto priority = DerivePriority(config_.policy.templates, r->w, approved, budget, now);
-    if (!priority.ok()) return Internal("priority: " + priority.status().message());
     Mutation m;
     AddAudit(m, who.name, "approve", r, {{"previous_value", r->w.priority.value}}, now);
-    r->approved = true;
-    r->derived_budget = budget;
-    Priority approved_priority = *priority;
-    approved_priority.awaiting_approval = false;
     ApplyScope scope(*this, m, who.name);
     if (Status s = ApplyEdit(state::ApproveEdit{r->w.id}); !s.ok()) return Internal("approve: " + s.message());
-    if (Status s = ApplyEdit(state::SetPriorityEdit{r->w.id, std::move(approved_priority)}); !s.ok()) {
-      return Internal("approve: " + s.message());
-    }
-    AddAudit(m, who.name, "priority", r,
-             {{"value", r->w.priority.value},
-              {"template", r->w.priority.template_name},
-              {"derivation", r->w.priority.derivation},
-              {"awaiting_approval", false}},
-             now);
+    // The approved tier, derived now (audited as a priority change) rather
+    // than at the next pass, so that the reply shows it.
+    if (Status s = machine_->RefreshPriorities(); !s.ok()) return Internal("priority: " + s.message());
     MarkChanged(*r);
     reply = RecordToJson(*r, config_.catalog);
     seq = Enqueue(std::move(m));

@@ -199,7 +199,6 @@ class ControlPlane {
   // The preemption the current stop notice belongs to, if any.
   PreemptionRecord* OpenPreemption(WorkloadRecord& r);
   // Re-derives priorities whose inputs changed (budget state, deadlines).
-  void RefreshPriorities(Time now);
   void RecordReplicaLoad(WorkloadRecord& w, int rank, double rps, double p95, double p99, Time at);
   // The record's side of a requeue or release (the machine has freed the
   // GPUs): run history, the preemption's exit, the audit.
@@ -238,16 +237,8 @@ class ControlPlane {
   std::map<uint64_t, WorkloadRecord> records_;
   std::set<uint64_t> active_;
   std::set<uint64_t> allocated_;  // ids holding GPUs, kept by IndexAllocation
-  std::set<uint64_t> timed_;      // active ids with a deadline (priority moves with time)
-  std::set<uint64_t> dirty_;      // ids whose record changed since the last priority refresh
   std::set<uint64_t> to_persist_;  // ids whose record the next Enqueue writes
-  // Inputs of the last priority refresh: a pass re-derives everything only
-  // when one of them moved.
-  std::vector<int> refreshed_queue_used_;
-  std::vector<char> refreshed_over_budget_;
   std::vector<std::set<uint64_t>> node_workloads_;  // by NodeId
-  std::vector<double> project_closed_gpu_s_;         // by ProjectId: ended runs' GPU-seconds
-  std::vector<double> project_base_used_h_;          // by ProjectId: used_gpu_hours in the config
   std::vector<NodeRuntime> node_rt_;                  // by NodeId
   std::map<std::string, uint64_t> idempotency_;
   std::set<std::string> idempotency_in_flight_;

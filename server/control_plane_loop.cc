@@ -50,80 +50,6 @@ Snapshot ControlPlane::RecoveredSnapshot(Time now) const {
   return s;
 }
 
-// The budget layer of a derived priority goes stale as the queue fills and
-// the project spends: re-derive each pass, but only where an input moved
-// (the budget state, or the clock for deadline bonuses), and audit only a
-// changed value. A pass costs O(active) cheap checks.
-void ControlPlane::RefreshPriorities(Time now) {
-  const int64_t now_ms = ToMillis(now);
-  std::vector<double> used_s = project_closed_gpu_s_;
-  used_s.resize(config_.catalog.projects.size(), 0);
-  for (uint64_t id : allocated_) {
-    const WorkloadRecord& r = records_.at(id);
-    for (const RunInterval& run : r.runs) {
-      if (run.end_ms == 0 && r.w.project.value() < used_s.size()) {
-        used_s[r.w.project.value()] += std::max<int64_t>(0, now_ms - run.start_ms) / 1000.0 * run.gpus;
-      }
-    }
-  }
-  // Spent = what the config says was spent before + what ran here.
-  std::vector<char> over_budget(used_s.size(), 0);
-  for (size_t i = 0; i < used_s.size(); ++i) {
-    Project& p = config_.catalog.projects[i];
-    p.used_gpu_hours = (i < project_base_used_h_.size() ? project_base_used_h_[i] : 0) + used_s[i] / 3600.0;
-    machine_->SetProjectUsedGpuHours(ProjectId(static_cast<uint32_t>(i)), p.used_gpu_hours);
-    over_budget[i] = p.budget_gpu_hours > 0 && p.used_gpu_hours >= p.budget_gpu_hours;
-  }
-  // Budget states move only with queue usage and budgets running out; when
-  // neither moved, only changed records and deadline bonuses need a look.
-  const std::vector<int>& queue_used = machine_->state().queue_used_gpus();
-  const bool inputs_moved = queue_used != refreshed_queue_used_ || over_budget != refreshed_over_budget_;
-  refreshed_queue_used_ = queue_used;
-  refreshed_over_budget_ = std::move(over_budget);
-  std::vector<uint64_t> ids;
-  if (inputs_moved) {
-    ids.assign(active_.begin(), active_.end());
-  } else {
-    std::set_union(dirty_.begin(), dirty_.end(), timed_.begin(), timed_.end(), std::back_inserter(ids));
-  }
-  for (uint64_t id : ids) {
-    WorkloadRecord* rp = Find(id);
-    if (!rp || !rp->active()) continue;
-    WorkloadRecord& r = *rp;
-    Workload& w = r.w;
-    if (w.state == WorkloadState::kAwaitingApproval || w.state == WorkloadState::kTerminating) continue;
-    const Project& project = config_.catalog.project(w.project);
-    const int requested = r.allocation ? 0 : w.min_gpus();
-    const BudgetState budget =
-        ComputeBudgetState(project, config_.catalog.queue(w.queue), QueueUsedGpus(w.queue), requested);
-    const bool timed = w.batch.deadline != kInfiniteFuture;
-    if (r.derived_budget == budget && !timed) continue;
-    auto derived = [&] {
-      if (!r.approved) return DerivePriority(config_.policy.templates, w, project, budget, now);
-      Project approved = project;
-      approved.top_tier_approved = true;
-      return DerivePriority(config_.policy.templates, w, approved, budget, now);
-    }();
-    if (!derived.ok() || derived->awaiting_approval) continue;
-    r.derived_budget = budget;
-    if (derived->value == w.priority.value && derived->preemptibility == w.priority.preemptibility) {
-      continue;
-    }
-    const int previous = w.priority.value;
-    if (!ApplyEdit(state::SetPriorityEdit{w.id, *std::move(derived)}, state::EditOrigin::kPriority).ok()) {
-      continue;
-    }
-    AddAudit(*applying_.m, "scheduler", "priority", &r,
-             {{"value", w.priority.value},
-              {"previous_value", previous},
-              {"template", w.priority.template_name},
-              {"derivation", w.priority.derivation},
-              {"awaiting_approval", false}},
-             now);
-  }
-  dirty_.clear();
-}
-
 void ControlPlane::MarkNodeLost(NodeId n, Time now) {
   Node& node = config_.catalog.cluster.nodes[n.value()];
   NodeRuntime& rt = node_rt_[n.value()];
@@ -132,7 +58,7 @@ void ControlPlane::MarkNodeLost(NodeId n, Time now) {
   std::vector<uint64_t> victims(node_workloads_[n.value()].begin(), node_workloads_[n.value()].end());
   AddAudit(*applying_.m, "scheduler", "node_lost", nullptr,
            {{"node", node.name}, {"last_heartbeat_ms", rt.last_heartbeat_ms}, {"victims", victims}}, now);
-  (void)ApplyEdit(state::NodeHealthEdit{n, Health::kFailed});
+  (void)ApplyEdit(state::NodeHealthEdit{n, Health::kNotReady});
   applying_.reason = "node_lost";
   for (uint64_t id : victims) {
     WorkloadRecord* r = Find(id);
@@ -233,7 +159,10 @@ void ControlPlane::RunPass() {
       // The lifecycle's timers: grace deadlines, leaving pods, max runtime.
       JournalMarker(protocol::PassPhase::kTick);
       machine_->Tick();
-      RefreshPriorities(now);
+      // A derivation fails only for a stored workload that the policy no
+      // longer covers (a template removed before a restart): it keeps the
+      // priority it has, and the others are refreshed.
+      (void)machine_->RefreshPriorities();
     }
     for (const auto& [id, t, rps] : observed_load_) {
       journal_.push_back(protocol::JournalRecordToText(protocol::LoadSample{t, id, rps}));
@@ -385,8 +314,19 @@ void ControlPlane::React(state::EditOrigin origin, const state::Edit& edit) {
               AddAudit(*applying_.m, "autoscaler", "scale", r, {{"from", r->w.pods}, {"to", e.pods}}, now);
             }
             SyncRecord(*r);
+          } else if constexpr (std::is_same_v<E, state::SetPriorityEdit>) {
+            const int previous = r->w.priority.value;
+            SyncRecord(*r);
+            AddAudit(*applying_.m, origin == state::EditOrigin::kPriority ? "scheduler" : applying_.actor,
+                     "priority", r,
+                     {{"value", r->w.priority.value},
+                      {"previous_value", previous},
+                      {"template", r->w.priority.template_name},
+                      {"derivation", r->w.priority.derivation},
+                      {"awaiting_approval", r->w.priority.awaiting_approval}},
+                     now);
           } else {
-            // Approve, SetPriority, Checkpoint: the machine's copy is the truth.
+            // Approve, Checkpoint: the machine's copy is the truth.
             SyncRecord(*r);
           }
         }

@@ -246,8 +246,7 @@ json ControlPlane::NodeToJsonLocked(NodeId n) const {
                                         ? json(rt.gpu_utilization[g]) : json(nullptr)},
                     {"memory_used_gib", g < static_cast<int>(rt.gpu_memory_used_gib.size()) ? rt.gpu_memory_used_gib[g] : 0.0}});
   }
-  const char* health = node.health == Health::kHealthy ? "healthy"
-                       : node.health == Health::kDegraded ? "degraded" : "failed";
+  const std::string_view health = HealthName(node.health);
   json labels = node.labels;
   return {{"name", node.name},
           {"pool", cat.cluster.pools[node.pool.value()].name},
@@ -368,7 +367,7 @@ std::string ControlPlane::MetricsText() const {
       failed[p] += std::popcount(n.failed_gpus);
       if (IsLent(NodeId(i))) lent[p] += n.gpu_count;
       const Labels l = {{"node", n.name}, {"pool", cat.cluster.pools[p].name}};
-      g.Sample("tidal_node_up", l, n.health == Health::kFailed ? 0 : 1);
+      g.Sample("tidal_node_up", l, n.health == Health::kHealthy || n.health == Health::kDegraded ? 1 : 0);
       g.Sample("tidal_node_failed_gpus", l, std::popcount(n.failed_gpus));
       g.Sample("tidal_node_cordoned", l, n.cordoned ? 1 : 0);
     }

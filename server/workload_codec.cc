@@ -143,7 +143,7 @@ void AddServerFields(const WorkloadRecord& r, const Catalog& catalog, bool compa
   put("readiness", EndpointToJson(r.run.readiness), !r.run.readiness);
   put("load_endpoint", EndpointToJson(r.run.load_endpoint), !r.run.load_endpoint);
   put("budget_gpu_hours", r.run.budget_gpu_hours, r.run.budget_gpu_hours == 0);
-  put("approved", r.approved, !r.approved);
+  put("approved", r.w.top_tier_approved, !r.w.top_tier_approved);
   put("allocation", r.allocation ? AllocationToJson(*r.allocation, catalog) : json(nullptr), !r.allocation);
   put("stop", NoticeToJson(r.stop), !r.stop);
   put("shrink", NoticeToJson(r.shrink_notice), !r.shrink_notice);
@@ -380,7 +380,7 @@ StatusOr<WorkloadRecord> RecordFromJson(const json& j, const Catalog& catalog) {
     r.run.readiness = EndpointFromJson(j.value("readiness", json()));
     r.run.load_endpoint = EndpointFromJson(j.value("load_endpoint", json()));
     r.run.budget_gpu_hours = j.value("budget_gpu_hours", 0.0);
-    r.approved = j.value("approved", false);
+    r.w.top_tier_approved = j.value("approved", false);
     const json alloc_json = j.value("allocation", json());
     if (alloc_json.is_object()) {
       const json& a = alloc_json;

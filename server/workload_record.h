@@ -116,8 +116,6 @@ struct WorkloadRecord {
   double load_rps = 0, p95_ms = 0, p99_ms = 0;
   int64_t slo_samples = 0, slo_met = 0;
   int gang_start_failures = 0;
-  // An admin approved its top tier: re-derivations keep the approved tier.
-  bool approved = false;
 
   // Memory only (rebuilt after a restart):
   // The latest load each inference replica reported, by rank; the service's
@@ -126,9 +124,6 @@ struct WorkloadRecord {
     double rps = 0, p95_ms = 0, p99_ms = 0;
   };
   std::map<int, ReplicaLoad> replica_load;
-  // The budget state the current priority was derived with; unset = derive
-  // at the next pass.
-  std::optional<BudgetState> derived_budget;
 
   bool active() const {
     return w.state == WorkloadState::kAwaitingApproval || w.state == WorkloadState::kPending ||

@@ -13,8 +13,9 @@
 namespace tidal::sim {
 namespace {
 
+// As a server with a fresh store starts (the journal begins there).
 state::State InitialState(const config::ClusterConfig& c) {
-  return state::State(c.cluster, c.queues, c.projects);
+  return state::State(state::ClusterAwaitingAgents(c.cluster), c.queues, c.projects);
 }
 
 }  // namespace

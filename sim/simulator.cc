@@ -13,7 +13,6 @@
 #include "core/colocation/colocation_controller.h"
 #include "core/common/rng.h"
 #include "core/engine/scheduler.h"
-#include "core/priority/priority_deriver.h"
 #include "core/state/state_machine.h"
 #include "sim/event_queue.h"
 
@@ -60,10 +59,6 @@ struct Job {
   ProjectId project;
   int gpus_held = 0;
   Time next_checkpoint = kInfiniteFuture;
-  bool derived = false;               // priority derived at least once
-  BudgetState budget = BudgetState::kWithinGuarantee;
-  bool time_dependent_priority = false;  // has a deadline: re-derived every pass
-  bool watched = false;                  // in Run::watch_
 
   std::string name_json;
 
@@ -162,7 +157,6 @@ class Run final : public state::StateObserver {
 
   // The world's side of losing an allocation: no replicas, no shrinks.
   void AllocationGone(Job& j);
-  Status RefreshPriorities();
   void SetPhase(Job& j, Phase phase);
   void AdvanceProgress(Job& j);
   void SetRate(Job& j);
@@ -195,16 +189,6 @@ class Run final : public state::StateObserver {
   std::vector<bool> node_shared_;        // node in a shared pool
   std::vector<int> node_borrowed_pods_;  // non-inference pods on shared nodes
   std::map<uint32_t, Time> reclaim_started_;
-  std::vector<int> project_gpus_;        // GPUs held per project
-  std::vector<double> project_hours0_;   // used_gpu_hours at the start
-  std::vector<double> project_area_;     // GPU-seconds used since the start
-  // Jobs whose budget state is checked at the next refresh even when no
-  // project's or queue's budget flag changed: new, pending, time-dependent,
-  // or changed phase since the last refresh.
-  std::vector<uint32_t> watch_;
-  std::vector<uint8_t> project_over_;  // per project: over its GPU-hour budget
-  std::vector<uint8_t> queue_over_;    // per queue: usage above its guarantee
-  bool budget_flags_known_ = false;
   int inference_workloads_ = 0;
   int pending_training_ = 0;
   int running_debug_ = 0;
@@ -263,8 +247,8 @@ void Run::LogEvent(std::string_view body) {
 Status Run::Init() {
   state::State initial(input_.cluster.cluster, input_.cluster.queues, input_.cluster.projects);
   // Simulated pods exit exactly at their deadlines: no report to wait for.
-  machine_.emplace(std::move(initial),
-                   state::LifecycleOptions{policy_.preemption.default_grace, Duration(0)});
+  machine_.emplace(std::move(initial), state::LifecycleOptions{policy_.preemption.default_grace, Duration(0)},
+                   policy_.templates);
   machine_->set_observer(this);
   machine_->set_sink([this](Time, state::EditOrigin, const state::Edit& e) { React(e); });
   const Snapshot& s = snap();
@@ -277,9 +261,6 @@ Status Run::Init() {
       node_shared_[n] = s.cluster.pool(node.pool).kind == PoolKind::kShared;
   }
   series_.total_gpus = s.cluster.total_gpus();
-  project_gpus_.assign(s.projects.size(), 0);
-  project_area_.assign(s.projects.size(), 0.0);
-  for (const Project& p : s.projects) project_hours0_.push_back(p.used_gpu_hours);
 
   jobs_.resize(input_.workloads.size());
   double last_arrival_s = 0;
@@ -309,7 +290,6 @@ Status Run::Init() {
     if (j.work_s > 0) ++finite_left_;
     j.queue = w.queue;
     j.project = w.project;
-    j.time_dependent_priority = w.batch.deadline != kInfiniteFuture;
     if (w.kind == WorkloadKind::kInference) ++inference_workloads_;
     // Only services with a load curve are scored and charted; others keep
     // their minimum replicas.
@@ -359,7 +339,6 @@ void Run::AccumulateAreas() {
     allocated_area_ += dt * allocated_gpus_;
     borrowed_area_ += dt * borrowed_gpus_;
     for (int k = 0; k < 4; ++k) kind_area_[k] += dt * gpus_by_kind_[k];
-    for (size_t p = 0; p < project_gpus_.size(); ++p) project_area_[p] += dt * project_gpus_[p];
   }
   area_at_ = clock_.Now();
 }
@@ -434,7 +413,6 @@ void Run::OnPodBound(const Workload& w, const PodPlacement& p) {
   Job& j = JobOf(w.id);
   const int g = std::popcount(p.gpus);
   j.gpus_held += g;
-  project_gpus_[j.project.value()] += g;
   allocated_gpus_ += g;
   gpus_by_kind_[KindIndex(j.kind)] += g;
   if (node_shared_[p.node.value()] && j.kind != WorkloadKind::kInference) {
@@ -447,7 +425,6 @@ void Run::OnPodFreed(const Workload& w, const PodPlacement& p) {
   Job& j = JobOf(w.id);
   const int g = std::popcount(p.gpus);
   j.gpus_held -= g;
-  project_gpus_[j.project.value()] -= g;
   allocated_gpus_ -= g;
   gpus_by_kind_[KindIndex(j.kind)] -= g;
   if (node_shared_[p.node.value()] && j.kind != WorkloadKind::kInference) {
@@ -486,82 +463,6 @@ void Run::SetPhase(Job& j, Phase phase) {
   count(j.phase, -1);
   j.phase = phase;
   count(j.phase, +1);
-  if (!j.watched && phase != Phase::kDone) {
-    j.watched = true;
-    watch_.push_back(static_cast<uint32_t>(IndexOf(j)));
-  }
-}
-
-// The same derivation as DeriveSnapshotPriorities (core/priority), but a
-// workload is re-derived only when its budget state changed, it is new, or
-// its priority depends on time (a deadline). A running job's budget state
-// depends only on two flags, its project over budget and its queue's usage
-// over the guarantee (others + its own GPUs = the queue's usage), so while no
-// flag changed only watched jobs (pending, new, time-dependent, or changed
-// phase) are looked at: a pass does not touch every running job.
-
-// The same derivation as DeriveSnapshotPriorities (core/priority), but a
-// workload is re-derived only when its budget state changed, it is new, or
-// its priority depends on time (a deadline). A running job's budget state
-// depends only on two flags, its project over budget and its queue's usage
-// over the guarantee (others + its own GPUs = the queue's usage), so while no
-// flag changed only watched jobs (pending, new, time-dependent, or changed
-// phase) are looked at: a pass does not touch every running job. A changed
-// priority is a SetPriorityEdit like any other.
-Status Run::RefreshPriorities() {
-  const Snapshot& s = snap();
-  const std::vector<int>& queue_used = machine_->state().queue_used_gpus();
-  bool flags_changed = !budget_flags_known_;
-  project_over_.resize(s.projects.size(), 0);
-  queue_over_.resize(s.queues.size(), 0);
-  for (size_t p = 0; p < s.projects.size(); ++p) {
-    machine_->SetProjectUsedGpuHours(ProjectId(static_cast<uint32_t>(p)),
-                                     project_hours0_[p] + project_area_[p] / 3600.0);
-    const Project& project = s.projects[p];
-    const uint8_t over = project.budget_gpu_hours > 0 && project.used_gpu_hours >= project.budget_gpu_hours;
-    flags_changed = flags_changed || over != project_over_[p];
-    project_over_[p] = over;
-  }
-  for (size_t q = 0; q < s.queues.size(); ++q) {
-    const uint8_t over = queue_used[q] > s.queues[q].guaranteed_gpus;
-    flags_changed = flags_changed || over != queue_over_[q];
-    queue_over_[q] = over;
-  }
-  budget_flags_known_ = true;
-  auto refresh = [&](const Workload& w) -> Status {
-    Job& j = JobOf(w.id);
-    const Queue& queue = s.queues[w.queue.value()];
-    const Project& project = s.projects[w.project.value()];
-    const int requested = j.gpus_held > 0 ? j.gpus_held : w.min_gpus();
-    const int others = queue_used[w.queue.value()] - j.gpus_held;
-    const BudgetState budget = ComputeBudgetState(project, queue, others, requested);
-    if (j.derived && budget == j.budget && !j.time_dependent_priority) return Status::Ok();
-    TIDAL_ASSIGN_OR_RETURN(Priority priority,
-                           DerivePriority(policy_.templates, w, project, budget, clock_.Now()));
-    j.derived = true;
-    j.budget = budget;
-    return machine_->Apply(state::SetPriorityEdit{w.id, std::move(priority)});
-  };
-  // A priority edit changes no workload's position: indexes stay valid.
-  if (flags_changed) {
-    for (size_t i = 0; i < s.workloads.size(); ++i) TIDAL_RETURN_IF_ERROR(refresh(s.workloads[i]));
-  } else {
-    for (uint32_t i : watch_) {
-      if (const Workload* w = LiveWorkload(jobs_[i])) TIDAL_RETURN_IF_ERROR(refresh(*w));
-    }
-  }
-  // Keep watching what stays pending or depends on time.
-  size_t kept = 0;
-  for (uint32_t i : watch_) {
-    Job& j = jobs_[i];
-    if (LiveWorkload(j) != nullptr && (j.phase == Phase::kPending || j.time_dependent_priority)) {
-      watch_[kept++] = i;
-    } else {
-      j.watched = false;
-    }
-  }
-  watch_.resize(kept);
-  return Status::Ok();
 }
 
 void Run::AdvanceProgress(Job& j) {
@@ -778,7 +679,7 @@ void Run::HandlePass() {
   changed_since_pass_ = false;
   const auto wall0 = std::chrono::steady_clock::now();
   machine_->Tick();
-  Status s = RefreshPriorities();
+  Status s = machine_->RefreshPriorities();
   if (!s.ok()) {
     error_ = s.WithContext("deriving priorities: ");
     return;

@@ -200,7 +200,7 @@ ColocationPlan ColocationController::Prepare(const Snapshot& snapshot) {
     for (const PodPlacement& p : a->pods) {
       if (!is_shared(p.node) || plan.lent_nodes[p.node.value()]) continue;
       const Node& node = snapshot.cluster.node(p.node);
-      if (node.health == Health::kFailed || node.cordoned) continue;
+      if (!node.takes_work()) continue;
       if (noticed_.count({a->workload, p.node}) > 0) continue;
       leaving.push_back(p);
       auto claim = plan.claimed_by.find(p.node);

@@ -21,7 +21,6 @@ int HealthyGpus(const Node& node) {
   return node.gpu_count - std::popcount(node.failed_gpus & node.all_gpus());
 }
 
-bool Usable(const Node& node) { return node.health != Health::kFailed && !node.cordoned; }
 
 // One piece of borrowed work on a shared node, as a return would stop it.
 struct Occupant {
@@ -65,7 +64,7 @@ class Packer {
       const PoolKind kind = snapshot.cluster.pool(node.pool).kind;
       s.shared = kind == PoolKind::kShared;
       s.reserved = kind == PoolKind::kInferenceReserved;
-      s.usable = Usable(node);
+      s.usable = node.takes_work();
       s.room = s.usable ? HealthyGpus(node) : 0;
     }
     std::vector<std::pair<size_t, int>> pods_on;  // (node, pods) of one allocation

@@ -482,7 +482,7 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
            std::nullopt);
     } else {
       Wait(wi, ReasonCode::kNodeHealth,
-           Str("node health: all ", e.nodes_failing_health, " matching nodes are failed or cordoned"),
+           Str("node health: all ", e.nodes_failing_health, " matching nodes are failed, not ready or cordoned"),
            std::nullopt);
     }
     return true;
@@ -970,7 +970,7 @@ SchedulingPass::FitFailure SchedulingPass::ExplainFit(const Workload& w, const E
   const int total = r.total_gpus();
   const placement::FitDiagnosis d = placer_.Diagnose(state_, e, r, BlockedFor(usable_mask));
   const std::string health =
-      e.nodes_failing_health > 0 ? Str("; ", e.nodes_failing_health, " matching nodes are failed or cordoned")
+      e.nodes_failing_health > 0 ? Str("; ", e.nodes_failing_health, " matching nodes are failed, not ready or cordoned")
                                  : std::string();
   f.fit_at_start = placer_.Place(*start_state_, e, r, nullptr).has_value();
   if (r.topology.required && r.topology.level != TopologyLevel::kNone && d.placeable_gpus >= total) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/common/ids.h"
@@ -31,7 +32,12 @@ struct Pool {
   QueueId owner;     // for kDedicated and kSemiDedicated
 };
 
-enum class Health { kHealthy, kDegraded, kFailed };
+// kNotReady: the control plane has no live agent for the node (it never
+// registered, or its lease ran out), so nothing it places there would start.
+// kFailed: the node itself failed. Neither takes work.
+enum class Health { kHealthy, kDegraded, kFailed, kNotReady };
+// "healthy", "degraded", "failed", "not_ready".
+std::string_view HealthName(Health health);
 
 struct Taint {
   std::string key;
@@ -71,6 +77,10 @@ struct Node {
 
   GpuMask all_gpus() const {
     return gpu_count >= 64 ? ~GpuMask{0} : ((GpuMask{1} << gpu_count) - 1);
+  }
+  // New work may land here: healthy or degraded, and not cordoned.
+  bool takes_work() const {
+    return (health == Health::kHealthy || health == Health::kDegraded) && !cordoned;
   }
 };
 

@@ -20,6 +20,16 @@ std::string_view WorkloadKindName(WorkloadKind kind) {
   return "unknown";
 }
 
+std::string_view HealthName(Health health) {
+  switch (health) {
+    case Health::kHealthy: return "healthy";
+    case Health::kDegraded: return "degraded";
+    case Health::kFailed: return "failed";
+    case Health::kNotReady: return "not_ready";
+  }
+  return "unknown";
+}
+
 std::string_view TopologyLevelName(TopologyLevel level) {
   switch (level) {
     case TopologyLevel::kNone: return "none";

@@ -107,6 +107,9 @@ struct Workload {
   DebugSpec debug;
 
   Priority priority;
+  // An admin approved its project's top tier for it (state::ApproveEdit):
+  // re-derivations keep the approved tier instead of the fallback.
+  bool top_tier_approved = false;
 
   int min_gpus() const { return min_pods * gpus_per_pod; }
   bool is_gang() const { return min_pods > 1; }

@@ -179,7 +179,7 @@ ClusterState::ClusterState(const Snapshot& snapshot,
       c.id = id;
       c.representative = NodeId(static_cast<uint32_t>(i));
       c.pool = node.pool;
-      c.usable = node.health != Health::kFailed && !node.cordoned;
+      c.usable = node.takes_work();
       c.degraded = node.health == Health::kDegraded;
       c.lent = lent;
       c.gpu_count = node.gpu_count;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <string>
-#include <unordered_map>
 
 namespace tidal {
 namespace {
@@ -151,48 +150,6 @@ bool MayBorrowShared(const Workload& workload, const PriorityTemplate& tmpl) {
   if (!tmpl.require_checkpoint_to_borrow) return true;
   return !(workload.kind == WorkloadKind::kTraining && workload.preemptible &&
            workload.training.checkpoint_interval.count() <= 0);
-}
-
-Status DeriveSnapshotPriorities(const std::vector<PriorityTemplate>& templates,
-                                Snapshot& snapshot) {
-  std::unordered_map<WorkloadId, size_t> index_of;
-  for (size_t i = 0; i < snapshot.workloads.size(); ++i) {
-    index_of[snapshot.workloads[i].id] = i;
-  }
-  std::vector<int> queue_used(snapshot.queues.size(), 0);
-  std::vector<int> allocated(snapshot.workloads.size(), 0);
-  for (const Allocation& a : snapshot.allocations) {
-    auto it = index_of.find(a.workload);
-    if (it == index_of.end()) continue;
-    const Workload& w = snapshot.workloads[it->second];
-    const int gpus = a.gpu_count();
-    allocated[it->second] += gpus;
-    if (w.queue.valid() && w.queue.value() < queue_used.size()) {
-      queue_used[w.queue.value()] += gpus;
-    }
-  }
-  for (size_t i = 0; i < snapshot.workloads.size(); ++i) {
-    Workload& w = snapshot.workloads[i];
-    if (!w.project.valid() || w.project.value() >= snapshot.projects.size()) {
-      return InvalidArgument("workload '" + w.name + "' has no valid project");
-    }
-    if (!w.queue.valid() || w.queue.value() >= snapshot.queues.size()) {
-      return InvalidArgument("workload '" + w.name + "' has no valid queue");
-    }
-    const Queue& queue = snapshot.queues[w.queue.value()];
-    const Project& project = snapshot.projects[w.project.value()];
-    const bool holds_gpus = allocated[i] > 0;
-    const int requested = holds_gpus ? allocated[i] : w.min_gpus();
-    const int others = queue_used[queue.id.value()] - allocated[i];
-    const BudgetState budget = ComputeBudgetState(project, queue, others, requested);
-    TIDAL_ASSIGN_OR_RETURN(w.priority, DerivePriority(templates, w, project, budget, snapshot.now));
-    if (w.state == WorkloadState::kPending && w.priority.awaiting_approval) {
-      w.state = WorkloadState::kAwaitingApproval;
-    } else if (w.state == WorkloadState::kAwaitingApproval && !w.priority.awaiting_approval) {
-      w.state = WorkloadState::kPending;
-    }
-  }
-  return Status::Ok();
 }
 
 }  // namespace tidal

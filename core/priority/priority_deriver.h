@@ -30,7 +30,6 @@
 #include "core/common/time.h"
 #include "core/model/policy.h"
 #include "core/model/queue.h"
-#include "core/model/snapshot.h"
 #include "core/model/workload.h"
 
 namespace tidal {
@@ -68,14 +67,6 @@ StatusOr<Priority> DerivePriority(const std::vector<PriorityTemplate>& templates
 // sets `require_checkpoint_to_borrow`: losing such a job to an inference
 // return throws away all its work, so it stays off the shared pool's loan.
 bool MayBorrowShared(const Workload& workload, const PriorityTemplate& tmpl);
-
-// Fills `priority` of every workload in `snapshot`, computing each one's
-// budget state from the allocations of its queue (its own GPUs excluded, then
-// added as requested: allocated GPUs when running, its gang minimum when
-// not). A pending workload that awaits approval moves to kAwaitingApproval;
-// one that no longer awaits it moves back to kPending.
-Status DeriveSnapshotPriorities(const std::vector<PriorityTemplate>& templates,
-                                Snapshot& snapshot);
 
 }  // namespace tidal
 

@@ -134,7 +134,8 @@ struct RegisterNodeEdit {
   std::vector<Rack> racks;
 };
 
-// A node failed or lost its lease (kFailed), or came back (kHealthy).
+// A node failed (kFailed), lost its agent's lease (kNotReady), or came back
+// (kHealthy, kDegraded).
 struct NodeHealthEdit {
   NodeId node;
   Health health = Health::kHealthy;

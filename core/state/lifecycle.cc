@@ -8,6 +8,11 @@ LifecycleOptions ServerLifecycleOptions(const PolicyConfig& policy) {
   return LifecycleOptions{policy.preemption.default_grace, kServerExitReportSlack};
 }
 
+Cluster ClusterAwaitingAgents(Cluster cluster) {
+  for (Node& node : cluster.nodes) node.health = Health::kNotReady;
+  return cluster;
+}
+
 void Lifecycle::Arm(Time at, TimerKind kind, WorkloadId w, Time armed_for) {
   timers_.push(Timer{at, next_seq_++, kind, w, armed_for});
 }

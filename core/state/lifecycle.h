@@ -75,6 +75,12 @@ class Lifecycle {
   std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
 };
 
+// The cluster as a control plane holds it before any agent registers: every
+// node not ready (Health::kNotReady), so nothing is placed where no agent
+// would start it. A registration makes a node ready (RegisterNodeEdit). The
+// server starts from this, and so does a replay of its journal.
+Cluster ClusterAwaitingAgents(Cluster cluster);
+
 }  // namespace tidal::state
 
 #endif  // TIDAL_CORE_STATE_LIFECYCLE_H_

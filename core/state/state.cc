@@ -57,6 +57,9 @@ State::State(Cluster cluster, std::vector<Queue> queues, std::vector<Project> pr
   snap_.free_gpus.resize(nodes);
   for (size_t n = 0; n < nodes; ++n) RefreshFree(NodeId(static_cast<uint32_t>(n)));
   queue_used_.assign(snap_.queues.size(), 0);
+  project_gpus_.assign(snap_.projects.size(), 0);
+  project_gpu_s_.assign(snap_.projects.size(), 0);
+  for (const Project& p : snap_.projects) project_base_hours_.push_back(p.used_gpu_hours);
 }
 
 StatusOr<State> State::FromSnapshot(const Snapshot& snapshot) {
@@ -100,7 +103,17 @@ StatusOr<State> State::FromSnapshot(const Snapshot& snapshot) {
   return s;
 }
 
-void State::AdvanceTo(Time t) { snap_.now = std::max(snap_.now, t); }
+void State::AdvanceTo(Time t) {
+  if (t <= snap_.now) return;
+  // Spend accrues with the clock: GPUs held × time, per project.
+  const double dt_s = std::chrono::duration<double>(t - snap_.now).count();
+  for (size_t p = 0; p < project_gpus_.size(); ++p) {
+    if (project_gpus_[p] == 0) continue;
+    project_gpu_s_[p] += dt_s * project_gpus_[p];
+    snap_.projects[p].used_gpu_hours = project_base_hours_[p] + project_gpu_s_[p] / 3600.0;
+  }
+  snap_.now = t;
+}
 
 Status State::Apply(const Edit& edit) {
   return std::visit([this](const auto& e) { return ApplyEdit(e); }, edit);
@@ -186,9 +199,11 @@ Status State::CheckFree(const std::vector<PodPlacement>& pods, bool require_usab
     if (p.gpus == 0 || (p.gpus & ~node.all_gpus()) != 0) {
       return InvalidArgument("pod " + std::to_string(k) + ": GPUs not on node " + node.name);
     }
-    if (require_usable && (node.health == Health::kFailed || node.cordoned)) {
+    if (require_usable && !node.takes_work()) {
       return FailedPrecondition("pod " + std::to_string(k) + ": node " + node.name +
-                                (node.cordoned ? " is cordoned" : " has failed"));
+                                (node.cordoned                         ? " is cordoned"
+                                 : node.health == Health::kNotReady ? " is not ready"
+                                                                    : " has failed"));
     }
     if (require_usable && (p.gpus & node.failed_gpus) != 0) {
       return FailedPrecondition("pod " + std::to_string(k) + ": a GPU on " + node.name + " has failed");
@@ -220,6 +235,7 @@ void State::Bind(const Workload& w, int alloc, const PodPlacement& pod) {
   const int g = std::popcount(pod.gpus);
   snap_.allocation_gpus[alloc] += g;
   queue_used_[w.queue.value()] += g;
+  if (w.project.valid()) project_gpus_[w.project.value()] += g;
   if (observer_ != nullptr) observer_->OnPodBound(w, pod);
 }
 
@@ -229,6 +245,7 @@ void State::Unbind(const Workload& w, int alloc, const PodPlacement& pod) {
   const int g = std::popcount(pod.gpus);
   snap_.allocation_gpus[alloc] -= g;
   queue_used_[w.queue.value()] -= g;
+  if (w.project.valid()) project_gpus_[w.project.value()] -= g;
   if (observer_ != nullptr) observer_->OnPodFreed(w, pod);
 }
 
@@ -281,6 +298,7 @@ Status State::ApplyEdit(const ApproveEdit& e) {
   }
   w.state = WorkloadState::kPending;
   w.priority.awaiting_approval = false;
+  w.top_tier_approved = true;
   return Status::Ok();
 }
 
@@ -526,6 +544,7 @@ Status State::CheckInvariants() const {
   const size_t nodes = snap_.cluster.nodes.size();
   std::vector<GpuMask> used(nodes, 0);
   std::vector<int> queue_used(snap_.queues.size(), 0);
+  std::vector<int> project_gpus(snap_.projects.size(), 0);
   if (snap_.allocations.size() != snap_.allocation_gpus.size() || snap_.allocations.size() != meta_.size()) {
     return Internal("allocation vectors differ in size");
   }
@@ -559,6 +578,7 @@ Status State::CheckInvariants() const {
                       std::to_string(snap_.allocation_gpus[k]));
     }
     queue_used[w.queue.value()] += gpus;
+    if (w.project.valid()) project_gpus[w.project.value()] += gpus;
   }
   for (size_t n = 0; n < nodes; ++n) {
     const Node& node = snap_.cluster.nodes[n];
@@ -567,6 +587,7 @@ Status State::CheckInvariants() const {
     }
   }
   if (queue_used != queue_used_) return Internal("GPUs per queue are out of date");
+  if (project_gpus != project_gpus_) return Internal("GPUs per project are out of date");
   for (size_t i = 0; i < snap_.workloads.size(); ++i) {
     const Workload& w = snap_.workloads[i];
     const Slot* s = SlotOf(w.id);

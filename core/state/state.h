@@ -18,6 +18,7 @@
 #ifndef TIDAL_CORE_STATE_STATE_H_
 #define TIDAL_CORE_STATE_STATE_H_
 
+#include <chrono>
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
@@ -79,9 +80,11 @@ class State {
   GpuMask used_gpus(NodeId n) const { return used_[n.value()]; }
   const std::vector<int>& queue_used_gpus() const { return queue_used_; }
 
-  // A project's spend is derived (from run time), not an edit: the caller
-  // recomputes it before deriving priorities.
-  void SetProjectUsedGpuHours(ProjectId p, double hours) { snap_.projects[p.value()].used_gpu_hours = hours; }
+  // A project's spend (Project::used_gpu_hours in the snapshot) is what it
+  // had when the state was made plus the GPUs its workloads held × the time
+  // they held them, as the clock advances: a pure function of the edits and
+  // the clock, so the server, the simulator and a replay agree on it.
+  int project_used_gpus(ProjectId p) const { return project_gpus_[p.value()]; }
 
   // Recomputes free GPUs, GPUs per allocation and per queue, the id indexes
   // and the state/allocation agreement from scratch; the first mismatch.
@@ -137,6 +140,9 @@ class State {
   std::vector<AllocationMeta> meta_;  // parallel to snap_.allocations
   std::vector<GpuMask> used_;         // by node
   std::vector<int> queue_used_;       // by queue
+  std::vector<int> project_gpus_;     // GPUs held, by project
+  std::vector<double> project_gpu_s_;       // GPU-seconds held since the state was made, by project
+  std::vector<double> project_base_hours_;  // used_gpu_hours when the state was made, by project
   // Dense ids (both callers number workloads in submit order) index a flat
   // vector; ids past it fall back to a hash map.
   std::vector<Slot> dense_;

@@ -5,14 +5,18 @@
 
 namespace tidal::state {
 
-StateMachine::StateMachine(State state, LifecycleOptions options)
-    : state_(std::move(state)), lifecycle_(options), default_grace_(options.default_grace) {
+StateMachine::StateMachine(State state, LifecycleOptions options, std::vector<PriorityTemplate> templates)
+    : state_(std::move(state)),
+      lifecycle_(options),
+      refresher_(std::move(templates)),
+      default_grace_(options.default_grace) {
   lifecycle_.ArmExisting(state_);
 }
 
 Status StateMachine::Apply(const Edit& edit, EditOrigin origin) {
   TIDAL_RETURN_IF_ERROR(state_.Apply(edit));
   lifecycle_.Observe(edit, state_);
+  refresher_.Observe(edit);
   if (sink_) sink_(state_.now(), origin, edit);
   return Status::Ok();
 }
@@ -25,6 +29,12 @@ std::vector<Edit> StateMachine::Tick() {
     if (Apply(e, EditOrigin::kLifecycle).ok()) applied.push_back(std::move(e));
   }
   return applied;
+}
+
+Status StateMachine::RefreshPriorities() {
+  PriorityRefresh refresh = refresher_.Refresh(state_);
+  for (const SetPriorityEdit& e : refresh.edits) TIDAL_RETURN_IF_ERROR(Apply(e, EditOrigin::kPriority));
+  return refresh.first_error;
 }
 
 // All edits of one decision, or none: each is checked against the state as

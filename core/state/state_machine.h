@@ -6,6 +6,7 @@
 //
 //   machine.AdvanceTo(now);
 //   machine.Tick();                          // due timers: grace, leaving, max runtime
+//   machine.RefreshPriorities();             // budget and deadline moves
 //   machine.ApplyPlan(controller.Prepare(machine.state().snapshot()));
 //   machine.ApplyDecisions(scheduler.Schedule(machine.state().snapshot()));
 //
@@ -34,6 +35,7 @@
 #include "core/colocation/colocation_controller.h"
 #include "core/model/decision.h"
 #include "core/state/lifecycle.h"
+#include "core/state/priority_refresher.h"
 #include "core/state/state.h"
 
 namespace tidal::state {
@@ -55,7 +57,9 @@ class StateMachine {
   // the edit is not copied (a journal that keeps it copies it).
   using Sink = std::function<void(Time at, EditOrigin origin, const Edit& edit)>;
 
-  StateMachine(State state, LifecycleOptions options);
+  // `templates` are the policy's priority templates; with none, priorities
+  // are never refreshed (engine tests that set priorities by hand).
+  StateMachine(State state, LifecycleOptions options, std::vector<PriorityTemplate> templates = {});
 
   const State& state() const { return state_; }
   const Lifecycle& lifecycle() const { return lifecycle_; }
@@ -71,8 +75,10 @@ class StateMachine {
   ApplyOutcome ApplyDecisions(const Decisions& decisions);
   // The co-location plan: replica targets and loans, then its decisions.
   ApplyOutcome ApplyPlan(const ColocationPlan& plan);
-
-  void SetProjectUsedGpuHours(ProjectId p, double hours) { state_.SetProjectUsedGpuHours(p, hours); }
+  // Re-derives the priorities that the budget or the clock moved
+  // (core/state/priority_refresher.h) and applies them as SetPriority edits
+  // of origin kPriority. The error is the first derivation that failed.
+  Status RefreshPriorities();
 
  private:
   Status ApplyGroup(const std::vector<Edit>& group, EditOrigin origin);
@@ -80,6 +86,7 @@ class StateMachine {
 
   State state_;
   Lifecycle lifecycle_;
+  PriorityRefresher refresher_;
   Duration default_grace_;
   Sink sink_;
 };

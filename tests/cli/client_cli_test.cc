@@ -35,6 +35,7 @@ class CliTest : public ::testing::Test {
   void SetUp() override {
     server_ = std::make_unique<ServerProcess>();
     ASSERT_TRUE(server_->running());
+    server_->RegisterClusterNodes();
     home_ = server_->dir() + "/home";
     std::filesystem::create_directories(home_);
   }

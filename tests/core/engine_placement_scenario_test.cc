@@ -92,7 +92,7 @@ TEST(PlacementScenarioTest, ConstraintsHealthAndPoolsRouteWork) {
   const WaitDecision* health = FindWait(d, WorkloadId(2));
   ASSERT_NE(health, nullptr);
   EXPECT_EQ(health->reason, ReasonCode::kNodeHealth);
-  EXPECT_EQ(health->detail, "node health: all 1 matching nodes are failed or cordoned");
+  EXPECT_EQ(health->detail, "node health: all 1 matching nodes are failed, not ready or cordoned");
   ASSERT_EQ(d.rejects.size(), 1u);
   EXPECT_EQ(d.rejects[0].workload, WorkloadId(3));
   EXPECT_EQ(d.rejects[0].reason, ReasonCode::kConstraints);

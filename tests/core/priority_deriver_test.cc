@@ -274,40 +274,5 @@ TEST(PriorityDeriverTest, OnlyCheckpointingPreemptibleTrainingMayBorrowShared) {
   EXPECT_TRUE(MayBorrowShared(MakeWorkload(WorkloadKind::kTraining), t));
 }
 
-TEST(PriorityDeriverTest, SnapshotPrioritiesCountTheQueuesAllocations) {
-  Snapshot s;
-  s.now = kNow;
-  Queue q;
-  q.id = QueueId(0);
-  q.name = "q";
-  q.guaranteed_gpus = 8;
-  s.queues = {q};
-  s.projects = {MakeProject("standard"), MakeProject("critical", false)};
-  s.projects[1].id = ProjectId(1);
-  Workload running = MakeWorkload(WorkloadKind::kTraining);
-  running.state = WorkloadState::kRunning;
-  Workload pending = MakeWorkload(WorkloadKind::kTraining);
-  pending.id = WorkloadId(2);
-  pending.gpus_per_pod = 4;
-  Workload critical = MakeWorkload(WorkloadKind::kTraining);
-  critical.id = WorkloadId(3);
-  critical.project = ProjectId(1);
-  s.workloads = {running, pending, critical};
-  Allocation a;
-  a.workload = WorkloadId(1);
-  a.pods = {PodPlacement{NodeId(0), 0x3F}};  // 6 GPUs
-  s.allocations = {a};
-
-  ASSERT_TRUE(DeriveSnapshotPriorities({DefaultTemplate()}, s).ok());
-  // Running: 0 others + its 6 GPUs <= 8: within, 500.
-  EXPECT_EQ(s.workloads[0].priority.value, 500);
-  // Pending: 6 in use + 4 requested = 10 > 8: borrowing, 500 - 200 = 300.
-  EXPECT_EQ(s.workloads[1].priority.value, 300);
-  // Critical unapproved: 6 + 1 = 7 <= 8: within at standard, 500; its state follows.
-  EXPECT_EQ(s.workloads[2].priority.value, 500);
-  EXPECT_EQ(s.workloads[2].state, WorkloadState::kAwaitingApproval);
-  EXPECT_EQ(s.workloads[1].state, WorkloadState::kPending);
-}
-
 }  // namespace
 }  // namespace tidal

@@ -84,6 +84,20 @@ TEST(StateTest, NothingLandsOnAFailedOrCordonedNodeOrAFailedGpu) {
   EXPECT_TRUE(m.Apply(state::PlaceEdit{WorkloadId(1), {{N(1), GpuRange(0, 1)}}}).ok());
 }
 
+TEST(StateTest, NothingLandsOnANodeWithoutAnAgentUntilItRegisters) {
+  Snapshot s = testing::SimpleCluster(1, 1);
+  StateMachine m = Machine(State(state::ClusterAwaitingAgents(s.cluster), s.queues, s.projects));
+  Submit(m, Job(1, QueueId(0), 1, 1, hours(1)));
+  const Status refused = m.Apply(state::PlaceEdit{WorkloadId(1), {{N(0), GpuRange(0, 1)}}});
+  EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.message().find("not ready"), std::string::npos) << refused.message();
+  // Its agent registers: the node as it describes itself, ready.
+  Node node = m.state().snapshot().cluster.node(N(0));
+  node.health = Health::kHealthy;
+  ASSERT_TRUE(m.Apply(state::RegisterNodeEdit{node, s.cluster.zones, s.cluster.racks}).ok());
+  EXPECT_TRUE(m.Apply(state::PlaceEdit{WorkloadId(1), {{N(0), GpuRange(0, 1)}}}).ok());
+}
+
 TEST(StateTest, ReleaseSwapRemovesAndKeepsIndexesRight) {
   StateMachine m = Machine();
   for (uint64_t id = 1; id <= 4; ++id) Submit(m, Job(id, QueueId(0), 1, 2, hours(1)));

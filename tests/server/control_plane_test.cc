@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "protocol/heartbeat.h"
+#include "protocol/node_registration.h"
 #include "protocol/pod_assignment.h"
 #include "protocol/pod_event.h"
 #include "server/control_plane.h"
@@ -38,6 +39,18 @@ class ControlPlaneTest : public ::testing::Test {
     config_ = *config;
     clock_.Set(TimeFromMillis(1'764'000'000'000));
     Open();
+    if (AgentsRegisterAtStart()) RegisterClusterNodes();
+  }
+  virtual bool AgentsRegisterAtStart() const { return true; }
+  // Every node of the cluster file, as its agent would register it (nothing
+  // lands on a node whose agent never registered).
+  void RegisterClusterNodes() {
+    for (const Node& node : config_.catalog.cluster.nodes) {
+      protocol::NodeRegistration reg;
+      reg.name = node.name;
+      auto r = cp_->RegisterNode(kAgent, protocol::NodeRegistrationToJson(reg));
+      ASSERT_TRUE(r.ok()) << node.name << ": " << r.status().ToString();
+    }
   }
   void TearDown() override {
     cp_.reset();
@@ -93,6 +106,44 @@ class ControlPlaneTest : public ::testing::Test {
   ManualClock clock_;
   std::unique_ptr<ControlPlane> cp_;
 };
+
+// Issue #9, promise 6: the nodes of the cluster file have no agents yet.
+class ControlPlaneWithoutAgentsTest : public ControlPlaneTest {
+ protected:
+  bool AgentsRegisterAtStart() const override { return false; }
+};
+
+TEST_F(ControlPlaneWithoutAgentsTest, NothingLandsOnANodeWhoseAgentNeverRegisteredOrWasLost) {
+  const std::string node = "trn-rack-a-1";
+  ASSERT_FALSE(NodeView(node).is_null());
+  const uint64_t id = Submit({{"name", "t"}, {"project", "vision"}, {"gpus_per_replica", 8}});
+  cp_->RunPass();
+  // 8 nodes in the cluster file, none registered: nothing placed, and
+  // explain says why (the 4 training and 2 shared nodes its queue may use).
+  EXPECT_EQ(Get(id)["state"], "pending");
+  EXPECT_EQ(NodeView(node)["health"], "not_ready");
+  const json e = cp_->Explain(kAdmin, id).value();
+  EXPECT_NE(e["detail"].get<std::string>().find("not ready"), std::string::npos) << e.dump();
+
+  // Its agent registers: the job lands there.
+  protocol::NodeRegistration reg;
+  reg.name = node;
+  ASSERT_TRUE(cp_->RegisterNode(kAgent, protocol::NodeRegistrationToJson(reg)).ok());
+  EXPECT_EQ(NodeView(node)["health"], "healthy");
+  cp_->RunPass();
+  json w = Get(id);
+  ASSERT_EQ(w["state"], "running");
+  EXPECT_EQ(w["allocation"]["pods"][0]["node"], node);
+
+  // The lease (30 s) runs out: the node is not ready again, the job waits,
+  // and a new one does not go there either.
+  clock_.Advance(seconds(31));
+  cp_->RunPass();
+  EXPECT_EQ(NodeView(node)["health"], "not_ready");
+  EXPECT_EQ(Get(id)["state"], "pending");
+  cp_->RunPass();
+  EXPECT_EQ(Get(id)["state"], "pending");
+}
 
 TEST_F(ControlPlaneTest, ABadRegistrationChangesNothing) {
   // A new node whose GPU list is bad: refused, and neither the node nor its

@@ -54,6 +54,7 @@ TEST(ServerApi, SubmitFillsDefaultsAndDerivesPriority) {
 
 TEST(ServerApi, SchedulingLoopPlacesAGangWhole) {
   ServerProcess s;
+  s.RegisterClusterNodes();
   json w = Submit(s, kResearchToken, {{"name", "gang"}, {"project", "vision"}, {"gpus_per_replica", 8}, {"replicas", 2}});
   json running = WaitFor(s, w["id"], [](const json& x) { return x["state"] == "running"; });
   ASSERT_TRUE(running["allocation"].is_object());
@@ -84,6 +85,7 @@ TEST(ServerApi, ListFiltersByProjectKindAndState) {
 
 TEST(ServerApi, CancelPendingEndsAtOnceAndRunningGetsNotice) {
   ServerProcess s;
+  s.RegisterClusterNodes();
   // The ads queue guarantees 8 GPUs and may not borrow: the second waits.
   json first = Submit(s, kAdsToken, {{"name", "one"}, {"gpus_per_replica", 8}});
   json second = Submit(s, kAdsToken, {{"name", "two"}, {"gpus_per_replica", 8}});
@@ -100,6 +102,7 @@ TEST(ServerApi, CancelPendingEndsAtOnceAndRunningGetsNotice) {
 
 TEST(ServerApi, TopTierWaitsForAdminApproval) {
   ServerProcess s;
+  s.RegisterClusterNodes();
   json w = Submit(s, kResearchToken, {{"name", "pretrain"}, {"project", "llm-pretrain"}, {"gpus_per_replica", 8}});
   EXPECT_EQ(w["state"], "awaiting_approval");
   EXPECT_TRUE(w["priority"]["awaiting_approval"].get<bool>());
@@ -117,6 +120,7 @@ TEST(ServerApi, TopTierWaitsForAdminApproval) {
 
 TEST(ServerApi, ExplainGivesTheDominantReasonWithNumbers) {
   ServerProcess s;
+  s.RegisterClusterNodes();
   Submit(s, kAdsToken, {{"name", "fill"}, {"gpus_per_replica", 8}});
   json w = Submit(s, kAdsToken, {{"name", "more"}, {"gpus_per_replica", 8}});
   const std::string path = "/v1/workloads/" + std::to_string(w["id"].get<uint64_t>()) + "/explain";
@@ -135,6 +139,7 @@ TEST(ServerApi, ExplainGivesTheDominantReasonWithNumbers) {
 
 TEST(ServerApi, DryRunAnswersWithoutStoringAnything) {
   ServerProcess s;
+  s.RegisterClusterNodes();
   HttpReply r = s.PostJson("/v1/dry-run", kResearchToken, json{{"name", "probe"}, {"project", "vision"}, {"gpus_per_replica", 4}});
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_TRUE(r.json()["would_start"].get<bool>());
@@ -172,6 +177,7 @@ TEST(ServerApi, ResizeElasticJobWithinItsBounds) {
 
 TEST(ServerApi, QueuesAndNodesShowUsage) {
   ServerProcess s;
+  s.RegisterClusterNodes();
   json w = Submit(s, kResearchToken, {{"name", "use"}, {"project", "vision"}, {"gpus_per_replica", 8}});
   WaitFor(s, w["id"], [](const json& x) { return x["state"] == "running"; });
   json queues = s.Get("/v1/queues", kResearchToken).json();
@@ -263,6 +269,7 @@ TEST(ServerApi, GpuFaultDrainsTheNode) {
 
 TEST(ServerApi, MetricsAreExposedInPrometheusFormat) {
   ServerProcess s;
+  s.RegisterClusterNodes();
   json w = Submit(s, kResearchToken, {{"name", "m"}, {"project", "vision"}, {"gpus_per_replica", 1}});
   // The allocation gauge follows the placement: wait for that, not a clock.
   WaitFor(s, w["id"], [](const json& x) { return x["state"] == "running"; });
@@ -282,6 +289,7 @@ TEST(ServerApi, MetricsAreExposedInPrometheusFormat) {
 
 TEST(ServerApi, ReportsAreScopedToTheTenantAndComeAsCsv) {
   ServerProcess s;
+  s.RegisterClusterNodes();
   json w = Submit(s, kResearchToken, {{"name", "r"}, {"project", "vision"}, {"gpus_per_replica", 8}});
   Submit(s, kAdsToken, {{"name", "a"}, {"gpus_per_replica", 8}});
   WaitFor(s, w["id"], [](const json& x) { return x["state"] == "running"; });
@@ -318,6 +326,7 @@ namespace {
 // against the preemption.
 TEST(ServerApi, ReclaimIsAuditedWithLostWorkAndRecoveryTime) {
   ServerProcess s;
+  s.RegisterClusterNodes();
   // Research may hold 40 guaranteed + 8 borrowed GPUs: six 8-GPU sandbox
   // jobs fill the training and shared pools. They checkpoint, since the
   // policy lets only checkpointing training borrow the shared pool.

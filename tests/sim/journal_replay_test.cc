@@ -109,7 +109,9 @@ class JournalReplayTest : public ::testing::Test {
     auto opened = server::OpenStore("sqlite:" + store_path());
     ASSERT_TRUE(opened.ok()) << opened.status().ToString();
     std::unique_ptr<server::Store> store = std::move(*opened);
-    testing::JournalDriver d(state::State(cluster_.cluster, cluster_.queues, cluster_.projects), policy_);
+    // As a server starts: no node is ready until its agent registers.
+    testing::JournalDriver d(
+        state::State(state::ClusterAwaitingAgents(cluster_.cluster), cluster_.queues, cluster_.projects), policy_);
     uint64_t last = 0;
     bool first = true;
     const auto commit = [&] {
@@ -129,6 +131,11 @@ class JournalReplayTest : public ::testing::Test {
     // Nodes in file order: inf 0 | shr 1, 2 | trn 3, 4 (checked in SetUp).
     const auto node = [](uint32_t index) { return NodeId(index); };
     const WorkloadId chat(1), big(2), low(3), urgent(4);
+    for (const Node& n : cluster_.cluster.nodes) {
+      Node ready = n;
+      ready.health = Health::kHealthy;
+      world(T(0), state::RegisterNodeEdit{ready, cluster_.cluster.zones, cluster_.cluster.racks});
+    }
 
     world(T(0), state::SubmitEdit{Submitted(1, "chat", cluster_, "online", WorkloadKind::kInference, 1, 8, 1500,
                                             PreemptibilityClass::kNever, T(0))});

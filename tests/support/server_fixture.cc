@@ -26,6 +26,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "protocol/node_registration.h"
+
 namespace tidal::testing {
 
 std::string DefaultServerConfig(const std::string& extra_yaml) {
@@ -110,6 +112,18 @@ void ServerProcess::Kill(int signal) {
   int status = 0;
   waitpid(pid_, &status, 0);
   pid_ = -1;
+}
+
+void ServerProcess::RegisterClusterNodes() const {
+  const HttpReply nodes = Get("/v1/nodes", kAdminToken);
+  if (nodes.status != 200) throw std::runtime_error("GET /v1/nodes: " + std::to_string(nodes.status) + " " + nodes.body);
+  const nlohmann::json list = nodes.json();  // the loop must not range over a temporary's member
+  for (const nlohmann::json& n : list["nodes"]) {
+    protocol::NodeRegistration reg;
+    reg.name = n["name"].get<std::string>();
+    const HttpReply r = PostJson("/v1/agent/register", kAgentToken, protocol::NodeRegistrationToJson(reg));
+    if (r.status != 200) throw std::runtime_error("register " + reg.name + ": " + r.body);
+  }
 }
 
 HttpReply ServerProcess::Get(const std::string& path, const std::string& token) const {

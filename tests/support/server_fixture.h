@@ -56,6 +56,12 @@ class ServerProcess {
   HttpReply PostJson(const std::string& path, const std::string& token, const nlohmann::json& body) const {
     return Post(path, token, body.dump());
   }
+  // Registers every node the server knows (GET /v1/nodes) as its agent
+  // would, with the agent token and nothing but its name: a node whose agent
+  // never registered is not ready and takes no work. Stands in for agents in
+  // tests that schedule without running pods; the leases run out after
+  // node_lease_s without heartbeats.
+  void RegisterClusterNodes() const;
 
  private:
   std::string dir_;

@@ -1,0 +1,78 @@
+// Keeps derived priorities current as the budget moves and the clock runs.
+// It is the one refresher: the server and the simulator both call it through
+// StateMachine::RefreshPriorities, once per pass, before the engine runs.
+//
+// Algorithm (each pass):
+//  1. Budget flags. For every project, "over budget" (a budget, and
+//     used_gpu_hours >= it); for every queue, "over guarantee" (GPUs in use
+//     > guaranteed). A running workload's budget state depends only on these
+//     two flags (its queue's usage already includes its own GPUs).
+//  2. Candidates. When any flag changed since the last pass, every live
+//     workload. Otherwise only the watched ones: a workload is watched from
+//     the edit that touched it (submit, approve, place, grow, shrink, pod
+//     exit, notice, requeue, target change) until a pass finds it neither
+//     pending nor time-dependent. Pending ones stay watched because their
+//     budget state also depends on their queue's exact usage (usage + gang
+//     minimum vs the guarantee); time-dependent ones (a deadline) because
+//     their near-deadline bonus moves with the clock.
+//  3. Derivation. A candidate (not terminating) gets its budget state
+//     (ComputeBudgetState with its held GPUs, or its gang minimum while it
+//     holds none); when that equals the one last derived and it is not
+//     time-dependent, nothing changes. Otherwise DerivePriority runs, with
+//     the project's top tier approved when an admin approved the workload.
+//  4. Edits. A derived priority that differs from the current one (value,
+//     class, approval, or the derivation text of a workload without a
+//     deadline, whose text does not move with the clock) becomes a
+//     SetPriorityEdit. The caller applies them in order.
+// A pass costs O(projects + queues + watched), or O(live) when a flag moved.
+#ifndef TIDAL_CORE_STATE_PRIORITY_REFRESHER_H_
+#define TIDAL_CORE_STATE_PRIORITY_REFRESHER_H_
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "core/common/status.h"
+#include "core/model/policy.h"
+#include "core/state/edit.h"
+#include "core/state/state.h"
+
+namespace tidal::state {
+
+struct PriorityRefresh {
+  std::vector<SetPriorityEdit> edits;
+  // The first derivation that failed (no template applies, an unknown tier);
+  // the workload keeps its priority. The others are still refreshed.
+  Status first_error;
+};
+
+class PriorityRefresher {
+ public:
+  explicit PriorityRefresher(std::vector<PriorityTemplate> templates);
+
+  // Told of every applied edit: watches the workload it touched.
+  void Observe(const Edit& edit);
+  PriorityRefresh Refresh(const State& state);
+
+ private:
+  struct Entry {
+    BudgetState budget = BudgetState::kWithinGuarantee;
+    bool derived = false;
+    bool watched = false;
+  };
+  Entry& EntryOf(WorkloadId id);
+  void Watch(WorkloadId id);
+
+  std::vector<PriorityTemplate> templates_;
+  // Ids are dense in both callers; ids past the vector use the map.
+  std::vector<Entry> dense_;
+  std::unordered_map<uint64_t, Entry> sparse_;
+  std::vector<WorkloadId> watch_;
+  std::vector<uint8_t> project_over_;
+  std::vector<uint8_t> queue_over_;
+  bool flags_known_ = false;
+};
+
+}  // namespace tidal::state
+
+#endif  // TIDAL_CORE_STATE_PRIORITY_REFRESHER_H_

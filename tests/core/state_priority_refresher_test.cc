@@ -1,0 +1,145 @@
+// The one priority refresher (core/state/priority_refresher.h), through
+// StateMachine::RefreshPriorities: what the server and the simulator both run.
+#include <gtest/gtest.h>
+
+#include "core/state/state_machine.h"
+#include "tests/support/cluster_builder.h"
+
+namespace tidal {
+namespace {
+
+using state::State;
+using state::StateMachine;
+using testing::GpuRange;
+
+// Tiers: critical 1000 (never, needs approval), standard 500; training +0;
+// budget within guarantee +0, borrowing -200, over budget -400.
+PriorityTemplate Template() {
+  PriorityTemplate t;
+  t.name = "default";
+  t.tiers["critical"] = TierRule{1000, PreemptibilityClass::kNever, true};
+  t.tiers["standard"] = TierRule{500, PreemptibilityClass::kPreemptible, false};
+  t.fallback_tier = "standard";
+  t.attributes.kind_bonus = {{WorkloadKind::kTraining, 0}};
+  t.budget = BudgetRules{0, -200, -400};
+  return t;
+}
+
+// Two 8-GPU nodes; queue "default" guarantees 8 GPUs; one project of the
+// given tier and GPU-hour budget (0 = none).
+StateMachine Machine(const std::string& tier = "standard", double budget_gpu_hours = 0) {
+  Snapshot s = testing::SimpleCluster(1, 2);
+  s.queues[0].guaranteed_gpus = 8;
+  Project p;
+  p.id = ProjectId(0);
+  p.name = "proj";
+  p.tenant = "acme";
+  p.tier = tier;
+  p.default_queue = QueueId(0);
+  p.budget_gpu_hours = budget_gpu_hours;
+  s.projects = {p};
+  return StateMachine(State(s.cluster, s.queues, s.projects), state::LifecycleOptions{seconds(30), Duration(0)},
+                      {Template()});
+}
+
+Workload Job(uint64_t id, int gpus) {
+  Workload w = testing::Job(id, QueueId(0), 1, gpus, hours(1));
+  w.project = ProjectId(0);
+  w.tenant = "acme";
+  return w;
+}
+
+int PriorityOf(const StateMachine& m, uint64_t id) { return m.state().workload(WorkloadId(id))->priority.value; }
+
+TEST(PriorityRefresherTest, APendingJobBorrowsOnceItsQueueFills) {
+  StateMachine m = Machine();
+  ASSERT_TRUE(m.Apply(state::SubmitEdit{Job(1, 4)}).ok());
+  ASSERT_TRUE(m.RefreshPriorities().ok());
+  // 0 used + 4 asked <= 8 guaranteed: within, 500 + 0.
+  EXPECT_EQ(PriorityOf(m, 1), 500);
+
+  ASSERT_TRUE(m.Apply(state::SubmitEdit{Job(2, 6)}).ok());
+  ASSERT_TRUE(m.Apply(state::PlaceEdit{WorkloadId(2), {{NodeId(0), GpuRange(0, 6)}}}).ok());
+  ASSERT_TRUE(m.RefreshPriorities().ok());
+  // Job 1: 6 used + 4 asked = 10 > 8: borrowing, 500 - 200 = 300. No flag
+  // moved (6 <= 8), so only the watched pending job was looked at.
+  EXPECT_EQ(PriorityOf(m, 1), 300);
+  // Job 2 holds 6 of the 8: within, 500.
+  EXPECT_EQ(PriorityOf(m, 2), 500);
+}
+
+TEST(PriorityRefresherTest, SpendAccruesWithTheClockUntilTheBudgetRunsOut) {
+  StateMachine m = Machine("standard", /*budget_gpu_hours=*/2);
+  ASSERT_TRUE(m.Apply(state::SubmitEdit{Job(1, 4)}).ok());
+  ASSERT_TRUE(m.Apply(state::PlaceEdit{WorkloadId(1), {{NodeId(0), GpuRange(0, 4)}}}).ok());
+  ASSERT_TRUE(m.RefreshPriorities().ok());
+  EXPECT_EQ(PriorityOf(m, 1), 500);
+
+  // 4 GPUs x 20 min = 1.33 GPU-hours of 2: still within.
+  m.AdvanceTo(Time(minutes(20)));
+  EXPECT_NEAR(m.state().snapshot().projects[0].used_gpu_hours, 4.0 / 3.0, 1e-9);
+  ASSERT_TRUE(m.RefreshPriorities().ok());
+  EXPECT_EQ(PriorityOf(m, 1), 500);
+
+  // 4 GPUs x 30 min = 2 GPU-hours: over budget, 500 - 400 = 100.
+  m.AdvanceTo(Time(minutes(30)));
+  EXPECT_NEAR(m.state().snapshot().projects[0].used_gpu_hours, 2.0, 1e-9);
+  ASSERT_TRUE(m.RefreshPriorities().ok());
+  EXPECT_EQ(PriorityOf(m, 1), 100);
+
+  // Released: nothing held, the spend stops at 2 GPU-hours.
+  ASSERT_TRUE(m.Apply(state::ReleaseEdit{WorkloadId(1), WorkloadState::kSucceeded}).ok());
+  m.AdvanceTo(Time(hours(5)));
+  EXPECT_NEAR(m.state().snapshot().projects[0].used_gpu_hours, 2.0, 1e-9);
+  EXPECT_TRUE(m.state().CheckInvariants().ok());
+}
+
+TEST(PriorityRefresherTest, AnApprovedTopTierIsDerivedAtOnceAndKept) {
+  StateMachine m = Machine("critical");
+  ASSERT_TRUE(m.Apply(state::SubmitEdit{Job(1, 4)}).ok());
+  ASSERT_TRUE(m.RefreshPriorities().ok());
+  // Critical awaits approval: the fallback tier, standard 500.
+  const Workload* w = m.state().workload(WorkloadId(1));
+  EXPECT_EQ(w->state, WorkloadState::kAwaitingApproval);
+  EXPECT_EQ(w->priority.value, 500);
+
+  ASSERT_TRUE(m.Apply(state::ApproveEdit{WorkloadId(1)}).ok());
+  ASSERT_TRUE(m.RefreshPriorities().ok());
+  w = m.state().workload(WorkloadId(1));
+  EXPECT_EQ(w->state, WorkloadState::kPending);
+  EXPECT_EQ(w->priority.value, 1000);
+  EXPECT_EQ(w->priority.preemptibility, PreemptibilityClass::kNever);
+
+  // A later budget move re-derives with the approval kept: 6 held + 4 asked
+  // > 8, borrowing, 1000 - 200.
+  ASSERT_TRUE(m.Apply(state::SubmitEdit{Job(2, 6)}).ok());
+  ASSERT_TRUE(m.Apply(state::PlaceEdit{WorkloadId(2), {{NodeId(1), GpuRange(0, 6)}}}).ok());
+  ASSERT_TRUE(m.RefreshPriorities().ok());
+  EXPECT_EQ(PriorityOf(m, 1), 800);
+}
+
+TEST(PriorityRefresherTest, OnlyAChangedPriorityIsAnEdit) {
+  StateMachine m = Machine();
+  int edits = 0;
+  m.set_sink([&](Time, state::EditOrigin origin, const state::Edit&) {
+    if (origin == state::EditOrigin::kPriority) ++edits;
+  });
+  ASSERT_TRUE(m.Apply(state::SubmitEdit{Job(1, 4)}).ok());
+  ASSERT_TRUE(m.RefreshPriorities().ok());
+  EXPECT_EQ(edits, 1);  // 0 -> 500
+  ASSERT_TRUE(m.RefreshPriorities().ok());
+  m.AdvanceTo(Time(hours(1)));
+  ASSERT_TRUE(m.RefreshPriorities().ok());
+  EXPECT_EQ(edits, 1);
+}
+
+TEST(PriorityRefresherTest, WithoutTemplatesNothingIsRefreshed) {
+  Snapshot s = testing::SimpleCluster(1, 1);
+  StateMachine m(State(s.cluster, s.queues, s.projects), state::LifecycleOptions{seconds(30), Duration(0)});
+  ASSERT_TRUE(m.Apply(state::SubmitEdit{testing::Job(1, QueueId(0), 1, 1, hours(1), /*priority=*/7)}).ok());
+  ASSERT_TRUE(m.RefreshPriorities().ok());
+  EXPECT_EQ(PriorityOf(m, 1), 7);
+}
+
+}  // namespace
+}  // namespace tidal
