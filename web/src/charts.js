@@ -24,6 +24,13 @@ function alpha(color, a) {
   return `rgba(${n >> 16},${(n >> 8) & 255},${n & 255},${a})`;
 }
 
+// The tick labels uPlot draws, kept on the chart's element
+// (data-y-ticks="0 200 400"): the browser test reads what the canvas shows.
+function record(el, key, labels) {
+  el.dataset[key] = labels.join(' ');
+  return labels;
+}
+
 // The card around a chart: title (with the unit), plot, legend under it.
 function frame(el, title, unit) {
   el.classList.add('chart', 'card');
@@ -101,13 +108,16 @@ export function timeChart(el, {
           label: `time since start (${timeTicks(xs[0] ?? 0, xs[xs.length - 1] ?? 60).unit})`,
           labelSize: 20, labelFont: '12px system-ui, sans-serif',
           splits: (u, i, min, max) => timeTicks(min, max, xTickCount()).ticks,
-          values: (u, vals) => { const t = timeTicks(u.scales.x.min, u.scales.x.max, xTickCount()); return vals.map(t.label); },
+          values: (u, vals) => {
+            const t = timeTicks(u.scales.x.min, u.scales.x.max, xTickCount());
+            return record(el, 'xTicks', vals.map(t.label));
+          },
         }
         : { stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid } },
       {
         stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid }, size: 52,
         splits: () => yTicks(),
-        values: (u, vals) => vals.map((v) => fmtNum(v)),
+        values: (u, vals) => record(el, 'yTicks', vals.map((v) => fmtNum(v))),
       },
     ],
     series: [
@@ -182,6 +192,7 @@ export function timeChart(el, {
       drawLegend();
       const data = [simTime ? xs : xs.map((t) => t / 1000), ...ys];
       if (!plot) {
+        if (simTime) el.dataset.xUnit = timeTicks(data[0][0] ?? 0, data[0][data[0].length - 1] ?? 60).unit;
         plot = new uPlot(opts(width(), data[0]), data, body);
       } else {
         if (Math.abs(plot.width - width()) > 4) plot.setSize({ width: width(), height });
@@ -221,7 +232,7 @@ export function barChart(el, { title, labels, values, unit = '', height = 180 })
       {
         stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid }, size: 60,
         splits: () => niceTicks(range.min, range.max, 5),
-        values: (u, vals) => vals.map((v) => fmtNum(v)),
+        values: (u, vals) => record(el, 'yTicks', vals.map((v) => fmtNum(v))),
       },
     ],
     series: [{}, {

@@ -78,6 +78,83 @@ async function waitFor(what, fn, timeoutMs) {
   }
 }
 
+// Tick labels as numbers ("12k" = 12000).
+const tickValue = (t) => Number(t.replace(/k$/, 'e3').replace(/M$/, 'e6'));
+// Equal steps of 1, 2 or 5 times a power of ten: rounded ticks.
+function roundedTicks(labels) {
+  const v = labels.map(tickValue);
+  if (v.length < 2 || v.some((x) => !Number.isFinite(x))) return v.length >= 1 && v.every(Number.isFinite);
+  const step = v[1] - v[0];
+  const m = step / 10 ** Math.floor(Math.log10(step) + 1e-9);
+  const nice = [1, 2, 5].some((x) => Math.abs(m - x) < 1e-6);
+  return nice && v.every((x, i) => i === 0 || Math.abs(x - v[i - 1] - step) < step * 1e-6);
+}
+
+// ---------- the simulator's offline pages ----------
+// `tidal sim demo` on the bundled example (one day): the static run's
+// report.html and compare.html, opened from file://, drawn by the inlined
+// web/dist/report.js.
+async function checkSimPages(browser) {
+  const simOut = join(work, 'sim');
+  const demo = spawnSync(tidal, ['sim', 'demo', '--example', join(webDir, '..', 'examples', 'colocation'),
+    '--out', simOut, '--days', '1', '--web-dir', join(webDir, 'dist')], { encoding: 'utf8', timeout: 180000 });
+  check(demo.status === 0, `tidal sim demo ran (exit ${demo.status})${demo.status === 0 ? '' : ': ' + demo.stderr + demo.stdout}`);
+  if (demo.status !== 0) return;
+  const context = await browser.newContext({ viewport: { width: 1366, height: 768 }, colorScheme: 'light' });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  page.on('pageerror', (e) => errors.push(`page error: ${e.message}`));
+  const charts = () => page.evaluate(() => [...document.querySelectorAll('.chart')].map((c) => ({
+    title: c.querySelector('h3')?.textContent, canvas: !!c.querySelector('canvas'),
+    y: (c.dataset.yTicks || '').split(' ').filter(Boolean), x: (c.dataset.xTicks || '').split(' ').filter(Boolean),
+    unit: c.dataset.xUnit || '', legend: c.querySelector('.legend')?.textContent || '',
+  })));
+
+  // report.html of the static run.
+  await page.goto(`file://${join(simOut, 'static', 'report.html')}`);
+  await page.waitForSelector('#charts .chart canvas');
+  const inlined = await page.evaluate(() => document.scripts.length === 2 && !document.querySelector('script[src], link[href]'));
+  check(inlined, 'report.html is one file: the data and the bundle inlined, no links');
+  const rc = await charts();
+  check(rc.length >= 4 && rc.every((c) => c.canvas), `report.html draws ${rc.length} charts, each on a canvas`);
+  const badY = rc.filter((c) => !roundedTicks(c.y));
+  check(badY.length === 0, `report.html y ticks are rounded${badY.length ? ': ' + badY.map((c) => `${c.title} [${c.y}]`).join('; ') : ` (e.g. ${rc[0].y.join(', ')})`}`);
+  const units = [...new Set(rc.map((c) => c.unit))];
+  check(units.length === 1 && units[0] === 'h' && rc.every((c) => roundedTicks(c.x)),
+    `report.html x axes tick in one unit (${units.join(', ')}: ${rc[0].x.join(', ')})`);
+  const noLoans = await page.textContent('#no-loans').catch(() => '');
+  check(/No loans/.test(noLoans), `the static run says "No loans" (${noLoans.trim()})`);
+  await page.screenshot({ path: join(outDir, 'sim-report-static.png'), fullPage: true });
+
+  // report.html of the reactive run: it lends, so it has loan charts.
+  await page.goto(`file://${join(simOut, 'reactive', 'report.html')}`);
+  await page.waitForSelector('#charts .chart canvas');
+  const lent = await page.$('#no-loans') === null && (await charts()).some((c) => /lent/.test(c.title));
+  check(lent, 'the reactive run charts its loans');
+  await page.screenshot({ path: join(outDir, 'sim-report-reactive.png'), fullPage: true });
+
+  // compare.html: bars per metric, axes that show the differences.
+  await page.goto(`file://${join(simOut, 'compare.html')}`);
+  await page.waitForSelector('#charts .chart canvas');
+  const cc = await charts();
+  check(cc.length >= 10 && cc.every((c) => c.canvas), `compare.html draws ${cc.length} bar charts`);
+  const badC = cc.filter((c) => !roundedTicks(c.y));
+  check(badC.length === 0, `compare.html ticks are rounded${badC.length ? ': ' + badC.map((c) => `${c.title} [${c.y}]`).join('; ') : ''}`);
+  const slo = cc.find((c) => c.title === 'inference.slo_attainment');
+  check(slo && tickValue(slo.y[0]) > 0 && /not 0/.test(slo.legend),
+    `compare.html's SLO attainment axis does not start at 0 (${slo ? slo.y.join(', ') + '; ' + slo.legend : 'no chart'})`);
+  await page.screenshot({ path: join(outDir, 'sim-compare.png'), fullPage: true });
+
+  // Dark mode follows the OS, as the dashboard does.
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await page.goto(`file://${join(simOut, 'static', 'report.html')}`);
+  await page.waitForSelector('#charts .chart canvas');
+  await page.screenshot({ path: join(outDir, 'sim-report-static-dark.png'), fullPage: true });
+  check(errors.length === 0, `the sim pages log no console errors${errors.length ? ': ' + errors.join(' | ') : ''}`);
+  await context.close();
+}
+
 let browser;
 let exitCode = 1;
 try {
@@ -256,6 +333,7 @@ try {
     await shot('inference-dark');
   }
   check(consoleErrors.length === 0, `no console errors${consoleErrors.length ? ': ' + consoleErrors.join(' | ') : ''}`);
+  await checkSimPages(browser);
   exitCode = failures.length ? 1 : 0;
 } catch (e) {
   console.error(`FAIL: ${e.stack || e}`);
