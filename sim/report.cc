@@ -300,16 +300,28 @@ std::string Chart(const ChartSpec& spec, const std::vector<double>& t_s, const s
   for (size_t li = 0; li < lines.size(); ++li) {
     const Line& l = lines[li];
     const auto& v = values[li];
-    std::string pts;
-    for (size_t i = 0; i < n; ++i)
-      pts += fmt::format("{:.1f},{:.1f} ", X(t[i]), Y(std::isfinite(v[i]) ? v[i] : y.max));
     if (l.area) {
-      std::string poly = pts;
+      std::string poly;
+      for (size_t i = 0; i < n; ++i) poly += fmt::format("{:.1f},{:.1f} ", X(t[i]), Y(std::isfinite(v[i]) ? v[i] : 0));
       for (size_t i = n; i-- > 0;) poly += fmt::format("{:.1f},{:.1f} ", X(t[i]), Y(bases[li][i]));
       svg += fmt::format("<polygon points=\"{}\" fill=\"{}\" opacity=\"0.6\"/>", poly, l.color);
     } else {
-      svg += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\"{}/>", pts,
-                         l.color, l.dashed ? " stroke-dasharray=\"5 3\"" : "");
+      // A missing value (an unserved minute) breaks the line.
+      std::string pts;
+      auto flush = [&] {
+        if (!pts.empty())
+          svg += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\"{}/>", pts,
+                             l.color, l.dashed ? " stroke-dasharray=\"5 3\"" : "");
+        pts.clear();
+      };
+      for (size_t i = 0; i < n; ++i) {
+        if (!std::isfinite(v[i])) {
+          flush();
+          continue;
+        }
+        pts += fmt::format("{:.1f},{:.1f} ", X(t[i]), Y(v[i]));
+      }
+      flush();
     }
   }
   // A clipped value gets a marker at the top edge.

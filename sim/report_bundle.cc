@@ -46,9 +46,9 @@ StatusOr<std::string> LoadReportBundle(const std::string& web_dir, const std::st
     return std::string();
   }
   std::ifstream in(path, std::ios::binary);
+  if (!in) return Unavailable(fmt::format("{}: cannot read", path));
   std::stringstream ss;
   ss << in.rdbuf();
-  if (!in && !in.eof()) return Unavailable(fmt::format("{}: cannot read", path));
   if (ss.str().empty()) return Unavailable(fmt::format("{}: empty", path));
   return ss.str();
 }

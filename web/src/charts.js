@@ -24,6 +24,16 @@ function alpha(color, a) {
   return `rgba(${n >> 16},${(n >> 8) & 255},${n & 255},${a})`;
 }
 
+// `color` laid over `bg` at opacity `a`, as an opaque colour: stacked
+// areas drawn top band first then cover each other cleanly, without the
+// muddy sums of translucent fills.
+function over(color, bg, a) {
+  const rgb = (c) => { const n = parseInt(c.slice(1), 16); return [n >> 16, (n >> 8) & 255, n & 255]; };
+  if (!/^#[0-9a-f]{6}$/i.test(color) || !/^#[0-9a-f]{6}$/i.test(bg)) return alpha(color, a);
+  const [c, b] = [rgb(color), rgb(bg)];
+  return `rgb(${c.map((x, i) => Math.round(x * a + b[i] * (1 - a))).join(',')})`;
+}
+
 // The tick labels uPlot draws, kept on the chart's element
 // (data-y-ticks="0 200 400"): the browser test reads what the canvas shows.
 function record(el, key, labels) {
@@ -85,6 +95,8 @@ export function timeChart(el, {
   const grid = cssVar('--line');
   const colorOf = (s, i) => (s.color ? cssVar(s.color) : colors[i % colors.length]);
   const markColors = marks.map((m) => alpha(cssVar(m.color), 0.3));
+  const card = cssVar('--card');
+  const fillOf = (s, i) => over(colorOf(s, i), card, s.fill);
   let plot = null;
   let range = { min: 0, max: 1, clipped: false };
   let flags = [];
@@ -125,7 +137,7 @@ export function timeChart(el, {
       ...series.map((s, i) => ({
         label: s.label,
         stroke: colorOf(s, i),
-        fill: s.fill ? alpha(colorOf(s, i), s.fill) : undefined,
+        fill: s.fill ? fillOf(s, i) : undefined,
         width: s.fill ? 1 : 2,
         dash: s.dash,
         paths: stepped || s.step ? uPlot.paths.stepped({ align: 1 }) : undefined,
@@ -175,7 +187,7 @@ export function timeChart(el, {
   });
   const drawLegend = () => {
     legend.innerHTML = '';
-    series.forEach((s, i) => legend.append(legendItem(colorOf(s, i), s.label, s.fill ? 'box' : 'line')));
+    series.forEach((s, i) => legend.append(legendItem(s.fill ? fillOf(s, i) : colorOf(s, i), s.label, s.fill ? 'box' : 'line')));
     marks.forEach((m, i) => legend.append(legendItem(markColors[i], m.label, 'box')));
     if (range.clipped) {
       const c = document.createElement('span');
@@ -206,7 +218,7 @@ export function timeChart(el, {
 // it starts where the values are, not at zero (said under the axis), so a
 // 0.9934 and a 0.9997 do not look the same. Each bar has its value written
 // on it.
-export function barChart(el, { title, labels, values, unit = '', height = 180 }) {
+export function barChart(el, { title, labels, values, unit = '', height = 170 }) {
   const { body, legend } = frame(el, title, unit);
   const fg = cssVar('--muted');
   const grid = cssVar('--line');
@@ -228,7 +240,7 @@ export function barChart(el, { title, labels, values, unit = '', height = 180 })
     cursor: { show: false },
     scales: { x: { time: false, range: [-0.5, labels.length - 0.5] }, y: { range: [range.min, range.max] } },
     axes: [
-      { stroke: fg, grid: { show: false }, ticks: { show: false }, splits: () => xs, values: () => labels },
+      { stroke: fg, grid: { show: false }, ticks: { show: false }, size: 28, splits: () => xs, values: () => labels },
       {
         stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid }, size: 60,
         splits: () => niceTicks(range.min, range.max, 5),
@@ -249,7 +261,7 @@ export function barChart(el, { title, labels, values, unit = '', height = 180 })
         ys.forEach((v, i) => {
           const x = u.valToPos(i, 'x', true);
           const y = u.valToPos(v ?? range.min, 'y', true);
-          ctx.fillText(v == null ? 'no value' : fmtNum(v), x, y - 4 * devicePixelRatio);
+          ctx.fillText(v == null ? 'no value' : fmtNum(v), x, y - 7 * devicePixelRatio);
         });
         ctx.restore();
       }],

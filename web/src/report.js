@@ -60,7 +60,7 @@ function drawReport(root, d) {
     const c = timeChart(chartBox(grid, 'c-gpus'), {
       title: 'GPUs held (running or terminating), stacked', unit: 'GPUs', simTime: true, integer: true, height: 260,
       series: [
-        ...kinds.map((k, i) => ({ label: k, color: colors[i], fill: 0.55 })).reverse(),
+        ...kinds.map((k, i) => ({ label: k, color: colors[i], fill: 0.6 })).reverse(),
         { label: `cluster (${d.total_gpus})`, color: '--muted', dash: [6, 4] },
       ],
     });

@@ -3,13 +3,15 @@
 // the example mix and an early inference surge), drives Debian's chromium
 // with playwright-core, and checks that every page shows what the API
 // holds, that a bad token is refused and that nothing logs a console error.
+// Then the simulator's offline pages: `tidal sim demo` on examples/colocation,
+// its report.html and compare.html opened from file:// (checkSimPages).
 // Screenshots of every page go to --out.
 //
 //   node web/test/browser_test.mjs --tidal build/dev/tidal --out build/dev/web-screenshots
 //
 // Exit 77 (CTest: skipped) when chromium is not installed.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -90,6 +92,12 @@ function roundedTicks(labels) {
   return nice && v.every((x, i) => i === 0 || Math.abs(x - v[i - 1] - step) < step * 1e-6);
 }
 
+// Whole numbers at equal steps: a time axis in one unit (6 h steps are fine).
+function evenTicks(labels) {
+  const v = labels.map(Number);
+  return v.length >= 2 && v.every(Number.isInteger) && v.every((x, i) => i < 2 || x - v[i - 1] === v[1] - v[0]);
+}
+
 // ---------- the simulator's offline pages ----------
 // `tidal sim demo` on the bundled example (one day): the static run's
 // report.html and compare.html, opened from file://, drawn by the inlined
@@ -121,17 +129,21 @@ async function checkSimPages(browser) {
   const badY = rc.filter((c) => !roundedTicks(c.y));
   check(badY.length === 0, `report.html y ticks are rounded${badY.length ? ': ' + badY.map((c) => `${c.title} [${c.y}]`).join('; ') : ` (e.g. ${rc[0].y.join(', ')})`}`);
   const units = [...new Set(rc.map((c) => c.unit))];
-  check(units.length === 1 && units[0] === 'h' && rc.every((c) => roundedTicks(c.x)),
+  check(units.length === 1 && units[0] === 'h' && rc.every((c) => evenTicks(c.x)),
     `report.html x axes tick in one unit (${units.join(', ')}: ${rc[0].x.join(', ')})`);
   const noLoans = await page.textContent('#no-loans').catch(() => '');
   check(/No loans/.test(noLoans), `the static run says "No loans" (${noLoans.trim()})`);
   await page.screenshot({ path: join(outDir, 'sim-report-static.png'), fullPage: true });
 
-  // report.html of the reactive run: it lends, so it has loan charts.
+  // report.html of the reactive run: loan charts when it lent (its
+  // summary's borrowed GPU hours), else "No loans" too.
+  const borrowed = JSON.parse(readFileSync(join(simOut, 'reactive', 'summary.json'), 'utf8')).cluster.borrowed_gpu_hours;
   await page.goto(`file://${join(simOut, 'reactive', 'report.html')}`);
   await page.waitForSelector('#charts .chart canvas');
-  const lent = await page.$('#no-loans') === null && (await charts()).some((c) => /lent/.test(c.title));
-  check(lent, 'the reactive run charts its loans');
+  const lentCharts = (await charts()).some((c) => /lent/.test(c.title));
+  const saysNone = (await page.$('#no-loans')) !== null;
+  check(borrowed > 0 ? lentCharts && !saysNone : saysNone && !lentCharts,
+    `the reactive run ${borrowed > 0 ? `charts its loans (${borrowed} GPU hours borrowed)` : 'says "No loans"'}`);
   await page.screenshot({ path: join(outDir, 'sim-report-reactive.png'), fullPage: true });
 
   // compare.html: bars per metric, axes that show the differences.
