@@ -23,7 +23,7 @@ namespace {
 double Clean(double v, double step) {
   const int digits = std::clamp(static_cast<int>(-std::floor(std::log10(step))) + 1, 0, 12);
   const double scale = std::pow(10.0, digits);
-  return std::round(v * scale) / scale;
+  return std::round(v * scale) / scale + 0.0;  // + 0.0: -0 becomes 0 (no "-0" tick)
 }
 }  // namespace
 
@@ -66,7 +66,7 @@ TimeTicksResult TimeTicks(double min_s, double max_s, int max_ticks) {
   step *= unit->s;
   TimeTicksResult r{unit->name, unit->s, {}};
   for (double k = std::ceil(min_s / step - 1e-9); k * step <= max_s + 1e-9; ++k)
-    r.ticks_s.push_back(k * step);
+    r.ticks_s.push_back(k * step + 0.0);
   return r;
 }
 
@@ -240,7 +240,9 @@ std::string Chart(const ChartSpec& spec, const std::vector<double>& t_s, const s
   const double plot_w = kWidth - kLeft - kRight;
   const double plot_h = kHeight - kTop - kBottom;
   const size_t n = std::min(t_s.size(), kMaxPoints);
-  const std::vector<double> t = Reduce(t_s, n);
+  // Each bucket sits at its first sample's time; the axis spans the run.
+  std::vector<double> t(n);
+  for (size_t i = t_s.size(); i-- > 0;) t[i * n / t_s.size()] = t_s[i];
   // Stack area lines.
   std::vector<std::vector<double>> values;
   std::vector<std::vector<double>> bases;
@@ -258,8 +260,8 @@ std::string Chart(const ChartSpec& spec, const std::vector<double>& t_s, const s
   std::vector<const std::vector<double>*> all;
   for (const auto& v : values) all.push_back(&v);
   const YRange y = ComputeYRange(all, spec.clip, spec.integer, kYTicks);
-  const double t0 = t.front();
-  const double t1 = std::max(t.back(), t0 + 60);
+  const double t0 = t_s.front();
+  const double t1 = std::max(t_s.back(), t0 + 60);
   auto X = [&](double ts) { return kLeft + plot_w * (ts - t0) / (t1 - t0); };
   auto Y = [&](double v) { return kTop + plot_h * (1 - std::clamp(v, 0.0, y.max) / y.max); };
   std::string svg = fmt::format(
