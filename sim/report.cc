@@ -37,6 +37,24 @@ std::vector<double> NiceTicks(double min, double max, int max_ticks, bool intege
   return out;
 }
 
+std::vector<std::string> FormatTicks(const std::vector<double>& ticks) {
+  std::vector<std::string> out;
+  if (ticks.empty()) return out;
+  const double step = ticks.size() > 1 ? std::abs(ticks[1] - ticks[0]) : (std::abs(ticks[0]) > 0 ? std::abs(ticks[0]) : 1);
+  double top = 0;
+  for (double v : ticks) top = std::max(top, std::abs(v));
+  const double div = top >= 1e6 ? 1e6 : top >= 1e4 ? 1e3 : 1;
+  const char* suffix = top >= 1e6 ? "M" : top >= 1e4 ? "k" : "";
+  const double s = step / div;
+  // The fewest decimals that write the step exactly (2.5 -> 1, 0.05 -> 2).
+  int decimals = 0;
+  while (decimals < 10 && std::abs(std::round(s * std::pow(10, decimals)) - s * std::pow(10, decimals)) >
+                              1e-6 * std::pow(10, decimals))
+    ++decimals;
+  for (double v : ticks) out.push_back(v == 0 ? "0" : fmt::format("{:.{}f}{}", v / div, decimals, suffix));
+  return out;
+}
+
 TimeTicksResult TimeTicks(double min_s, double max_s, int max_ticks) {
   struct Unit {
     const char* name;
@@ -281,11 +299,13 @@ std::string Chart(const ChartSpec& spec, const std::vector<double>& t_s, const s
     }
   }
   // Grid, rounded y ticks, x ticks in one unit.
-  for (double v : NiceTicks(0, y.max, kYTicks, spec.integer)) {
+  const std::vector<double> y_ticks = NiceTicks(0, y.max, kYTicks, spec.integer);
+  const std::vector<std::string> y_labels = FormatTicks(y_ticks);
+  for (size_t i = 0; i < y_ticks.size(); ++i) {
+    const double v = y_ticks[i];
     svg += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" class=\"g\"/>", kLeft, Y(v),
                        kWidth - kRight, Y(v));
-    svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" class=\"yl\">{}</text>", kLeft - 5, Y(v) + 4,
-                       FormatValue(v));
+    svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" class=\"yl\">{}</text>", kLeft - 5, Y(v) + 4, y_labels[i]);
   }
   const TimeTicksResult xt = TimeTicks(t0, t1, kXTicks);
   for (double ts : xt.ticks_s) {
@@ -625,10 +645,13 @@ std::string CompareBars(const std::string& name, const std::vector<std::string>&
       "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {} {}\" role=\"img\"><title>{}</title>", kW, h,
       Escape(name));
   const double plot_bottom = h - 30;
-  for (double v : NiceTicks(axis.min, axis.max, 5)) {
-    svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"4\" x2=\"{0:.1f}\" y2=\"{1:.0f}\" class=\"g\"/>", X(v), plot_bottom);
-    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.0f}\" class=\"xl\">{}</text>", X(v), plot_bottom + 14,
-                       FormatValue(v));
+  const std::vector<double> ticks = NiceTicks(axis.min, axis.max, 5);
+  const std::vector<std::string> tick_labels = FormatTicks(ticks);
+  for (size_t i = 0; i < ticks.size(); ++i) {
+    svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"4\" x2=\"{0:.1f}\" y2=\"{1:.0f}\" class=\"g\"/>", X(ticks[i]),
+                       plot_bottom);
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.0f}\" class=\"xl\">{}</text>", X(ticks[i]), plot_bottom + 14,
+                       tick_labels[i]);
   }
   static const char* kColors[] = {"#2563eb", "#d97706", "#059669", "#dc2626", "#7c3aed", "#0891b2"};
   for (size_t i = 0; i < labels.size(); ++i) {

@@ -62,6 +62,9 @@ std::string ScriptSafeJson(const nlohmann::json& j);
 double NiceStep(double x);
 // Multiples of a 1-2-5 step in [min, max], at most `max_ticks` of them.
 std::vector<double> NiceTicks(double min, double max, int max_ticks, bool integer = false);
+// One axis's tick labels: the decimals the step needs, the same on every
+// tick (29.90 29.95 30.00), in k or M from 10^4 or 10^6.
+std::vector<std::string> FormatTicks(const std::vector<double>& ticks);
 // Ticks over [min_s, max_s] in one unit: "d" when the span holds 3 days,
 // else "h" for 3 hours, "min" for 3 minutes, else "s".
 struct TimeTicksResult {

@@ -158,6 +158,14 @@ TEST(ChartMathTest, NiceTicks) {
   EXPECT_EQ(NiceTicks(0, 2, 6, /*integer=*/true), (std::vector<double>{0, 1, 2}));
 }
 
+TEST(ChartMathTest, TickLabelsCarryTheDigitsOfTheirStep) {
+  // Step 0.05: two decimals on every tick, so 29.95 does not read 29.9.
+  EXPECT_EQ(FormatTicks({29.9, 29.95, 30, 30.05}), (std::vector<std::string>{"29.90", "29.95", "30.00", "30.05"}));
+  EXPECT_EQ(FormatTicks({0, 200, 400}), (std::vector<std::string>{"0", "200", "400"}));
+  EXPECT_EQ(FormatTicks({0, 5000, 10000, 15000}), (std::vector<std::string>{"0", "5k", "10k", "15k"}));
+  EXPECT_EQ(FormatTicks({10000, 12500, 15000}), (std::vector<std::string>{"10.0k", "12.5k", "15.0k"}));
+}
+
 TEST(ChartMathTest, YRangeClipsSpikes) {
   std::vector<double> v(99, 40.0);
   v.push_back(6300);

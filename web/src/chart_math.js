@@ -106,7 +106,22 @@ export function hasAny(...series) {
   return series.some((s) => (s || []).some((x) => x > 0));
 }
 
-// A number for a tick or a table: 12k, 1.5M, 0.25, 6300.
+// The labels of one axis's ticks (equal steps): as many decimals as the
+// step needs, the same for every tick (29.95 is not "29.9" next to a "29.9"),
+// in k or M when the largest is >= 10^4 or 10^6.
+export function fmtTicks(vals) {
+  if (!vals.length) return [];
+  const step = vals.length > 1 ? Math.abs(vals[1] - vals[0]) : Math.abs(vals[0]) || 1;
+  const top = Math.max(...vals.map(Math.abs));
+  const [div, suffix] = top >= 1e6 ? [1e6, 'M'] : top >= 1e4 ? [1e3, 'k'] : [1, ''];
+  const s = step / div;
+  // The fewest decimals that write the step exactly (2.5 -> 1, 0.05 -> 2).
+  let decimals = 0;
+  while (decimals < 10 && Math.abs(Math.round(s * 10 ** decimals) - s * 10 ** decimals) > 1e-6 * 10 ** decimals) ++decimals;
+  return vals.map((v) => (v === 0 ? '0' : (v / div).toFixed(decimals) + suffix));
+}
+
+// A number for a table or a value label: 12k, 1.5M, 0.25, 6300.
 export function fmtNum(v) {
   if (v == null || !Number.isFinite(v)) return '–';
   const a = Math.abs(v);

@@ -6,7 +6,7 @@
 // arithmetic is in chart_math.js (unit-tested without a browser). The
 // entries bring uPlot's CSS: app.js as a stylesheet, report.js as text.
 import uPlot from 'uplot';
-import { compareRange, fmtNum, niceTicks, timeTicks, yRange } from './chart_math.js';
+import { compareRange, fmtNum, fmtTicks, niceTicks, timeTicks, yRange } from './chart_math.js';
 
 export { fmtNum } from './chart_math.js';
 
@@ -129,7 +129,7 @@ export function timeChart(el, {
       {
         stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid }, size: 52,
         splits: () => yTicks(),
-        values: (u, vals) => record(el, 'yTicks', vals.map((v) => fmtNum(v))),
+        values: (u, vals) => record(el, 'yTicks', fmtTicks(vals)),
       },
     ],
     series: [
@@ -244,7 +244,7 @@ export function barChart(el, { title, labels, values, unit = '', height = 170 })
       {
         stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid }, size: 60,
         splits: () => niceTicks(range.min, range.max, 5),
-        values: (u, vals) => record(el, 'yTicks', vals.map((v) => fmtNum(v))),
+        values: (u, vals) => record(el, 'yTicks', fmtTicks(vals)),
       },
     ],
     series: [{}, {

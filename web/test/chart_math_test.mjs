@@ -3,7 +3,7 @@
 //   node --test web/test/chart_math_test.mjs      (CTest web.chart_math)
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { compareRange, fmtNum, hasAny, niceStep, niceTicks, quantile, timeTicks, timeUnit, yRange } from '../src/chart_math.js';
+import { compareRange, fmtNum, fmtTicks, hasAny, niceStep, niceTicks, quantile, timeTicks, timeUnit, yRange } from '../src/chart_math.js';
 
 const isNice = (step) => {
   const m = step / 10 ** Math.floor(Math.log10(step) + 1e-9);
@@ -88,4 +88,13 @@ test('numbers are short', () => {
   assert.equal(fmtNum(0.25), '0.25');
   assert.equal(fmtNum(0.99345), '0.9935');
   assert.equal(fmtNum(NaN), '–');
+});
+
+test('tick labels carry the digits of their step', () => {
+  // Step 0.05 needs 2 decimals: 29.95 must not read "29.9" (as fmtNum has it).
+  assert.deepEqual(fmtTicks([29.9, 29.95, 30, 30.05]), ['29.90', '29.95', '30.00', '30.05']);
+  assert.deepEqual(fmtTicks([0, 200, 400]), ['0', '200', '400']);
+  assert.deepEqual(fmtTicks([0, 5000, 10000, 15000]), ['0', '5k', '10k', '15k']);
+  assert.deepEqual(fmtTicks([10000, 12500, 15000]), ['10.0k', '12.5k', '15.0k']);
+  assert.deepEqual(fmtTicks([0.99, 0.995, 1]), ['0.990', '0.995', '1.000']);
 });
