@@ -123,9 +123,14 @@ CompareAxis CompareRange(const std::vector<double>& values) {
     hi = std::max(hi, v);
   }
   if (!std::isfinite(lo)) return {};
-  double spread = hi - lo;
-  if (spread == 0) spread = std::abs(hi) * 0.01;
-  if (spread == 0) spread = 1;
+  if (lo == hi) {
+    // All runs equal: no difference to show, so the bars stand on 0.
+    const double a = std::min(0.0, lo);
+    const double b = hi > 0 ? hi : (lo == 0 ? 1 : 0);
+    const double step = NiceStep((b - a) / 4);
+    return {Clean(std::floor(a * 1.15 / step) * step, step), Clean(std::ceil(b * 1.15 / step) * step, step)};
+  }
+  const double spread = hi - lo;
   const double step = NiceStep(spread * 1.3 / 4);
   double min = std::floor((lo - spread * 0.15) / step) * step;
   const double max = std::ceil((hi + spread * 0.15) / step) * step;
@@ -471,9 +476,10 @@ std::string SvgCharts(const SimResult& result) {
   }
   html += "</div><h2>Inference: load against capacity, P99 against target</h2>";
   html += kMissNote;
-  html += "<div class=\"charts\">";
   if (s.services.empty()) html += "<p class=\"empty\">No inference service with a load curve.</p>";
+  // One row per service: its load and its P99 side by side.
   for (const TimeSeries::Service& sv : s.services) {
+    html += "<div class=\"charts\" style=\"margin-bottom:12px\">";
     html += Chart({sv.name + ": load and ready capacity", "req/s", false, 0.99}, s.t_s,
                   {{"load", "#2563eb", &sv.rps}, {"ready capacity", "#059669", &sv.capacity_rps}},
                   {{&sv.slo_miss, "#dc2626", "SLO miss"},
@@ -486,8 +492,9 @@ std::string SvgCharts(const SimResult& result) {
                   {{"P99", "#7c3aed", &p99}, {fmt::format("target ({} ms)", FormatValue(sv.target_p99_ms)),
                                               "#dc2626", &target, true}},
                   {{&sv.cold_start_miss, "#d97706", "miss while scaling up (cold start)"}});
+    html += "</div>";
   }
-  html += "</div><h2>Training queue</h2><div class=\"charts\">";
+  html += "<h2>Training queue</h2><div class=\"charts\">";
   html += Chart({"Pending training jobs", "jobs", true}, s.t_s, {{"queued", "#d97706", &s.training_queue}});
   return html + "</div>";
 }
@@ -664,8 +671,10 @@ std::string CompareBars(const std::string& name, const std::vector<std::string>&
     const double w = X(values[i]) - kLabelW;
     svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"/>", kLabelW, y,
                        std::max(1.0, w), kBarH, kColors[i % 6]);
+    // Whole numbers in full (10572 next to 10753), as fmtValue in JS.
+    const double v = values[i];
     svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" class=\"lg\">{}</text>", kLabelW + w + 4, y + 13,
-                       FormatValue(values[i]));
+                       v == std::floor(v) && std::abs(v) < 1e9 ? fmt::format("{:.0f}", v) : fmt::format("{:.4g}", v));
   }
   html += svg + "</svg><div class=\"legend\">";
   html += axis.min == 0 ? "<span>axis from 0</span>"

@@ -92,7 +92,13 @@ export function compareRange(values) {
   if (!v.length) return { min: 0, max: 1, fromZero: true };
   const lo = Math.min(...v);
   const hi = Math.max(...v);
-  const spread = hi - lo || Math.abs(hi) * 0.01 || 1;
+  if (lo === hi) {
+    // All runs equal: no difference to show, so the bars stand on 0.
+    const [a, b] = [Math.min(0, lo), Math.max(0, hi) || (lo === 0 ? 1 : 0)];
+    const step = niceStep((b - a) / 4);
+    return { min: clean(Math.floor((a * 1.15) / step) * step, step), max: clean(Math.ceil((b * 1.15) / step) * step, step), fromZero: true };
+  }
+  const spread = hi - lo;
   const step = niceStep((spread * 1.3) / 4);
   let min = Math.floor((lo - spread * 0.15) / step) * step;
   const max = Math.ceil((hi + spread * 0.15) / step) * step;
@@ -119,6 +125,14 @@ export function fmtTicks(vals) {
   let decimals = 0;
   while (decimals < 10 && Math.abs(Math.round(s * 10 ** decimals) - s * 10 ** decimals) > 1e-6 * 10 ** decimals) ++decimals;
   return vals.map((v) => (v === 0 ? '0' : (v / div).toFixed(decimals) + suffix));
+}
+
+// A bar's value: whole numbers in full (10572 next to 10753, not 10.6k
+// next to 10.8k), others to 4 significant digits.
+export function fmtValue(v) {
+  if (v == null || !Number.isFinite(v)) return '–';
+  if (Number.isInteger(v) && Math.abs(v) < 1e9) return String(v);
+  return String(Number(v.toPrecision(4)));
 }
 
 // A number for a table or a value label: 12k, 1.5M, 0.25, 6300.

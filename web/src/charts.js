@@ -6,7 +6,7 @@
 // arithmetic is in chart_math.js (unit-tested without a browser). The
 // entries bring uPlot's CSS: app.js as a stylesheet, report.js as text.
 import uPlot from 'uplot';
-import { compareRange, fmtNum, fmtTicks, niceTicks, timeTicks, yRange } from './chart_math.js';
+import { compareRange, fmtNum, fmtTicks, fmtValue, niceTicks, timeTicks, yRange } from './chart_math.js';
 
 export { fmtNum } from './chart_math.js';
 
@@ -261,7 +261,7 @@ export function barChart(el, { title, labels, values, unit = '', height = 170 })
         ys.forEach((v, i) => {
           const x = u.valToPos(i, 'x', true);
           const y = u.valToPos(v ?? range.min, 'y', true);
-          ctx.fillText(v == null ? 'no value' : fmtNum(v), x, y - 7 * devicePixelRatio);
+          ctx.fillText(v == null ? 'no value' : fmtValue(v), x, y - 7 * devicePixelRatio);
         });
         ctx.restore();
       }],

@@ -89,13 +89,17 @@ function drawReport(root, d) {
       'Red columns: minutes whose modelled P99 missed the target (or whose load was not served). ' +
       'Orange: misses while a scale-up was still starting replicas, i.e. minutes lost to cold starts.');
     if (!d.services.length) grid.append(el('div', { class: 'empty' }, 'No inference service with a load curve.'));
+    // One row per service: its load and its P99 side by side.
+    grid.className = 'services';
     d.services.forEach((s, i) => {
-      timeChart(chartBox(grid, `c-load-${i}`), {
+      const row = el('div', { class: 'charts pair' });
+      grid.append(row);
+      timeChart(chartBox(row, `c-load-${i}`), {
         title: `${s.name}: load and ready capacity`, unit: 'req/s', simTime: true, clip: 0.99,
         series: [{ label: 'load' }, { label: 'ready capacity', color: '--c3', step: true }],
         marks: [{ label: 'SLO miss', color: '--bad' }, { label: 'miss while scaling up (cold start)', color: '--warn' }],
       }).update(t, [s.rps, s.capacity_rps], [s.slo_miss, s.cold_start_miss]);
-      timeChart(chartBox(grid, `c-p99-${i}`), {
+      timeChart(chartBox(row, `c-p99-${i}`), {
         title: `${s.name}: modelled P99 against target`, unit: 'ms', simTime: true, clip: 0.95,
         series: [{ label: 'P99', color: '--c5' }, { label: `target (${s.target_p99_ms} ms)`, color: '--c2', dash: [6, 4] }],
         marks: [{ label: 'miss while scaling up (cold start)', color: '--warn' }],

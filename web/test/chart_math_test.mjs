@@ -3,7 +3,7 @@
 //   node --test web/test/chart_math_test.mjs      (CTest web.chart_math)
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { compareRange, fmtNum, fmtTicks, hasAny, niceStep, niceTicks, quantile, timeTicks, timeUnit, yRange } from '../src/chart_math.js';
+import { compareRange, fmtNum, fmtTicks, fmtValue, hasAny, niceStep, niceTicks, quantile, timeTicks, timeUnit, yRange } from '../src/chart_math.js';
 
 const isNice = (step) => {
   const m = step / 10 ** Math.floor(Math.log10(step) + 1e-9);
@@ -73,7 +73,9 @@ test('a comparison axis does not start at zero for close values', () => {
   assert.ok(isNice(0.005));
   // Values near zero keep zero; it never goes negative for counts.
   assert.equal(compareRange([0, 12, 30]).min, 0);
-  assert.equal(compareRange([5, 5]).min >= 0, true);
+  // Equal values: nothing to compare, the bars stand on 0.
+  assert.deepEqual(compareRange([1716, 1716]), { min: 0, max: 2000, fromZero: true });
+  assert.deepEqual(compareRange([0, 0]), { min: 0, max: 1.5, fromZero: true });
 });
 
 test('no loans', () => {
@@ -88,6 +90,8 @@ test('numbers are short', () => {
   assert.equal(fmtNum(0.25), '0.25');
   assert.equal(fmtNum(0.99345), '0.9935');
   assert.equal(fmtNum(NaN), '–');
+  assert.equal(fmtValue(10572), '10572');
+  assert.equal(fmtValue(0.99345), '0.9935');
 });
 
 test('tick labels carry the digits of their step', () => {
