@@ -373,13 +373,16 @@ const char* kStyle =
     "main{padding:16px 24px;max-width:1600px;margin:0 auto}"
     "table{border-collapse:collapse;margin:8px 0 16px;background:#fff}td,th{border:1px solid #d8dde3;"
     "padding:3px 8px;text-align:right}th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}"
-    ".charts{display:grid;gap:12px;grid-template-columns:repeat(auto-fit,minmax(480px,1fr))}"
+    // One chart per row, at most 1200 px: an SVG scales its text with its
+    // width, so charts of one width keep one text size.
+    ".charts{display:grid;gap:12px;grid-template-columns:1fr;max-width:1200px}"
+    ".bars{display:grid;gap:12px;grid-template-columns:repeat(auto-fill,minmax(560px,1fr))}"
     ".chart{background:#fff;border:1px solid #d8dde3;border-radius:8px;padding:10px 12px}"
     ".chart h3{margin:0 0 4px;font-size:14px}svg{display:block;width:100%;height:auto}"
     ".legend{font-size:12px;color:#5b6470;display:flex;gap:12px;flex-wrap:wrap}"
     ".legend i{display:inline-block;width:10px;height:3px;vertical-align:middle;margin-right:4px}"
     ".ax{stroke:#5b6470}.g{stroke:#e3e7ec}.yl{font-size:11px;text-anchor:end;fill:#5b6470}"
-    ".xl{font-size:11px;text-anchor:middle;fill:#5b6470}.xt{font-size:12px;text-anchor:middle;fill:#5b6470}"
+    ".lg{font-size:13px}.xl{font-size:11px;text-anchor:middle;fill:#5b6470}.xt{font-size:12px;text-anchor:middle;fill:#5b6470}"
     ".clip{fill:#b91c1c}.bad{color:#b91c1c}.warn{color:#b45309}.muted{color:#5b6470}"
     ".empty{padding:16px;text-align:center;color:#5b6470;background:#fff;border:1px dashed #d8dde3;"
     "border-radius:8px}.summary{display:flex;gap:16px;flex-wrap:wrap;align-items:flex-start}</style>";
@@ -706,7 +709,7 @@ std::string RenderComparisonHtml(const std::vector<ComparedRun>& runs, const std
     return html + "</body></html>\n";
   }
   html += "<h2>Per metric</h2><p class=\"muted\">Each axis spans the runs' values (it does not start at 0 "
-          "unless a value is near it).</p><div class=\"charts\">";
+          "unless a value is near it).</p><div class=\"bars\">";
   std::vector<std::string> labels;
   for (const ComparedRun& r : runs) labels.push_back(r.label);
   for (const nlohmann::json& m : data["metrics"]) {
