@@ -13,6 +13,7 @@
 #include "cli/command_registry.h"
 #include "cli/sim_replay_command.h"
 #include "sim/report.h"
+#include "sim/report_bundle.h"
 #include "sim/sim_output.h"
 #include "sim/sim_setup.h"
 
@@ -28,6 +29,7 @@ struct SimArgs {
   double pass_interval_s = 10;
   double load_noise = 0;
   bool deterministic = false;
+  std::string web_dir;  // where report.js is; "" = found next to the binary
 };
 
 StatusOr<ColocationMode> ParseMode(const std::string& text) {
@@ -62,9 +64,27 @@ int Fail(const Status& s) {
   return ExitCode();
 }
 
+// The report bundle (web/dist/report.js) for the HTML pages, or "" with a
+// note on stderr: the pages then have the SVG charts.
+StatusOr<std::string> ReportBundle(const std::string& web_dir) {
+  std::error_code ec;
+  const std::string exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  std::string note;
+  auto js = sim::LoadReportBundle(web_dir, exe, &note);
+  static bool noted = false;  // once per command, not once per demo run
+  if (js.ok() && !note.empty() && !noted) std::cerr << note << "\n";
+  noted = noted || !note.empty();
+  return js;
+}
+
 void RunSim(const SimArgs& a) {
   if (a.out.empty()) {
     Fail(InvalidArgument("--out DIR is required"));
+    return;
+  }
+  auto bundle = ReportBundle(a.web_dir);
+  if (!bundle.ok()) {
+    Fail(bundle.status());
     return;
   }
   auto options = MakeOptions(a);
@@ -77,7 +97,7 @@ void RunSim(const SimArgs& a) {
     Fail(input.status());
     return;
   }
-  auto result = sim::RunToDirectory(*input, *options, a.out);
+  auto result = sim::RunToDirectory(*input, *options, a.out, *bundle);
   if (!result.ok()) {
     Fail(result.status());
     return;
@@ -92,7 +112,8 @@ void RunSim(const SimArgs& a) {
       a.out);
 }
 
-void RunCompare(const std::vector<std::string>& dirs, const std::string& out_html) {
+void RunCompare(const std::vector<std::string>& dirs, const std::string& out_html,
+                const std::string& web_dir) {
   std::vector<sim::ComparedRun> runs;
   for (const std::string& d : dirs) {
     auto summary = sim::ReadSummary(d);
@@ -107,7 +128,12 @@ void RunCompare(const std::vector<std::string>& dirs, const std::string& out_htm
   }
   std::cout << sim::RenderComparisonText(runs);
   if (!out_html.empty()) {
-    Status s = sim::WriteFile(out_html, sim::RenderComparisonHtml(runs));
+    auto bundle = ReportBundle(web_dir);
+    if (!bundle.ok()) {
+      Fail(bundle.status());
+      return;
+    }
+    Status s = sim::WriteFile(out_html, sim::RenderComparisonHtml(runs, *bundle));
     if (!s.ok()) {
       Fail(s);
       return;
@@ -129,7 +155,8 @@ sim::SimFiles DemoFiles(const std::string& dir) {
   return f;
 }
 
-void RunDemo(const std::string& example, const std::string& out, uint64_t seed, double days) {
+void RunDemo(const std::string& example, const std::string& out, uint64_t seed, double days,
+             const std::string& web_dir) {
   std::vector<std::string> dirs;
   for (const char* mode : {"static", "reactive", "predictive"}) {
     SimArgs a;
@@ -138,13 +165,14 @@ void RunDemo(const std::string& example, const std::string& out, uint64_t seed, 
     a.colocation = mode;
     a.seed = seed;
     a.end_s = days * 86400;
+    a.web_dir = web_dir;
     std::cout << "== " << mode << "\n";
     RunSim(a);
     if (ExitCode() != 0) return;
     dirs.push_back(a.out);
   }
   std::cout << "\n";
-  RunCompare(dirs, out + "/compare.html");
+  RunCompare(dirs, out + "/compare.html", web_dir);
 }
 
 void ImportLoad(const std::vector<std::string>& specs, const std::string& out) {
@@ -195,20 +223,25 @@ RegisterCommand reg([](CLI::App& root) {
   sim->add_option("--pass-interval", args->pass_interval_s, "Seconds between scheduling passes");
   sim->add_option("--load-noise", args->load_noise, "Per-minute load noise factor (seeded)");
   AddCommonRunOptions(sim, *args);
+  sim->add_option("--web-dir", args->web_dir,
+                  "Folder with report.js (web/dist) for report.html; default: found next to the binary");
   sim->require_subcommand(0, 1);
 
   auto dirs = std::make_shared<std::vector<std::string>>();
   auto compare_out = std::make_shared<std::string>();
+  auto compare_web_dir = std::make_shared<std::string>();
   CLI::App* compare = sim->add_subcommand("compare", "Compare sim output directories side by side");
   compare->add_option("dirs", *dirs, "Output directories of `tidal sim`")->required();
   compare->add_option("--out", *compare_out, "Also write a comparison report (HTML)");
-  compare->callback([dirs, compare_out] { RunCompare(*dirs, *compare_out); });
+  compare->add_option("--web-dir", *compare_web_dir, "Folder with report.js (web/dist); default: found next to the binary");
+  compare->callback([dirs, compare_out, compare_web_dir] { RunCompare(*dirs, *compare_out, *compare_web_dir); });
 
   struct DemoArgs {
     std::string example = "examples/colocation";
     std::string out = "out/colocation-demo";
     uint64_t seed = 1;
     double days = 3;
+    std::string web_dir;
   };
   auto demo = std::make_shared<DemoArgs>();
   CLI::App* demo_cmd =
@@ -217,7 +250,8 @@ RegisterCommand reg([](CLI::App& root) {
   demo_cmd->add_option("--out", demo->out, "Where the three runs and compare.html go");
   demo_cmd->add_option("--seed", demo->seed, "Seed");
   demo_cmd->add_option("--days", demo->days, "Simulated days");
-  demo_cmd->callback([demo] { RunDemo(demo->example, demo->out, demo->seed, demo->days); });
+  demo_cmd->add_option("--web-dir", demo->web_dir, "Folder with report.js (web/dist); default: found next to the binary");
+  demo_cmd->callback([demo] { RunDemo(demo->example, demo->out, demo->seed, demo->days, demo->web_dir); });
 
   auto load_specs = std::make_shared<std::vector<std::string>>();
   auto load_out = std::make_shared<std::string>();

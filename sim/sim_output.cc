@@ -38,7 +38,7 @@ std::string TimeSeriesCsv(const TimeSeries& s) {
 }
 
 StatusOr<SimResult> RunToDirectory(const SimInput& input, const SimOptions& options,
-                                   const std::string& out_dir) {
+                                   const std::string& out_dir, const std::string& report_bundle_js) {
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   if (ec) return Unavailable(fmt::format("{}: cannot create directory: {}", out_dir, ec.message()));
@@ -52,7 +52,7 @@ StatusOr<SimResult> RunToDirectory(const SimInput& input, const SimOptions& opti
   TIDAL_RETURN_IF_ERROR(WriteFile(out_dir + "/timeseries.csv", TimeSeriesCsv(result.series)));
   const std::string title = fmt::format("Tidal simulation: {} co-location, policy {}",
                                         result.summary.colocation, result.summary.policy);
-  TIDAL_RETURN_IF_ERROR(WriteFile(out_dir + "/report.html", RenderReport(result, title)));
+  TIDAL_RETURN_IF_ERROR(WriteFile(out_dir + "/report.html", RenderReport(result, title, report_bundle_js)));
   return result;
 }
 

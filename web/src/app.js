@@ -1,6 +1,7 @@
 // Tidal dashboard: a hash-routed single page over the /v1 API. It polls
 // nodes, queues, workloads and the audit every few seconds and redraws the
 // page in view; charts keep a rolling history of what the polls saw.
+import 'uplot/dist/uPlot.min.css';
 import './style.css';
 import { api, ApiError, token } from './api.js';
 import { timeChart } from './charts.js';

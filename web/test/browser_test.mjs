@@ -3,13 +3,15 @@
 // the example mix and an early inference surge), drives Debian's chromium
 // with playwright-core, and checks that every page shows what the API
 // holds, that a bad token is refused and that nothing logs a console error.
+// Then the simulator's offline pages: `tidal sim demo` on examples/colocation,
+// its report.html and compare.html opened from file:// (checkSimPages).
 // Screenshots of every page go to --out.
 //
 //   node web/test/browser_test.mjs --tidal build/dev/tidal --out build/dev/web-screenshots
 //
 // Exit 77 (CTest: skipped) when chromium is not installed.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -76,6 +78,93 @@ async function waitFor(what, fn, timeoutMs) {
     if (upExited) throw new Error(`tidal up exited early:\n${upOut}`);
     await sleep(250);
   }
+}
+
+// Tick labels as numbers ("12k" = 12000).
+const tickValue = (t) => Number(t.replace(/k$/, 'e3').replace(/M$/, 'e6'));
+// Equal steps of 1, 2 or 5 times a power of ten: rounded ticks.
+function roundedTicks(labels) {
+  const v = labels.map(tickValue);
+  if (v.length < 2 || v.some((x) => !Number.isFinite(x))) return v.length >= 1 && v.every(Number.isFinite);
+  const step = v[1] - v[0];
+  const m = step / 10 ** Math.floor(Math.log10(step) + 1e-9);
+  const nice = [1, 2, 5].some((x) => Math.abs(m - x) < 1e-6);
+  return nice && v.every((x, i) => i === 0 || Math.abs(x - v[i - 1] - step) < step * 1e-6);
+}
+
+// Whole numbers at equal steps: a time axis in one unit (6 h steps are fine).
+function evenTicks(labels) {
+  const v = labels.map(Number);
+  return v.length >= 2 && v.every(Number.isInteger) && v.every((x, i) => i < 2 || x - v[i - 1] === v[1] - v[0]);
+}
+
+// ---------- the simulator's offline pages ----------
+// `tidal sim demo` on the bundled example (one day): the static run's
+// report.html and compare.html, opened from file://, drawn by the inlined
+// web/dist/report.js.
+async function checkSimPages(browser) {
+  const simOut = join(work, 'sim');
+  const demo = spawnSync(tidal, ['sim', 'demo', '--example', join(webDir, '..', 'examples', 'colocation'),
+    '--out', simOut, '--days', '1', '--web-dir', join(webDir, 'dist')], { encoding: 'utf8', timeout: 180000 });
+  check(demo.status === 0, `tidal sim demo ran (exit ${demo.status})${demo.status === 0 ? '' : ': ' + demo.stderr + demo.stdout}`);
+  if (demo.status !== 0) return;
+  const context = await browser.newContext({ viewport: { width: 1366, height: 768 }, colorScheme: 'light' });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  page.on('pageerror', (e) => errors.push(`page error: ${e.message}`));
+  const charts = () => page.evaluate(() => [...document.querySelectorAll('.chart')].map((c) => ({
+    title: c.querySelector('h3')?.textContent, canvas: !!c.querySelector('canvas'),
+    y: (c.dataset.yTicks || '').split(' ').filter(Boolean), x: (c.dataset.xTicks || '').split(' ').filter(Boolean),
+    unit: c.dataset.xUnit || '', legend: c.querySelector('.legend')?.textContent || '',
+  })));
+
+  // report.html of the static run.
+  await page.goto(`file://${join(simOut, 'static', 'report.html')}`);
+  await page.waitForSelector('#charts .chart canvas');
+  const inlined = await page.evaluate(() => document.scripts.length === 2 && !document.querySelector('script[src], link[href]'));
+  check(inlined, 'report.html is one file: the data and the bundle inlined, no links');
+  const rc = await charts();
+  check(rc.length >= 4 && rc.every((c) => c.canvas), `report.html draws ${rc.length} charts, each on a canvas`);
+  const badY = rc.filter((c) => !roundedTicks(c.y));
+  check(badY.length === 0, `report.html y ticks are rounded${badY.length ? ': ' + badY.map((c) => `${c.title} [${c.y}]`).join('; ') : ` (e.g. ${rc[0].y.join(', ')})`}`);
+  const units = [...new Set(rc.map((c) => c.unit))];
+  check(units.length === 1 && units[0] === 'h' && rc.every((c) => evenTicks(c.x)),
+    `report.html x axes tick in one unit (${units.join(', ')}: ${rc[0].x.join(', ')})`);
+  const noLoans = await page.textContent('#no-loans').catch(() => '');
+  check(/No loans/.test(noLoans), `the static run says "No loans" (${noLoans.trim()})`);
+  await page.screenshot({ path: join(outDir, 'sim-report-static.png'), fullPage: true });
+
+  // report.html of the reactive run: loan charts when it lent (its
+  // summary's borrowed GPU hours), else "No loans" too.
+  const borrowed = JSON.parse(readFileSync(join(simOut, 'reactive', 'summary.json'), 'utf8')).cluster.borrowed_gpu_hours;
+  await page.goto(`file://${join(simOut, 'reactive', 'report.html')}`);
+  await page.waitForSelector('#charts .chart canvas');
+  const lentCharts = (await charts()).some((c) => /lent/.test(c.title));
+  const saysNone = (await page.$('#no-loans')) !== null;
+  check(borrowed > 0 ? lentCharts && !saysNone : saysNone && !lentCharts,
+    `the reactive run ${borrowed > 0 ? `charts its loans (${borrowed} GPU hours borrowed)` : 'says "No loans"'}`);
+  await page.screenshot({ path: join(outDir, 'sim-report-reactive.png'), fullPage: true });
+
+  // compare.html: bars per metric, axes that show the differences.
+  await page.goto(`file://${join(simOut, 'compare.html')}`);
+  await page.waitForSelector('#charts .chart canvas');
+  const cc = await charts();
+  check(cc.length >= 10 && cc.every((c) => c.canvas), `compare.html draws ${cc.length} bar charts`);
+  const badC = cc.filter((c) => !roundedTicks(c.y));
+  check(badC.length === 0, `compare.html ticks are rounded${badC.length ? ': ' + badC.map((c) => `${c.title} [${c.y}]`).join('; ') : ''}`);
+  const slo = cc.find((c) => c.title === 'inference.slo_attainment');
+  check(slo && tickValue(slo.y[0]) > 0 && /not 0/.test(slo.legend),
+    `compare.html's SLO attainment axis does not start at 0 (${slo ? slo.y.join(', ') + '; ' + slo.legend : 'no chart'})`);
+  await page.screenshot({ path: join(outDir, 'sim-compare.png'), fullPage: true });
+
+  // Dark mode follows the OS, as the dashboard does.
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await page.goto(`file://${join(simOut, 'static', 'report.html')}`);
+  await page.waitForSelector('#charts .chart canvas');
+  await page.screenshot({ path: join(outDir, 'sim-report-static-dark.png'), fullPage: true });
+  check(errors.length === 0, `the sim pages log no console errors${errors.length ? ': ' + errors.join(' | ') : ''}`);
+  await context.close();
 }
 
 let browser;
@@ -256,6 +345,7 @@ try {
     await shot('inference-dark');
   }
   check(consoleErrors.length === 0, `no console errors${consoleErrors.length ? ': ' + consoleErrors.join(' | ') : ''}`);
+  await checkSimPages(browser);
   exitCode = failures.length ? 1 : 0;
 } catch (e) {
   console.error(`FAIL: ${e.stack || e}`);
