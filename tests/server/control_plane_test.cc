@@ -290,6 +290,29 @@ TEST_F(ControlPlaneTest, ServiceLoadIsTheSumOverReadyReplicas) {
   EXPECT_DOUBLE_EQ(Get(id)["load"]["rps"].get<double>(), 60);
 }
 
+// A service that served nothing has no latency: no P95/P99 series (a 0
+// would read as fast). Once replicas report traffic, both are exported.
+TEST_F(ControlPlaneTest, AnIdleServiceExportsNoLatency) {
+  const uint64_t id = Submit({{"name", "svc"}, {"project", "chat-serving"}, {"kind", "inference"},
+                              {"replicas", 1}, {"min_replicas", 1}, {"max_replicas", 1},
+                              {"replica_capacity_rps", 100}, {"target_p99_ms", 80}},
+                             kAdmin);
+  cp_->RunPass();
+  const json w = Get(id);
+  ASSERT_EQ(w["state"], "running");
+  const std::string series = "{queue=\"serving\",tenant=\"chat\",workload=\"svc\"}";
+  std::string text = cp_->MetricsText();
+  EXPECT_NE(text.find("tidal_inference_target_p99_seconds" + series + " 0.08"), std::string::npos) << text;
+  EXPECT_EQ(text.find("tidal_inference_p99_seconds{"), std::string::npos) << text;
+  EXPECT_EQ(text.find("tidal_inference_p95_seconds{"), std::string::npos) << text;
+  const std::string node = w["allocation"]["pods"][0]["node"];
+  Events(node, json::array({json{{"workload", id}, {"rank", 0}, {"phase", "ready"}}}));
+  Events(node, json::array({json{{"workload", id}, {"rank", 0}, {"load", {{"rps", 30}, {"p95_ms", 20}, {"p99_ms", 50}}}}}));
+  text = cp_->MetricsText();
+  EXPECT_NE(text.find("tidal_inference_p95_seconds" + series + " 0.02\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("tidal_inference_p99_seconds" + series + " 0.05\n"), std::string::npos) << text;
+}
+
 TEST_F(ControlPlaneTest, AReplicaThatDiesIsReplacedNotTheServiceFailed) {
   const uint64_t id = Submit({{"name", "svc"}, {"project", "chat-serving"}, {"kind", "inference"},
                               {"replicas", 3}, {"min_replicas", 3}, {"max_replicas", 3},
