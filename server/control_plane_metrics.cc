@@ -3,6 +3,8 @@
 // edit (control_plane_loop.cc, control_plane_agent.cc); this file only
 // defines the families, names the label sets known before their first event,
 // and keeps the loan bookkeeping the loan counters need.
+#include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 

@@ -313,6 +313,45 @@ TEST_F(ControlPlaneTest, AnIdleServiceExportsNoLatency) {
   EXPECT_NE(text.find("tidal_inference_p99_seconds" + series + " 0.05\n"), std::string::npos) << text;
 }
 
+// Loans and returns are counted where the server applies the plan's
+// LendEdit / ReturnEdit: one per `loan` / `return` audit row, and the
+// GPU-hours of a loan grow while it is open.
+TEST_F(ControlPlaneTest, LoansAndReturnsAreCountedWithTheirGpuHours) {
+  auto rows = [&](const std::string& action) {
+    AuditQuery q;
+    q.action = action;
+    return cp_->Audit(kAdmin, q).value()["audit"].size();
+  };
+  cp_->RunPass();  // no service: the predictive plan lends the idle shared nodes
+  const size_t loans = rows("loan");
+  ASSERT_GT(loans, 0u);
+  std::string text = cp_->MetricsText();
+  EXPECT_NE(text.find("tidal_loans_total{pool=\"shared\"} " + std::to_string(loans) + "\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("tidal_returns_total{pool=\"shared\"} 0\n"), std::string::npos) << text;
+  clock_.Advance(minutes(30));
+  // Each lent node has 8 GPUs, lent for half an hour: 4 GPU-hours each.
+  text = cp_->MetricsText();
+  EXPECT_NE(text.find("tidal_lent_gpu_hours_total{pool=\"shared\"} " + std::to_string(4 * loans) + "\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("tidal_returned_gpu_hours_total{pool=\"shared\"} 0\n"), std::string::npos) << text;
+  // A service larger than the reserved pool (16 GPUs) needs a shared node back.
+  Submit({{"name", "svc"}, {"project", "chat-serving"}, {"kind", "inference"}, {"replicas", 3},
+          {"min_replicas", 3}, {"max_replicas", 3}, {"gpus_per_replica", 8}, {"replica_capacity_rps", 100}},
+         kAdmin);
+  for (int i = 0; i < 5 && rows("return") == 0; ++i) {
+    cp_->RunPass();
+    clock_.Advance(seconds(5));
+  }
+  const size_t returns = rows("return");
+  ASSERT_GT(returns, 0u);
+  text = cp_->MetricsText();
+  EXPECT_NE(text.find("tidal_returns_total{pool=\"shared\"} " + std::to_string(returns) + "\n"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("tidal_returned_gpu_hours_total{pool=\"shared\"} 0\n"), std::string::npos) << text;
+}
+
 TEST_F(ControlPlaneTest, AReplicaThatDiesIsReplacedNotTheServiceFailed) {
   const uint64_t id = Submit({{"name", "svc"}, {"project", "chat-serving"}, {"kind", "inference"},
                               {"replicas", 3}, {"min_replicas", 3}, {"max_replicas", 3},
