@@ -3,6 +3,7 @@
 #include <prometheus/gauge.h>
 #include <prometheus/text_serializer.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -129,6 +130,8 @@ void GaugeWriter::Sample(const std::string& name, const Labels& labels, double v
   TIDAL_CHECK(it != families_.end()) << "gauge " << name << " has no Family() call";
   prometheus::ClientMetric m;
   for (const auto& [k, v] : labels) m.label.push_back({k, v});
+  // Sorted by name, as prometheus-cpp writes its own series.
+  std::sort(m.label.begin(), m.label.end());
   if (it->second.type == prometheus::MetricType::Counter) {
     m.counter.value = value;
   } else {
