@@ -154,8 +154,8 @@ int main(int argc, char** argv) {
   (void)start;
   std::vector<double> all;
   for (auto& v : latencies) all.insert(all.end(), v.begin(), v.end());
-  const double commits = Scrape(port, "tidal_store_commits");
-  const double mutations = Scrape(port, "tidal_store_committed_mutations");
+  const double commits = Scrape(port, "tidal_store_commits_total");
+  const double mutations = Scrape(port, "tidal_store_committed_mutations_total");
   std::printf("clients %d, %.1f s: %zu durable submits, %.0f/s, errors %ld\n", clients, elapsed,
               all.size(), all.size() / elapsed, errors.load());
   std::printf("latency ms: p50 %.2f  p90 %.2f  p99 %.2f  max %.2f\n", tidal::Percentile(all, 0.50),

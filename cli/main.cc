@@ -3,10 +3,11 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/command_registry.h"
+#include "server/build_info.h"
 
 namespace tidal::cli {
 
-const char kTidalVersion[] = "tidal 0.1.0";
+const char kTidalVersion[] = "tidal " TIDAL_VERSION_NUMBER;
 
 std::vector<CommandRegistrar>& CommandRegistrars() {
   static std::vector<CommandRegistrar> registrars;

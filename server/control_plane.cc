@@ -30,24 +30,7 @@ ControlPlane::ControlPlane(ServerConfig config, std::unique_ptr<Store> store, co
       clock_(clock),
       scheduler_(config_.policy),
       colocation_(config_.policy) {
-  const std::vector<double> seconds_buckets = {0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 1800, 3600, 7200, 21600, 86400};
-  const std::vector<double> fast_buckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
-  metrics_.DefineHistogram("tidal_queue_wait_seconds", "Time from submission (or requeue) to start, by queue and kind.", seconds_buckets);
-  metrics_.DefineCounter("tidal_gang_starts_total", "Gang (multi-pod) starts by result: ok, or failed when a pod exited non-zero before the gang was up.");
-  metrics_.DefineCounter("tidal_preemptions_total", "Preemptions by cause (priority, reclaim, inference_return, max_runtime, idle, drain) and victim kind.");
-  metrics_.DefineHistogram("tidal_preemption_latency_seconds", "From notice to the victim's GPUs being free, by cause.", seconds_buckets);
-  metrics_.DefineCounter("tidal_reclaims_total", "Guarantee reclaims (preemptions with cause reclaim or inference_return), by queue of the victim.");
-  metrics_.DefineCounter("tidal_scale_ups_total", "Inference scale-ups by result (ok, failed).");
-  metrics_.DefineHistogram("tidal_scale_up_time_to_capacity_seconds", "From the wanted replica count rising to all replicas ready.", seconds_buckets);
-  metrics_.DefineHistogram("tidal_recovery_seconds", "From a preemption to the victim running again.", seconds_buckets);
-  metrics_.DefineHistogram("tidal_scheduling_pass_seconds", "Duration of one scheduling pass (co-location + engine + apply).", fast_buckets);
-  metrics_.DefineHistogram("tidal_api_request_seconds", "API latency by route and method.", fast_buckets);
-  metrics_.DefineCounter("tidal_api_requests_total", "API requests by route, method and status code.");
-  metrics_.DefineCounter("tidal_workloads_submitted_total", "Admitted workloads by queue and kind.");
-  metrics_.DefineCounter("tidal_gpu_errors_total", "GPU faults (XID, uncorrectable ECC, unhealthy) reported by agents, by node.");
-  metrics_.DefineCounter("tidal_nodes_lost_total", "Nodes whose lease expired.");
-  metrics_.DefineCounter("tidal_placements_total", "Placements by queue, kind and whether borrowed.");
-  metrics_.DefineCounter("tidal_refused_decisions_total", "Engine decisions the state refused because the world moved since the pass's snapshot, by kind.");
+  DefineMetrics();
 }
 
 ControlPlane::~ControlPlane() { StopLoop(); }

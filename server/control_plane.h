@@ -166,6 +166,13 @@ class ControlPlane {
   void ReactNotice(WorkloadRecord& r, state::EditOrigin origin, const state::NoticeEdit& e);
   void ReactResize(WorkloadRecord& r, const state::Edit& edit);
   void ReactNode(NodeId n);
+  // Metrics (control_plane_metrics.cc): the families, their series at 0 for
+  // every label set known from the catalog, and the co-location loans.
+  void DefineMetrics();
+  void ZeroKnownSeries() const;
+  void ZeroNodeSeries(const std::string& node) const;
+  void CountLoan(NodeId node, bool lend, Time now);
+  void LoanGauges(GaugeWriter& g, Time now) const;
   // Copies the machine's workload and allocation into the record.
   void SyncRecord(WorkloadRecord& r);
   void JournalMarker(protocol::PassPhase phase);
@@ -228,7 +235,8 @@ class ControlPlane {
   ServerConfig config_;
   std::unique_ptr<Store> store_;
   const Clock& clock_;
-  Metrics metrics_;
+  // Mutable: a scrape (const) adds the 0 series of queues and nodes it finds.
+  mutable Metrics metrics_;
   Scheduler scheduler_;
   ColocationController colocation_;  // under pass_mu_
 
@@ -252,6 +260,10 @@ class ControlPlane {
   // Encoded journal records of the edits applied since the last Enqueue.
   std::vector<std::string> journal_;
   int64_t last_pass_ms_ = 0;
+  // Open loans by node (when lent) and the GPU-hours of loans that ended, by
+  // pool, for tidal_lent_gpu_hours_total / tidal_returned_gpu_hours_total.
+  std::map<uint32_t, int64_t> lent_since_ms_;
+  std::map<std::string, double> returned_gpu_hours_;
   double last_pass_s_ = 0;
 
   std::mutex loop_mu_;

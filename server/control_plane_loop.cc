@@ -243,6 +243,7 @@ void ControlPlane::React(state::EditOrigin origin, const state::Edit& edit) {
         using E = std::decay_t<decltype(e)>;
         if constexpr (std::is_same_v<E, state::LendEdit> || std::is_same_v<E, state::ReturnEdit>) {
           constexpr bool lend = std::is_same_v<E, state::LendEdit>;
+          CountLoan(e.node, lend, now);
           AddAudit(*applying_.m, "colocation", lend ? "loan" : "return", nullptr,
                    {{"node", cat.cluster.nodes[e.node.value()].name},
                     {"mode", ColocationModeName(colocation_.status().mode)}},
@@ -339,6 +340,7 @@ void ControlPlane::ReactNode(NodeId n) {
   // truth for health, failed GPUs and cordons.
   Node& node = config_.catalog.cluster.nodes[n.value()];
   const Node& truth = machine_->state().snapshot().cluster.node(n);
+  ZeroNodeSeries(node.name);
   node.health = truth.health;
   node.failed_gpus = truth.failed_gpus;
   node.cordoned = truth.cordoned;

@@ -1,6 +1,7 @@
 // Read-only views: explain, dry run, queues, nodes, audit and /metrics.
 #include <algorithm>
 #include <bit>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -323,6 +324,7 @@ std::string ControlPlane::MetricsText() const {
   {
     std::lock_guard lock(mu_);
     const Catalog& cat = config_.catalog;
+    ZeroKnownSeries();
     const auto usage = ComputeQueueUsage(cat, records_, active_);
     g.Family("tidal_queue_guaranteed_gpus", "GPUs guaranteed to the queue.");
     g.Family("tidal_queue_allocated_gpus", "GPUs the queue's running workloads hold.");
@@ -346,12 +348,26 @@ std::string ControlPlane::MetricsText() const {
       std::string reason = r.w.state == WorkloadState::kAwaitingApproval ? "awaiting_approval"
                            : r.last_wait ? std::string(ReasonCodeName(r.last_wait->reason))
                                          : "not_yet_scheduled";
-      pending[{{"queue", cat.QueueName(r.w.queue)}, {"kind", kind}, {"reason", reason}}]++;
+      pending[{{"queue", cat.QueueName(r.w.queue)}, {"tenant", r.w.tenant}, {"kind", kind}, {"reason", reason}}]++;
     }
-    g.Family("tidal_pending_workloads", "Workloads waiting, by queue, kind and dominant reason.");
+    g.Family("tidal_pending_workloads", "Workloads waiting, by queue, tenant, kind and dominant reason.");
     for (const auto& [l, n] : pending) g.Sample("tidal_pending_workloads", l, n);
     g.Family("tidal_workloads", "Live workloads by state and kind.");
     for (const auto& [l, n] : states) g.Sample("tidal_workloads", l, n);
+    // GPUs by project, with its tenant and queue: the dashboard's $tenant.
+    g.Family("tidal_project_allocated_gpus", "GPUs the project's running workloads hold, by project, tenant and queue.");
+    std::vector<int> project_gpus(cat.projects.size());
+    for (uint64_t id : allocated_) {
+      const WorkloadRecord& r = records_.at(id);
+      if (r.allocation && r.w.project.valid() && r.w.project.value() < project_gpus.size()) {
+        project_gpus[r.w.project.value()] += r.allocation->gpu_count();
+      }
+    }
+    for (size_t i = 0; i < cat.projects.size(); ++i) {
+      const Project& p = cat.projects[i];
+      g.Sample("tidal_project_allocated_gpus",
+               {{"project", p.name}, {"tenant", p.tenant}, {"queue", cat.QueueName(p.default_queue)}}, project_gpus[i]);
+    }
     // Pool capacity.
     g.Family("tidal_pool_gpus", "GPUs per pool by state (total, allocated, failed, lent).");
     std::vector<int> total(cat.cluster.pools.size()), alloc(cat.cluster.pools.size()),
@@ -378,15 +394,20 @@ std::string ControlPlane::MetricsText() const {
       g.Sample("tidal_pool_gpus", {{"pool", name}, {"state", "failed"}}, failed[p]);
       g.Sample("tidal_pool_gpus", {{"pool", name}, {"state", "lent"}}, lent[p]);
     }
-    // Inference latency against target.
-    g.Family("tidal_inference_p99_seconds", "Latest P99 latency the service's replicas reported.");
+    // Inference latency against target. A service that served no requests
+    // has no latency: its P95 and P99 are left out, not exported as 0 (a 0
+    // would read as "fast" and hide it from the latency panels).
+    g.Family("tidal_inference_p95_seconds", "Latest P95 latency the service's replicas reported (absent while idle).");
+    g.Family("tidal_inference_p99_seconds", "Latest P99 latency the service's replicas reported (absent while idle).");
     g.Family("tidal_inference_target_p99_seconds", "The service's P99 latency target.");
     g.Family("tidal_inference_replicas", "Replicas by state (desired, running, ready).");
     for (uint64_t id : active_) {
       const WorkloadRecord& r = records_.at(id);
       if (r.w.kind != WorkloadKind::kInference) continue;
-      const Labels l = {{"workload", r.w.name}, {"queue", cat.QueueName(r.w.queue)}};
-      g.Sample("tidal_inference_p99_seconds", l, r.p99_ms / 1000.0);
+      const Labels l = {{"workload", r.w.name}, {"queue", cat.QueueName(r.w.queue)}, {"tenant", r.w.tenant}};
+      const bool served = r.load_rps > 0;
+      g.Sample("tidal_inference_p95_seconds", l, served ? r.p95_ms / 1000.0 : NAN);
+      g.Sample("tidal_inference_p99_seconds", l, served ? r.p99_ms / 1000.0 : NAN);
       g.Sample("tidal_inference_target_p99_seconds", l, r.w.inference.target_p99.count() / 1000.0);
       Labels d = l, run = l, ready = l;
       d.emplace_back("state", "desired");
@@ -398,14 +419,20 @@ std::string ControlPlane::MetricsText() const {
     }
     g.Family("tidal_store_healthy", "1 while the store writes; 0 after a failed write (read-only until restart).");
     g.Sample("tidal_store_healthy", {}, store_->health().ok() ? 1 : 0);
-    g.Family("tidal_store_commits", "Store transactions committed (group commit).");
-    g.Sample("tidal_store_commits", {}, store_->commits());
-    g.Family("tidal_store_committed_mutations", "Changes committed; divided by commits = group size.");
-    g.Sample("tidal_store_committed_mutations", {}, store_->committed_mutations());
+    // The store keeps these counts; they only grow (since start): counters.
+    g.Family("tidal_store_commits_total", "Store transactions committed (group commit).",
+             prometheus::MetricType::Counter);
+    g.Sample("tidal_store_commits_total", {}, store_->commits());
+    g.Family("tidal_store_committed_mutations_total", "Changes committed; divided by commits = group size.",
+             prometheus::MetricType::Counter);
+    g.Sample("tidal_store_committed_mutations_total", {}, store_->committed_mutations());
     g.Family("tidal_last_pass_timestamp_seconds", "When the last scheduling pass ran.");
     g.Sample("tidal_last_pass_timestamp_seconds", {}, last_pass_ms_ / 1000.0);
+    LoanGauges(g, clock_.Now());
   }
-  return metrics_.Render() + g.Render();
+  std::vector<prometheus::MetricFamily> families = metrics_.Collect();
+  for (prometheus::MetricFamily& f : g.Collect()) families.push_back(std::move(f));
+  return RenderFamilies(families);
 }
 
 }  // namespace tidal::server

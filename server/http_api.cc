@@ -312,6 +312,9 @@ void HttpApi::Routes() {
       }();
     }
     if (out.ok() && format == "csv") {
+      // set_content leaves the status unset (-1) until httplib sends the
+      // reply, after this handler: the metric below would count code="-1".
+      res.status = 200;
       res.set_content(ReportToCsv(*out), "text/csv");
     } else {
       Reply(res, out);

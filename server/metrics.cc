@@ -1,11 +1,27 @@
 #include "server/metrics.h"
 
+#include <prometheus/gauge.h>
+#include <prometheus/text_serializer.h>
+
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
+#include "core/common/check.h"
+#include "server/build_info.h"
+#include "server/process_collector.h"
+
 namespace tidal::server {
 namespace {
+
+#if defined(__clang__)
+constexpr char kCompiler[] = "clang " __clang_version__;
+#elif defined(__GNUC__)
+constexpr char kCompiler[] = "gcc " __VERSION__;
+#else
+constexpr char kCompiler[] = "unknown";
+#endif
 
 std::string Escape(const std::string& v) {
   std::string out;
@@ -20,15 +36,8 @@ std::string Escape(const std::string& v) {
   return out;
 }
 
-std::string Number(double v) {
-  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-  if (std::isnan(v)) return "NaN";
-  return fmt::format("{}", v);
-}
-
-Labels With(Labels labels, const std::string& key, const std::string& value) {
-  labels.emplace_back(key, value);
-  return labels;
+prometheus::Labels ToMap(const Labels& labels) {
+  return prometheus::Labels(labels.begin(), labels.end());
 }
 
 }  // namespace
@@ -42,86 +51,101 @@ std::string FormatLabels(const Labels& labels) {
   return out + "}";
 }
 
-Metrics::Metrics() = default;
+std::string RenderFamilies(const std::vector<prometheus::MetricFamily>& families) {
+  return prometheus::TextSerializer().Serialize(families);
+}
 
-void Metrics::DefineCounter(const std::string& name, const std::string& help) {
+Metrics::Metrics()
+    : registry_(std::make_shared<prometheus::Registry>()), process_(std::make_shared<ProcessCollector>()) {
+  // The usual info metric: constant 1, the build in its labels, so that a
+  // dashboard can show (and an alert join on) what version runs.
+  prometheus::BuildGauge()
+      .Name("tidal_build_info")
+      .Help("Always 1; the labels say which build of tidal server runs.")
+      .Register(*registry_)
+      .Add({{"version", TIDAL_VERSION_NUMBER}, {"compiler", kCompiler}})
+      .Set(1);
+}
+
+void Metrics::DefineCounter(const std::string& name, const std::string& help,
+                            const std::vector<Labels>& initial) {
   std::lock_guard lock(mu_);
-  families_[name].help = help;
+  auto& family = prometheus::BuildCounter().Name(name).Help(help).Register(*registry_);
+  counters_[name] = &family;
+  for (const Labels& l : initial) family.Add(ToMap(l));
 }
 
 void Metrics::DefineHistogram(const std::string& name, const std::string& help,
-                              std::vector<double> buckets) {
+                              std::vector<double> buckets, const std::vector<Labels>& initial) {
   std::lock_guard lock(mu_);
-  Family& f = families_[name];
-  f.help = help;
-  f.histogram = true;
-  f.buckets = std::move(buckets);
+  auto& family = prometheus::BuildHistogram().Name(name).Help(help).Register(*registry_);
+  histograms_[name] = {&family, std::move(buckets)};
+  for (const Labels& l : initial) family.Add(ToMap(l), histograms_[name].buckets);
 }
 
 void Metrics::Inc(const std::string& name, const Labels& labels, double by) {
   std::lock_guard lock(mu_);
-  families_[name].counters[labels] += by;
+  auto it = counters_.find(name);
+  TIDAL_CHECK(it != counters_.end()) << "counter " << name << " was never defined";
+  it->second->Add(ToMap(labels)).Increment(by);
 }
 
 void Metrics::Observe(const std::string& name, const Labels& labels, double value) {
   std::lock_guard lock(mu_);
-  Family& f = families_[name];
-  Histogram& h = f.histograms[labels];
-  if (h.counts.empty()) h.counts.assign(f.buckets.size(), 0);
-  for (size_t i = 0; i < f.buckets.size(); ++i) {
-    if (value <= f.buckets[i]) {
-      ++h.counts[i];
-      break;
-    }
-  }
-  ++h.count;
-  h.sum += value;
+  auto it = histograms_.find(name);
+  TIDAL_CHECK(it != histograms_.end()) << "histogram " << name << " was never defined";
+  it->second.family->Add(ToMap(labels), it->second.buckets).Observe(value);
 }
 
-std::string Metrics::Render() const {
+void Metrics::Zero(const std::string& name, const Labels& labels) {
   std::lock_guard lock(mu_);
-  std::string out;
-  for (const auto& [name, f] : families_) {
-    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, f.help, name,
-                       f.histogram ? "histogram" : "counter");
-    if (!f.histogram) {
-      for (const auto& [labels, v] : f.counters) {
-        out += fmt::format("{}{} {}\n", name, FormatLabels(labels), Number(v));
-      }
-      continue;
-    }
-    for (const auto& [labels, h] : f.histograms) {
-      uint64_t cumulative = 0;
-      for (size_t i = 0; i < f.buckets.size(); ++i) {
-        cumulative += h.counts[i];
-        out += fmt::format("{}_bucket{} {}\n", name,
-                           FormatLabels(With(labels, "le", Number(f.buckets[i]))), cumulative);
-      }
-      out += fmt::format("{}_bucket{} {}\n", name, FormatLabels(With(labels, "le", "+Inf")), h.count);
-      out += fmt::format("{}_sum{} {}\n", name, FormatLabels(labels), Number(h.sum));
-      out += fmt::format("{}_count{} {}\n", name, FormatLabels(labels), h.count);
-    }
+  if (auto c = counters_.find(name); c != counters_.end()) {
+    c->second->Add(ToMap(labels));
+    return;
   }
+  auto h = histograms_.find(name);
+  TIDAL_CHECK(h != histograms_.end()) << "metric " << name << " was never defined";
+  h->second.family->Add(ToMap(labels), h->second.buckets);
+}
+
+std::vector<prometheus::MetricFamily> Metrics::Collect() const {
+  std::vector<prometheus::MetricFamily> out = registry_->Collect();
+  for (prometheus::MetricFamily& f : process_->Collect()) out.push_back(std::move(f));
   return out;
 }
 
-void GaugeWriter::Family(const std::string& name, const std::string& help) {
-  families_[name].first = help;
+std::string Metrics::Render() const { return RenderFamilies(Collect()); }
+
+void GaugeWriter::Family(const std::string& name, const std::string& help, prometheus::MetricType type) {
+  TIDAL_CHECK(type == prometheus::MetricType::Gauge || type == prometheus::MetricType::Counter) << name;
+  prometheus::MetricFamily& f = families_[name];
+  f.name = name;
+  f.help = help;
+  f.type = type;
 }
 
 void GaugeWriter::Sample(const std::string& name, const Labels& labels, double value) {
-  families_[name].second.emplace_back(labels, value);
+  if (std::isnan(value)) return;
+  auto it = families_.find(name);
+  TIDAL_CHECK(it != families_.end()) << "gauge " << name << " has no Family() call";
+  prometheus::ClientMetric m;
+  for (const auto& [k, v] : labels) m.label.push_back({k, v});
+  // Sorted by name, as prometheus-cpp writes its own series.
+  std::sort(m.label.begin(), m.label.end());
+  if (it->second.type == prometheus::MetricType::Counter) {
+    m.counter.value = value;
+  } else {
+    m.gauge.value = value;
+  }
+  it->second.metric.push_back(std::move(m));
 }
 
-std::string GaugeWriter::Render() const {
-  std::string out;
-  for (const auto& [name, f] : families_) {
-    out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n", name, f.first, name);
-    for (const auto& [labels, v] : f.second) {
-      out += fmt::format("{}{} {}\n", name, FormatLabels(labels), Number(v));
-    }
-  }
+std::vector<prometheus::MetricFamily> GaugeWriter::Collect() const {
+  std::vector<prometheus::MetricFamily> out;
+  for (const auto& [name, f] : families_) out.push_back(f);
   return out;
 }
+
+std::string GaugeWriter::Render() const { return RenderFamilies(Collect()); }
 
 }  // namespace tidal::server

@@ -341,6 +341,68 @@ TEST_F(ControlPlaneTest, ServiceLoadIsTheSumOverReadyReplicas) {
   EXPECT_DOUBLE_EQ(Get(id)["load"]["rps"].get<double>(), 60);
 }
 
+// A service that served nothing has no latency: no P95/P99 series (a 0
+// would read as fast). Once replicas report traffic, both are exported.
+TEST_F(ControlPlaneTest, AnIdleServiceExportsNoLatency) {
+  const uint64_t id = Submit({{"name", "svc"}, {"project", "chat-serving"}, {"kind", "inference"},
+                              {"replicas", 1}, {"min_replicas", 1}, {"max_replicas", 1},
+                              {"replica_capacity_rps", 100}, {"target_p99_ms", 80}},
+                             kAdmin);
+  cp_->RunPass();
+  const json w = Get(id);
+  ASSERT_EQ(w["state"], "running");
+  const std::string series = "{queue=\"serving\",tenant=\"chat\",workload=\"svc\"}";
+  std::string text = cp_->MetricsText();
+  EXPECT_NE(text.find("tidal_inference_target_p99_seconds" + series + " 0.08"), std::string::npos) << text;
+  EXPECT_EQ(text.find("tidal_inference_p99_seconds{"), std::string::npos) << text;
+  EXPECT_EQ(text.find("tidal_inference_p95_seconds{"), std::string::npos) << text;
+  const std::string node = w["allocation"]["pods"][0]["node"];
+  Events(node, json::array({json{{"workload", id}, {"rank", 0}, {"phase", "ready"}}}));
+  Events(node, json::array({json{{"workload", id}, {"rank", 0}, {"load", {{"rps", 30}, {"p95_ms", 20}, {"p99_ms", 50}}}}}));
+  text = cp_->MetricsText();
+  EXPECT_NE(text.find("tidal_inference_p95_seconds" + series + " 0.02\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("tidal_inference_p99_seconds" + series + " 0.05\n"), std::string::npos) << text;
+}
+
+// Loans and returns are counted where the server applies the plan's
+// LendEdit / ReturnEdit: one per `loan` / `return` audit row, and the
+// GPU-hours of a loan grow while it is open.
+TEST_F(ControlPlaneTest, LoansAndReturnsAreCountedWithTheirGpuHours) {
+  auto rows = [&](const std::string& action) {
+    AuditQuery q;
+    q.action = action;
+    return cp_->Audit(kAdmin, q).value()["audit"].size();
+  };
+  cp_->RunPass();  // no service: the predictive plan lends the idle shared nodes
+  const size_t loans = rows("loan");
+  ASSERT_GT(loans, 0u);
+  std::string text = cp_->MetricsText();
+  EXPECT_NE(text.find("tidal_loans_total{pool=\"shared\"} " + std::to_string(loans) + "\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("tidal_returns_total{pool=\"shared\"} 0\n"), std::string::npos) << text;
+  clock_.Advance(minutes(30));
+  // Each lent node has 8 GPUs, lent for half an hour: 4 GPU-hours each.
+  text = cp_->MetricsText();
+  EXPECT_NE(text.find("tidal_lent_gpu_hours_total{pool=\"shared\"} " + std::to_string(4 * loans) + "\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("tidal_returned_gpu_hours_total{pool=\"shared\"} 0\n"), std::string::npos) << text;
+  // A service larger than the reserved pool (16 GPUs) needs a shared node back.
+  Submit({{"name", "svc"}, {"project", "chat-serving"}, {"kind", "inference"}, {"replicas", 3},
+          {"min_replicas", 3}, {"max_replicas", 3}, {"gpus_per_replica", 8}, {"replica_capacity_rps", 100}},
+         kAdmin);
+  for (int i = 0; i < 5 && rows("return") == 0; ++i) {
+    cp_->RunPass();
+    clock_.Advance(seconds(5));
+  }
+  const size_t returns = rows("return");
+  ASSERT_GT(returns, 0u);
+  text = cp_->MetricsText();
+  EXPECT_NE(text.find("tidal_returns_total{pool=\"shared\"} " + std::to_string(returns) + "\n"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("tidal_returned_gpu_hours_total{pool=\"shared\"} 0\n"), std::string::npos) << text;
+}
+
 TEST_F(ControlPlaneTest, AReplicaThatDiesIsReplacedNotTheServiceFailed) {
   const uint64_t id = Submit({{"name", "svc"}, {"project", "chat-serving"}, {"kind", "inference"},
                               {"replicas", 3}, {"min_replicas", 3}, {"max_replicas", 3},

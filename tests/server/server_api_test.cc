@@ -264,7 +264,9 @@ TEST(ServerApi, GpuFaultDrainsTheNode) {
     EXPECT_TRUE(n["cordoned"].get<bool>());
     EXPECT_EQ(n["failed_gpus"], json::array({1}));
   }
-  EXPECT_NE(s.Get("/metrics", "").body.find("tidal_gpu_errors_total{node=\"sick\""), std::string::npos);
+  // prometheus-cpp writes the labels sorted by name.
+  EXPECT_NE(s.Get("/metrics", "").body.find("tidal_gpu_errors_total{kind=\"xid\",node=\"sick\"} 1\n"),
+            std::string::npos);
 }
 
 TEST(ServerApi, MetricsAreExposedInPrometheusFormat) {
@@ -281,7 +283,7 @@ TEST(ServerApi, MetricsAreExposedInPrometheusFormat) {
   }
   for (const char* needle :
        {"tidal_queue_guaranteed_gpus{queue=\"research\"} 40", "# TYPE tidal_queue_wait_seconds histogram",
-        "tidal_scheduling_pass_seconds_count", "tidal_api_request_seconds_bucket{route=\"/v1/workloads\"",
+        "tidal_scheduling_pass_seconds_count", "tidal_api_request_seconds_bucket{method=\"POST\",route=\"/v1/workloads\"",
         "tidal_pool_gpus{pool=\"training\",state=\"total\"} 32", "tidal_queue_allocated_gpus{queue=\"research\"} 1"}) {
     EXPECT_NE(text.find(needle), std::string::npos) << needle;
   }

@@ -3,11 +3,13 @@
 // and strict submit parsing.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <thread>
 
 #include "server/auth.h"
 #include "server/metrics.h"
+#include "server/process_collector.h"
 #include "server/report.h"
 #include "server/store.h"
 #include "server/workload_codec.h"
@@ -134,6 +136,66 @@ TEST(Metrics, RendersCountersAndCumulativeHistograms) {
   EXPECT_NE(text.find("tidal_y_seconds_bucket{le=\"+Inf\"} 3\n"), std::string::npos) << text;
   EXPECT_NE(text.find("tidal_y_seconds_sum 13.5\n"), std::string::npos) << text;
   EXPECT_EQ(FormatLabels({{"k", "a\"b"}}), "{k=\"a\\\"b\"}");
+}
+
+// A series declared up front is exported at 0 before its first event, so
+// that Prometheus' increase() sees the event (a series born at 1 shows none).
+TEST(Metrics, DeclaredSeriesAreExportedAtZero) {
+  Metrics m;
+  m.DefineCounter("tidal_x_total", "X.", {{{"result", "ok"}}, {{"result", "failed"}}});
+  m.DefineCounter("tidal_lost_total", "L.", {{}});
+  m.DefineCounter("tidal_by_node_total", "N.");
+  m.DefineHistogram("tidal_y_seconds", "Y.", {1}, {{}});
+  m.Zero("tidal_by_node_total", {{"node", "n1"}});
+  m.Zero("tidal_by_node_total", {{"node", "n1"}});  // twice: still one series
+  const std::string text = m.Render();
+  EXPECT_NE(text.find("tidal_x_total{result=\"failed\"} 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("tidal_x_total{result=\"ok\"} 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("tidal_lost_total 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("tidal_by_node_total{node=\"n1\"} 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("tidal_y_seconds_count 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("tidal_build_info{"), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE process_cpu_seconds_total counter"), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE process_resident_memory_bytes gauge"), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE process_open_fds gauge"), std::string::npos) << text;
+  m.Inc("tidal_by_node_total", {{"node", "n1"}});
+  EXPECT_NE(m.Render().find("tidal_by_node_total{node=\"n1\"} 1\n"), std::string::npos);
+}
+
+// A figure that does not exist (NaN) is no sample; counters keep their type.
+TEST(Metrics, GaugeWriterLeavesOutNaNAndTypesCounters) {
+  GaugeWriter g;
+  g.Family("tidal_p99_seconds", "P.");
+  g.Family("tidal_commits_total", "C.", prometheus::MetricType::Counter);
+  g.Sample("tidal_p99_seconds", {{"workload", "idle"}}, NAN);
+  g.Sample("tidal_p99_seconds", {{"workload", "busy"}}, 0.25);
+  g.Sample("tidal_commits_total", {}, 7);
+  const std::string text = g.Render();
+  EXPECT_EQ(text.find("idle"), std::string::npos) << text;
+  EXPECT_NE(text.find("tidal_p99_seconds{workload=\"busy\"} 0.25\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE tidal_commits_total counter\ntidal_commits_total 7\n"), std::string::npos) << text;
+}
+
+TEST(ProcessCollector, ParsesProcStat) {
+  // A command name with a space and a ')' in it; utime 250 + stime 50 ticks
+  // at 100 a second = 3 s; started 1000 ticks = 10 s after a boot at
+  // 1,700,000,000; 4096 resident pages of 4 KiB = 16 MiB.
+  const std::string stat =
+      "1234 (tidal s)rv) S 1 1234 1234 0 -1 4194560 500 0 0 0 250 50 0 0 20 0 12 0 1000 "
+      "1073741824 4096 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0";
+  const auto s = ParseProcStat(stat, 100, 1.7e9, 4096);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_DOUBLE_EQ(s->cpu_seconds, 3);
+  EXPECT_DOUBLE_EQ(s->start_time_seconds, 1.7e9 + 10);
+  EXPECT_DOUBLE_EQ(s->resident_memory_bytes, 16.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(s->virtual_memory_bytes, 1073741824);
+  EXPECT_FALSE(ParseProcStat("garbage", 100, 0, 4096).has_value());
+  EXPECT_FALSE(ParseProcStat("1 (x) S 1 2", 100, 0, 4096).has_value());
+  // The collector reads this process: it has run and holds memory.
+  std::string names;
+  for (const auto& f : ProcessCollector().Collect()) names += f.name + " ";
+  EXPECT_NE(names.find("process_start_time_seconds"), std::string::npos) << names;
+  EXPECT_NE(names.find("process_max_fds"), std::string::npos) << names;
 }
 
 TEST(Report, PercentileInterpolates) {
