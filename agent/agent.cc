@@ -17,11 +17,10 @@
 
 #include "agent/fake_gpu_probe.h"
 #include "agent/http_get.h"
+#include "agent/pod_env.h"
 #include "config/json_codec.h"
 #include "protocol/heartbeat.h"
 #include "protocol/node_registration.h"
-
-extern char** environ;
 
 namespace tidal::agent {
 namespace fs = std::filesystem;
@@ -30,20 +29,6 @@ using nlohmann::json;
 namespace {
 
 constexpr size_t kMaxOutbox = 10000;
-
-// The agent's environment variables a pod inherits; everything else (tokens,
-// the agent's own settings) stays with the agent.
-std::map<std::string, std::string> InheritedEnv() {
-  static const char* const kKeep[] = {"PATH", "HOME", "LANG", "LC_ALL", "TZ", "USER",
-                                      "TMPDIR", "LD_LIBRARY_PATH", "ASAN_OPTIONS",
-                                      "UBSAN_OPTIONS", "LSAN_OPTIONS"};
-  std::map<std::string, std::string> env;
-  for (const char* key : kKeep) {
-    if (const char* value = std::getenv(key)) env[key] = value;
-  }
-  if (!env.count("PATH")) env["PATH"] = "/usr/local/bin:/usr/bin:/bin";
-  return env;
-}
 
 }  // namespace
 
@@ -93,8 +78,10 @@ json Agent::RegisterBody() const {
   std::vector<std::vector<int>> domains;
   for (GpuMask mask : NvlinkDomains(inventory_)) domains.push_back(config::GpuIndices(mask));
   reg.nvlink_domains = std::move(domains);
-  reg.labels = config_.labels;
-  reg.taints = config_.taints;
+  // Repeated only when set: the server refuses any that contradict the
+  // cluster file, which owns them.
+  if (!config_.labels.empty()) reg.labels = config_.labels;
+  if (!config_.taints.empty()) reg.taints = config_.taints;
   if (!config_.pool.empty()) reg.pool = config_.pool;
   if (!config_.rack.empty()) reg.rack = config_.rack;
   if (!config_.zone.empty()) reg.zone = config_.zone;
@@ -156,7 +143,8 @@ Status Agent::Start(int64_t now_ms) {
 PodOptions Agent::BasePodOptions() {
   PodOptions options;
   options.node_name = config_.name;
-  options.base_env = InheritedEnv();
+  options.base_env = InheritedPodEnv(config_.pod_user);
+  options.user = config_.pod_user;
   options.log_max_bytes = config_.log_max_bytes;
   options.log_max_files = config_.log_max_files;
   options.log_rate_bytes_per_s = config_.log_rate_bytes_per_s;

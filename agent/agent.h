@@ -52,6 +52,7 @@
 #include "agent/control_plane.h"
 #include "agent/gpu_probe.h"
 #include "agent/pod.h"
+#include "agent/pod_user.h"
 #include "agent/start_limiter.h"
 #include "core/model/cluster.h"
 
@@ -85,6 +86,8 @@ struct AgentConfig {
   // restart; 0 = half the server's lease, so that they are gone before the
   // server declares the node lost and restarts their gangs elsewhere.
   Duration orphan_timeout = milliseconds(0);
+  // Who pods run as; nullopt = the agent's own user (pod_user.h).
+  std::optional<PodUser> pod_user;
 };
 
 // What `pods.json` in the work dir and tests see of one pod.

@@ -1,6 +1,8 @@
 #include <fmt/core.h>
 #include <httplib.h>
 
+#include <mutex>
+
 #include "agent/control_plane.h"
 #include "protocol/node_registration.h"
 
@@ -12,7 +14,7 @@ using nlohmann::json;
 class HttpControlPlane final : public ControlPlane {
  public:
   HttpControlPlane(const std::string& url, const std::string& token, Duration timeout)
-      : url_(url), client_(url) {
+      : url_(url), bootstrap_token_(token), client_(url) {
     const auto usec = std::chrono::duration_cast<std::chrono::microseconds>(timeout).count();
     client_.set_connection_timeout(0, usec);
     client_.set_read_timeout(0, usec);
@@ -21,28 +23,67 @@ class HttpControlPlane final : public ControlPlane {
     // Small JSON requests on a kept-alive connection: without this, Nagle
     // plus the server's delayed ACK adds ~40 ms to every call.
     client_.set_tcp_nodelay(true);
-    client_.set_default_headers({{"Authorization", "Bearer " + token}});
   }
 
+  // Registers with the node's credential once it has one (the server then
+  // accepts a re-registration from no one else), else with the bootstrap
+  // token. A credential the server no longer knows (its store was wiped) is
+  // dropped and the bootstrap token tried.
   StatusOr<Lease> Register(const json& body) override {
-    TIDAL_ASSIGN_OR_RETURN(json reply, Post("/v1/agent/register", body));
-    auto decoded = protocol::RegistrationReplyFromJson(reply);
+    StatusOr<json> reply = Post("/v1/agent/register", body, Token());
+    if (!reply.ok() && reply.status().code() == StatusCode::kUnauthenticated && HasCredential()) {
+      ForgetCredential();
+      reply = Post("/v1/agent/register", body, Token());
+    }
+    if (!reply.ok()) return reply.status();
+    auto decoded = protocol::RegistrationReplyFromJson(*reply);
     if (!decoded.ok()) return Internal("POST /v1/agent/register: reply " + decoded.status().message());
+    if (!decoded->credential.empty()) {
+      std::lock_guard lock(mu_);
+      credential_ = decoded->credential;
+    }
     return Lease{decoded->lease_s, decoded->heartbeat_interval_s};
   }
 
   StatusOr<json> Heartbeat(const std::string& node, const json& body) override {
-    return Post(fmt::format("/v1/agent/nodes/{}/heartbeat", node), body);
+    return NodeCall(fmt::format("/v1/agent/nodes/{}/heartbeat", node), body);
   }
 
   Status ReportEvents(const std::string& node, const json& body) override {
-    auto reply = Post(fmt::format("/v1/agent/nodes/{}/pods/status", node), body);
+    auto reply = NodeCall(fmt::format("/v1/agent/nodes/{}/pods/status", node), body);
     return reply.ok() ? Status::Ok() : reply.status();
   }
 
  private:
-  StatusOr<json> Post(const std::string& path, const json& body) {
-    auto res = client_.Post(path.c_str(), body.dump(), "application/json");
+  std::string Token() const {
+    std::lock_guard lock(mu_);
+    return credential_.empty() ? bootstrap_token_ : credential_;
+  }
+  bool HasCredential() const {
+    std::lock_guard lock(mu_);
+    return !credential_.empty();
+  }
+  void ForgetCredential() {
+    std::lock_guard lock(mu_);
+    credential_.clear();
+  }
+
+  // A call with the node's credential. 401 means the server does not know
+  // it (a wiped store): NotFound makes the agent register again, with the
+  // bootstrap token.
+  StatusOr<json> NodeCall(const std::string& path, const json& body) {
+    const bool had_credential = HasCredential();
+    auto reply = Post(path, body, Token());
+    if (!reply.ok() && reply.status().code() == StatusCode::kUnauthenticated && had_credential) {
+      ForgetCredential();
+      return NotFound(reply.status().message() + " (the node's credential is unknown: registering again)");
+    }
+    return reply;
+  }
+
+  StatusOr<json> Post(const std::string& path, const json& body, const std::string& token) {
+    const httplib::Headers headers = {{"Authorization", "Bearer " + token}};
+    auto res = client_.Post(path.c_str(), headers, body.dump(), "application/json");
     if (!res) {
       return Unavailable(fmt::format("POST {}{}: {}", url_, path, httplib::to_string(res.error())));
     }
@@ -66,6 +107,11 @@ class HttpControlPlane final : public ControlPlane {
   }
 
   std::string url_;
+  const std::string bootstrap_token_;
+  // The node's credential, only ever in this process's memory: never in
+  // the environment, a file or argv, where a pod could read it.
+  mutable std::mutex mu_;
+  std::string credential_;
   httplib::Client client_;
 };
 

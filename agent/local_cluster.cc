@@ -1,6 +1,8 @@
 #include "agent/local_cluster.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -200,6 +202,15 @@ Status LocalCluster::WriteConfig() {
          << fmt::format("  - {{name: agents, role: agent, token: \"{}\"}}\n", agent_token_);
   server.close();
   if (!cluster || !policy || !server) return Internal(fmt::format("writing configs in {}", dir));
+  // The agents' bootstrap token, in a file only this user can read: not in
+  // their environment, where their pods could read it.
+  const std::string token_path = dir + "/agent.token";
+  const int fd = open(token_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const std::string token_line = agent_token_ + "\n";
+  const bool written = fd >= 0 && fchmod(fd, 0600) == 0 &&
+                       write(fd, token_line.data(), token_line.size()) == static_cast<ssize_t>(token_line.size());
+  if (fd >= 0) close(fd);
+  if (!written) return Internal(fmt::format("writing {}", token_path));
   return Status::Ok();
 }
 
@@ -248,9 +259,11 @@ Status LocalCluster::StartAgent(size_t i) {
                "--sample-interval-ms", std::to_string(options_.agent_sample_ms),
                "--tick-ms", std::to_string(options_.agent_tick_ms),
                "--default-grace-s", fmt::format("{}", options_.default_grace_s),
-               "--shutdown-grace-s", "5"};
+               "--shutdown-grace-s", "5",
+               "--token-file", options_.work_dir + "/agent.token"};
+  // A local cluster run as root is a developer's: its pods run as root too.
+  if (geteuid() == 0) spec.argv.push_back("--allow-root-pods");
   spec.env = ParentEnv();
-  spec.env.push_back("TIDAL_TOKEN=" + agent_token_);  // not in argv, where ps shows it
   spec.work_dir = dir;
   spec.stdout_path = spec.stderr_path = dir + "/agent.log";
   spec.log_rate_bytes_per_s = 0;

@@ -2,8 +2,11 @@
 
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <system_error>
@@ -99,6 +102,11 @@ ProcessSpec Pod::MakeProcessSpec() const {
   ps.log_burst_bytes = options_.log_burst_bytes;
   ps.lease_path = options_.lease_path;
   ps.orphan_timeout_ms = options_.orphan_timeout_ms;
+  if (options_.user) {
+    ps.run_as_uid = static_cast<int>(options_.user->uid);
+    ps.run_as_gid = static_cast<int>(options_.user->gid);
+    ps.run_as_groups = options_.user->groups;
+  }
   return ps;
 }
 
@@ -180,6 +188,15 @@ bool Pod::TryLaunch(int64_t now_ms, std::vector<PodEvent>& events) {
   fs::create_directories(options_.pod_dir, ec);
   fs::create_directories(options_.checkpoint_dir, ec);
   fs::remove(notice_file_, ec);  // a notice from an earlier run must not leak in
+  if (options_.user) {
+    // The pod writes its checkpoints and scratch files there as its user;
+    // the logs and FIFOs stay the agent's (the keeper opens them).
+    for (const std::string& dir : {options_.pod_dir, options_.checkpoint_dir}) {
+      if (chown(dir.c_str(), options_.user->uid, options_.user->gid) != 0) {
+        fmt::print(stderr, "pod {}: chown {}: {}\n", spec_.name, dir, std::strerror(errno));
+      }
+    }
+  }
 
   PodEnvContext ctx;
   ctx.local_rank = options_.local_rank;

@@ -31,6 +31,7 @@
 
 #include "agent/pod_process.h"
 #include "agent/pod_spec.h"
+#include "agent/pod_user.h"
 #include "agent/start_limiter.h"
 #include "core/common/time.h"
 #include "protocol/pod_event.h"
@@ -65,6 +66,9 @@ struct PodOptions {
   // timeout (pod_process.h). "" = the pod dies with this process.
   std::string lease_path;
   int64_t orphan_timeout_ms = 15000;
+  // Set: the pod's process runs as this user, and its pod and checkpoint
+  // directories are made its own (agent/pod_user.h).
+  std::optional<PodUser> user;
 };
 
 class Pod {

@@ -1,9 +1,28 @@
 #include "agent/pod_env.h"
 
+#include <cstdlib>
+
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 
 namespace tidal::agent {
+
+std::map<std::string, std::string> InheritedPodEnv(const std::optional<PodUser>& user) {
+  static const char* const kKeep[] = {"PATH", "HOME", "LANG", "LC_ALL", "TZ", "USER",
+                                      "TMPDIR", "LD_LIBRARY_PATH", "ASAN_OPTIONS",
+                                      "UBSAN_OPTIONS", "LSAN_OPTIONS"};
+  std::map<std::string, std::string> env;
+  for (const char* key : kKeep) {
+    if (const char* value = std::getenv(key)) env[key] = value;
+  }
+  if (!env.count("PATH")) env["PATH"] = "/usr/local/bin:/usr/bin:/bin";
+  if (user) {
+    env["HOME"] = user->home;
+    env["USER"] = user->name;
+    env["LOGNAME"] = user->name;
+  }
+  return env;
+}
 
 int DefaultMasterPort(uint64_t workload) { return 29500 + static_cast<int>(workload % 10000); }
 

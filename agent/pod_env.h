@@ -8,10 +8,12 @@
 #define TIDAL_AGENT_POD_ENV_H_
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "agent/pod_spec.h"
+#include "agent/pod_user.h"
 
 namespace tidal::agent {
 
@@ -23,11 +25,18 @@ struct PodEnvContext {
   std::string notice_file;
   std::string pod_dir;
   int port = 0;  // the serving port given to the pod; 0 = none
-  // Inherited from the agent (PATH, HOME, LANG, ...); lowest precedence.
+  // InheritedPodEnv (PATH, HOME, LANG, ...); lowest precedence.
   std::map<std::string, std::string> base;
 };
 
-// "KEY=VALUE" entries, sorted by key.
+// The only variables a pod takes from the agent: where to find programs,
+// the locale, the time zone, sanitizer settings. Nothing else of the
+// agent's environment (its token, its settings) reaches a pod. With a
+// `user`, HOME, USER and LOGNAME are that user's.
+std::map<std::string, std::string> InheritedPodEnv(const std::optional<PodUser>& user);
+
+// "KEY=VALUE" entries, sorted by key: InheritedPodEnv's base, then the
+// spec's env, then the variables above.
 std::vector<std::string> BuildPodEnv(const PodSpec& spec, const PodEnvContext& ctx);
 
 // The MASTER_PORT a pod gets when the server sends none: 29500 plus the

@@ -1,6 +1,7 @@
 #include "agent/pod_process.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -180,6 +181,9 @@ StatusOr<std::unique_ptr<PodProcess>> PodProcess::Start(const ProcessSpec& spec)
   const char* lease_path =
       spec.die_with_agent && !spec.lease_path.empty() ? spec.lease_path.c_str() : nullptr;
   const int64_t orphan_timeout_ms = spec.orphan_timeout_ms;
+  const int run_as_uid = spec.run_as_uid;
+  const int run_as_gid = spec.run_as_gid;
+  const std::vector<gid_t>& run_as_groups = spec.run_as_groups;
 
   const pid_t pid = fork();
   if (pid == 0) {
@@ -203,7 +207,12 @@ StatusOr<std::unique_ptr<PodProcess>> PodProcess::Start(const ProcessSpec& spec)
       sigemptyset(&empty);
       sigprocmask(SIG_SETMASK, &empty, nullptr);
       int err = 0;
-      if (work_dir != nullptr && chdir(work_dir) != 0) {
+      // Groups before the uid: once it is not root, it may change neither.
+      if (run_as_uid >= 0 &&
+          (setgroups(run_as_groups.size(), run_as_groups.data()) != 0 ||
+           setgid(static_cast<gid_t>(run_as_gid)) != 0 || setuid(static_cast<uid_t>(run_as_uid)) != 0)) {
+        err = errno;
+      } else if (work_dir != nullptr && chdir(work_dir) != 0) {
         err = errno;
       } else {
         execve(exe.c_str(), argv.data(), envp.data());

@@ -52,6 +52,11 @@ struct ProcessSpec {
   // touches while it lives; the pod dies once it is older than the timeout.
   std::string lease_path;
   int64_t orphan_timeout_ms = 15000;
+  // >= 0: the workload (not its keeper) drops to this user before execve:
+  // setgroups, setgid, setuid, in that order; a failure fails the start.
+  int run_as_uid = -1;
+  int run_as_gid = -1;
+  std::vector<gid_t> run_as_groups;
 };
 
 // Files next to the logs that let a process be adopted: the FIFOs it writes

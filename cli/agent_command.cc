@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include <CLI/CLI.hpp>
@@ -16,7 +17,9 @@
 #include "agent/agent.h"
 #include "agent/control_plane.h"
 #include "agent/gpu_probe.h"
+#include "agent/pod_user.h"
 #include "agent/stop_signals.h"
+#include "agent/token_source.h"
 #include "cli/command_registry.h"
 
 namespace tidal::cli {
@@ -26,6 +29,9 @@ struct AgentFlags {
   agent::AgentConfig config;
   std::string server = "http://127.0.0.1:8080";
   std::string token;
+  std::string token_file;
+  std::string run_as;
+  bool allow_root_pods = false;
   std::string gpus = "nvml";
   bool probe = false;
   std::vector<std::string> labels;
@@ -68,13 +74,29 @@ int RunAgent(AgentFlags& f) {
     }
     return 0;
   }
-  if (f.token.empty()) {
-    if (const char* t = std::getenv("TIDAL_TOKEN")) f.token = t;
+  // Taken out of the environment whatever else gives the token: pods run
+  // as the agent's user could read it from /proc/PID/environ.
+  std::optional<std::string> env_token = agent::TakeEnvToken("TIDAL_TOKEN");
+  if (!f.token_file.empty()) {
+    auto token = agent::ReadTokenFile(f.token_file);
+    if (!token.ok()) {
+      std::cerr << token.status().message() << "\n";
+      return 2;
+    }
+    f.token = *token;
+  } else if (f.token.empty() && env_token) {
+    f.token = *env_token;
   }
   if (f.token.empty()) {
-    std::cerr << "--token: required (or TIDAL_TOKEN)\n";
+    std::cerr << "--token-file: required (or --token, or TIDAL_TOKEN)\n";
     return 2;
   }
+  auto pod_user = agent::ChoosePodUser(geteuid(), f.run_as, f.allow_root_pods);
+  if (!pod_user.ok()) {
+    std::cerr << pod_user.status().message() << "\n";
+    return 2;
+  }
+  f.config.pod_user = *pod_user;
   for (const std::string& l : f.labels) {
     std::string k, v;
     if (!SplitKeyValue(l, k, v)) {
@@ -131,7 +153,14 @@ RegisterCommand reg([](CLI::App& root) {
   auto flags = std::make_shared<AgentFlags>();
   CLI::App* cmd = root.add_subcommand("agent", "Run the node agent (or --probe the GPUs)");
   cmd->add_option("--server", flags->server, "Control plane URL")->capture_default_str();
-  cmd->add_option("--token", flags->token, "Agent bearer token (default: $TIDAL_TOKEN)");
+  cmd->add_option("--token-file", flags->token_file,
+                  "File holding the bootstrap (agent) token; mode 0600 (default: $TIDAL_TOKEN)");
+  cmd->add_option("--token", flags->token,
+                  "Bootstrap token on the command line (ps shows it: prefer --token-file)");
+  cmd->add_option("--run-as", flags->run_as,
+                  "Unprivileged user pods run as (required when the agent runs as root)");
+  cmd->add_flag("--allow-root-pods", flags->allow_root_pods,
+                "Let an agent running as root run pods as root (they can read its credential)");
   cmd->add_option("--name", flags->config.name, "Node name (default: host name)");
   cmd->add_option("--gpus", flags->gpus, "nvml, or fake:SPEC (e.g. fake:4xH100-80GB,nvlink=2x2)")
       ->capture_default_str();
@@ -141,11 +170,11 @@ RegisterCommand reg([](CLI::App& root) {
   cmd->add_flag("--probe", flags->probe, "Print the GPU inventory and exit");
   cmd->add_option("--address", flags->config.address, "Address peers use (MASTER_ADDR)")
       ->capture_default_str();
-  cmd->add_option("--pool", flags->config.pool, "Pool (default: the server's config)");
+  cmd->add_option("--pool", flags->config.pool, "Pool; must match the cluster file (checked by the server)");
   cmd->add_option("--rack", flags->config.rack, "Rack");
   cmd->add_option("--zone", flags->config.zone, "Zone");
-  cmd->add_option("--label", flags->labels, "Node label KEY=VALUE (repeatable)");
-  cmd->add_option("--taint", flags->taints, "Node taint KEY=VALUE (repeatable)");
+  cmd->add_option("--label", flags->labels, "Node label KEY=VALUE (repeatable; must match the cluster file)");
+  cmd->add_option("--taint", flags->taints, "Node taint KEY=VALUE (repeatable; must match the cluster file)");
   cmd->add_option("--max-concurrent-starts", flags->config.max_concurrent_starts,
                   "Pods in a start phase (model load) at once")
       ->capture_default_str()->check(CLI::Range(1, 1024));

@@ -123,7 +123,9 @@ StatusOr<NodeRegistration> NodeRegistrationFromJson(const json& j) {
 }
 
 json RegistrationReplyToJson(const RegistrationReply& reply) {
-  return {{"node", reply.node}, {"lease_s", reply.lease_s}, {"heartbeat_interval_s", reply.heartbeat_interval_s}};
+  json j = {{"node", reply.node}, {"lease_s", reply.lease_s}, {"heartbeat_interval_s", reply.heartbeat_interval_s}};
+  if (!reply.credential.empty()) j["credential"] = reply.credential;
+  return j;
 }
 
 StatusOr<RegistrationReply> RegistrationReplyFromJson(const json& j) {
@@ -132,6 +134,7 @@ StatusOr<RegistrationReply> RegistrationReplyFromJson(const json& j) {
   TIDAL_RETURN_IF_ERROR(r.String("node", &reply.node));
   TIDAL_RETURN_IF_ERROR(r.Int("lease_s", &reply.lease_s, 1));
   TIDAL_RETURN_IF_ERROR(r.Int("heartbeat_interval_s", &reply.heartbeat_interval_s, 1));
+  TIDAL_RETURN_IF_ERROR(r.String("credential", &reply.credential));
   return reply;
 }
 

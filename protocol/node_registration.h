@@ -1,6 +1,8 @@
 // POST /v1/agent/register (docs/api.md): what a node says about itself, and
 // the reply. Every field but the name is optional: a node the cluster config
-// already knows keeps what the request leaves out.
+// already knows keeps what the request leaves out. Pool, labels and taints
+// belong to the cluster file: a registration may repeat them, never change
+// them (the server answers 400).
 #ifndef TIDAL_PROTOCOL_NODE_REGISTRATION_H_
 #define TIDAL_PROTOCOL_NODE_REGISTRATION_H_
 
@@ -54,6 +56,11 @@ struct RegistrationReply {
   std::string node;
   int lease_s = 30;
   int heartbeat_interval_s = 5;
+  // The node's own bearer credential (256 random bits, hex), issued on each
+  // registration: the agent presents it for everything after registering.
+  // The server keeps only its SHA-256 digest. "" from a server that issues
+  // none.
+  std::string credential;
   bool operator==(const RegistrationReply&) const = default;
 };
 

@@ -1,9 +1,11 @@
 #include "server/auth.h"
 
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -14,6 +16,7 @@ std::string_view RoleName(Role role) {
     case Role::kUser: return "user";
     case Role::kAdmin: return "admin";
     case Role::kAgent: return "agent";
+    case Role::kNode: return "node";
   }
   return "unknown";
 }
@@ -32,6 +35,17 @@ std::string Sha256Hex(std::string_view data) {
   std::string hex;
   hex.reserve(length * 2);
   for (unsigned int i = 0; i < length; ++i) hex += fmt::format("{:02x}", digest[i]);
+  return hex;
+}
+
+std::string NewNodeCredential() {
+  unsigned char bytes[32];
+  // Without randomness there is no safe credential to hand out; the OS
+  // CSPRNG failing is not an input error a caller could fix.
+  if (RAND_bytes(bytes, sizeof(bytes)) != 1) std::abort();
+  std::string hex;
+  hex.reserve(2 * sizeof(bytes));
+  for (unsigned char b : bytes) hex += fmt::format("{:02x}", b);
   return hex;
 }
 
@@ -68,6 +82,17 @@ Status CheckTenantAccess(const Principal& p, std::string_view tenant) {
   if (p.role == Role::kUser && p.tenant == tenant) return Status::Ok();
   return PermissionDenied(fmt::format("{} \"{}\" may not access tenant \"{}\"", RoleName(p.role),
                                       p.name, tenant));
+}
+
+Status CheckNodeAccess(const Principal& p, std::string_view node) {
+  if (p.role == Role::kAdmin) return Status::Ok();
+  if (p.role == Role::kNode && p.node == node) return Status::Ok();
+  if (p.role == Role::kAgent) {
+    return PermissionDenied(fmt::format(
+        "agent token \"{}\" is a bootstrap token: it may only register; use the node credential "
+        "the registration returned", p.name));
+  }
+  return PermissionDenied(fmt::format("{} \"{}\" may not access node \"{}\"", RoleName(p.role), p.name, node));
 }
 
 Status RequireRole(const Principal& p, std::initializer_list<Role> roles) {

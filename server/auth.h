@@ -14,7 +14,12 @@
 
 namespace tidal::server {
 
-enum class Role { kUser, kAdmin, kAgent };
+// kAgent: a configured agent token, which is a *bootstrap* token: it may
+// only register a node (docs/api.md). kNode: the credential the server
+// issued to one node at registration; it may touch only that node's
+// objects. Node credentials are not in the config file (ParseRole refuses
+// "node"): the control plane issues and stores them.
+enum class Role { kUser, kAdmin, kAgent, kNode };
 std::string_view RoleName(Role role);
 StatusOr<Role> ParseRole(std::string_view name);
 
@@ -22,7 +27,11 @@ struct Principal {
   std::string name;    // who, for the audit log
   Role role = Role::kUser;
   std::string tenant;  // users only
+  std::string node;    // node credentials only: the node it was issued to
 };
+
+// A fresh node credential: 256 random bits from the OS's CSPRNG, hex.
+std::string NewNodeCredential();
 
 // Lowercase hex SHA-256 of `data`.
 std::string Sha256Hex(std::string_view data);
@@ -45,6 +54,8 @@ class Authenticator {
 // Role and tenant checks shared by every endpoint.
 // A user may touch only objects of its own tenant; admins any; agents none.
 Status CheckTenantAccess(const Principal& p, std::string_view tenant);
+// Node endpoints: admins any node; a node credential only its own node.
+Status CheckNodeAccess(const Principal& p, std::string_view node);
 Status RequireRole(const Principal& p, std::initializer_list<Role> roles);
 
 }  // namespace tidal::server

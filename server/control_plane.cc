@@ -52,7 +52,8 @@ Status ControlPlane::Recover() {
     if (j.is_discarded() || !j.is_object() || !j.contains("registration")) {
       return Internal(fmt::format("node {}: stored record is not a node record (a torn row?)", name));
     }
-    auto reg = ParseRegistration(j["registration"]);
+    const bool by_admin = j.value("registered_by_admin", false);
+    auto reg = ParseRegistration(j["registration"], by_admin);
     if (!reg.ok()) {
       std::fprintf(stderr, "tidal: stored node %s no longer applies: %s\n", name.c_str(),
                    reg.status().ToString().c_str());
@@ -63,6 +64,12 @@ Status ControlPlane::Recover() {
     node.cordoned = j.value("cordoned", false);
     node.failed_gpus = j.value("failed_gpus", GpuMask{0});
     node_rt_[id.value()].lost = false;
+    node_rt_[id.value()].registered_by_admin = by_admin;
+    // The node keeps its credential across a server restart.
+    if (std::string digest = j.value("credential_sha256", ""); !digest.empty()) {
+      node_rt_[id.value()].credential_sha256 = digest;
+      node_by_credential_[digest] = id;
+    }
     // A restarted server gives every registered node a fresh lease.
     node_rt_[id.value()].last_heartbeat_ms = ToMillis(now);
     if (node.failed_gpus != 0) node.health = Health::kDegraded;

@@ -98,11 +98,16 @@ class ControlPlane {
   StatusOr<nlohmann::json> Audit(const Principal& who, AuditQuery query) const;
   StatusOr<nlohmann::json> Report(const Principal& who, const ReportQuery& query) const;
 
-  // Agent protocol (docs/api.md).
+  // Agent protocol (docs/api.md). Registration takes the bootstrap (agent)
+  // token, a node's own credential or an admin; the rest a node's own
+  // credential or an admin (403, audited, otherwise).
   StatusOr<nlohmann::json> RegisterNode(const Principal& who, const nlohmann::json& body);
   StatusOr<nlohmann::json> Heartbeat(const Principal& who, const std::string& node,
                                      const nlohmann::json& body);
-  StatusOr<nlohmann::json> NodePods(const Principal& who, const std::string& node) const;
+  StatusOr<nlohmann::json> NodePods(const Principal& who, const std::string& node);
+  // The node a credential issued at registration belongs to, from an
+  // "Authorization: Bearer ..." header; Unauthenticated when unknown.
+  StatusOr<Principal> AuthenticateNode(std::string_view authorization_header) const;
   StatusOr<nlohmann::json> PodStatus(const Principal& who, const std::string& node,
                                      const nlohmann::json& body);
 
@@ -120,6 +125,10 @@ class ControlPlane {
     std::vector<double> gpu_utilization;
     std::vector<double> gpu_memory_used_gib;
     nlohmann::json registration;  // the body, as stored
+    std::string credential_sha256;  // of the credential last issued; "" = none
+    // An admin's registration may set pool, labels and taints; an agent's
+    // only repeats the cluster file's.
+    bool registered_by_admin = false;
   };
   struct Admitted {
     WorkloadRecord record;
@@ -215,6 +224,15 @@ class ControlPlane {
   // its notice (or a cancel during it) said it ends for good.
   void EndStopped(WorkloadRecord& r);
   void MarkNodeLost(NodeId n, Time now);
+  // Every pod on `n` is gone: gangs with a pod there requeue whole, pods a
+  // shrink was removing just exit. Inside an ApplyScope; applying_.reason
+  // says why.
+  void EvictPods(NodeId n);
+  // Ok when `who` may touch node `node`'s objects; else the 403, audited.
+  // mu_ not held.
+  Status CheckNodeCaller(const Principal& who, const std::string& node);
+  // A fresh credential for `n`, replacing the one issued before.
+  void IssueCredential(NodeId n, std::string* credential);
   void ExpireAndReap(Time now);
   void ApplyDecisions(const Decisions& d);
   std::vector<protocol::PodAssignment> PodsFor(NodeId node) const;
@@ -228,7 +246,7 @@ class ControlPlane {
     std::string zone, rack;  // "" = keep the node's
     std::string address = "127.0.0.1";
   };
-  StatusOr<ParsedRegistration> ParseRegistration(const nlohmann::json& body) const;
+  StatusOr<ParsedRegistration> ParseRegistration(const nlohmann::json& body, bool by_admin) const;
   NodeId CommitRegistration(ParsedRegistration reg, const nlohmann::json& body);
   void LoopMain();
 
@@ -248,6 +266,7 @@ class ControlPlane {
   std::set<uint64_t> to_persist_;  // ids whose record the next Enqueue writes
   std::vector<std::set<uint64_t>> node_workloads_;  // by NodeId
   std::vector<NodeRuntime> node_rt_;                  // by NodeId
+  std::map<std::string, NodeId> node_by_credential_;  // SHA-256 hex of a node credential -> node
   std::map<std::string, uint64_t> idempotency_;
   std::set<std::string> idempotency_in_flight_;
   uint64_t next_id_ = 1;

@@ -25,14 +25,56 @@ namespace {
 constexpr int kMasterPortBase = 29500;
 constexpr int kMasterPortSpan = 20000;
 
-Status AgentOnly(const Principal& who) { return RequireRole(who, {Role::kAgent, Role::kAdmin}); }
+// What a registration changes of the hardware pods were placed on: such a
+// node's pods cannot be trusted to run on what they were given.
+bool InventoryChanged(const Node& before, const Node& after) {
+  return before.gpu_count != after.gpu_count || before.gpu_model != after.gpu_model ||
+         before.gpu_memory_gib != after.gpu_memory_gib;
+}
 
 }  // namespace
+
+StatusOr<Principal> ControlPlane::AuthenticateNode(std::string_view header) const {
+  constexpr std::string_view kPrefix = "Bearer ";
+  if (!header.starts_with(kPrefix) || header.size() == kPrefix.size()) {
+    return Unauthenticated("Authorization header: expected \"Bearer <token>\"");
+  }
+  const std::string digest = Sha256Hex(header.substr(kPrefix.size()));
+  std::lock_guard lock(mu_);
+  auto it = node_by_credential_.find(digest);
+  if (it == node_by_credential_.end()) return Unauthenticated("unknown token");
+  const std::string& name = config_.catalog.cluster.nodes[it->second.value()].name;
+  return Principal{"agent:" + name, Role::kNode, "", name};
+}
+
+Status ControlPlane::CheckNodeCaller(const Principal& who, const std::string& node) {
+  Status allowed = CheckNodeAccess(who, node);
+  if (allowed.ok()) return allowed;
+  // A refused node access is a probe or a misconfigured agent: either way
+  // an operator wants to see it.
+  std::lock_guard lock(mu_);
+  if (Writable().ok()) {
+    Mutation m;
+    AddAudit(m, who.name, "access_denied", nullptr,
+             {{"node", node}, {"role", RoleName(who.role)}, {"reason", allowed.message()}}, clock_.Now());
+    Enqueue(std::move(m));
+  }
+  return allowed;
+}
+
+void ControlPlane::IssueCredential(NodeId n, std::string* credential) {
+  NodeRuntime& rt = node_rt_[n.value()];
+  if (!rt.credential_sha256.empty()) node_by_credential_.erase(rt.credential_sha256);
+  *credential = NewNodeCredential();
+  rt.credential_sha256 = Sha256Hex(*credential);
+  node_by_credential_[rt.credential_sha256] = n;
+}
 
 // Reads a registration into a Node without touching the state: a bad
 // request must change nothing, and validating first is what lets
 // RegisterNode avoid copying the whole cluster to roll back.
-StatusOr<ControlPlane::ParsedRegistration> ControlPlane::ParseRegistration(const json& body) const {
+StatusOr<ControlPlane::ParsedRegistration> ControlPlane::ParseRegistration(const json& body,
+                                                                           bool by_admin) const {
   TIDAL_ASSIGN_OR_RETURN(protocol::NodeRegistration reg, protocol::NodeRegistrationFromJson(body));
   const Catalog& cat = config_.catalog;
   ParsedRegistration out;
@@ -50,10 +92,34 @@ StatusOr<ControlPlane::ParsedRegistration> ControlPlane::ParseRegistration(const
     auto training = cat.FindPool("training");
     node.pool = training ? *training : PoolId(0);
   }
+  // Pools, labels and taints are the cluster file's (an unknown node gets
+  // the default pool and none): an agent may repeat them, never change them,
+  // or a node could move itself into a reserved pool, shed a taint or
+  // attract workloads that select a label. An admin may set them, as the
+  // cluster file does.
   if (reg.pool) {
     auto p = cat.FindPool(*reg.pool);
     if (!p) return config::FieldError("pool", fmt::format("unknown pool \"{}\"", *reg.pool));
-    node.pool = *p;
+    if (by_admin) {
+      node.pool = *p;
+    } else if (*p != node.pool) {
+      return config::FieldError("pool", fmt::format("node \"{}\" is in pool \"{}\" by the cluster file; "
+                                                    "an agent cannot change its pool",
+                                                    name, cat.cluster.pools[node.pool.value()].name));
+    }
+  }
+  if (by_admin) {
+    if (reg.labels) node.labels = *reg.labels;
+    if (reg.taints) node.taints = *reg.taints;
+  } else {
+    if (reg.labels && *reg.labels != node.labels) {
+      return config::FieldError("labels", fmt::format("node \"{}\": labels come from the cluster file; "
+                                                      "an agent cannot change them", name));
+    }
+    if (reg.taints && *reg.taints != node.taints) {
+      return config::FieldError("taints", fmt::format("node \"{}\": taints come from the cluster file; "
+                                                      "an agent cannot change them", name));
+    }
   }
   out.zone = reg.zone.value_or("");
   out.rack = reg.rack.value_or("");
@@ -95,8 +161,6 @@ StatusOr<ControlPlane::ParsedRegistration> ControlPlane::ParseRegistration(const
   if (node.nvlink_domains.empty()) {
     for (int g = 0; g < node.gpu_count; ++g) node.nvlink_domains.push_back(GpuMask{1} << g);
   }
-  if (reg.labels) node.labels = *reg.labels;
-  if (reg.taints) node.taints = *reg.taints;
   out.address = reg.address.value_or("");
   node.health = node.failed_gpus ? Health::kDegraded : Health::kHealthy;
   return out;
@@ -141,27 +205,64 @@ void ControlPlane::PersistNode(NodeId n, Mutation& m) const {
   json j = {{"registration", rt.registration},
             {"cordoned", node.cordoned},
             {"failed_gpus", node.failed_gpus},
-            {"lost", rt.lost}};
+            {"lost", rt.lost},
+            {"credential_sha256", rt.credential_sha256},
+            {"registered_by_admin", rt.registered_by_admin}};
   m.nodes.emplace_back(node.name, j.dump());
 }
 
 StatusOr<json> ControlPlane::RegisterNode(const Principal& who, const json& body) {
-  TIDAL_RETURN_IF_ERROR(AgentOnly(who));
+  TIDAL_RETURN_IF_ERROR(RequireRole(who, {Role::kAgent, Role::kNode, Role::kAdmin}));
+  if (who.role == Role::kNode) {
+    // A node credential re-registers its own node only.
+    TIDAL_ASSIGN_OR_RETURN(protocol::NodeRegistration named, protocol::NodeRegistrationFromJson(body));
+    TIDAL_RETURN_IF_ERROR(CheckNodeCaller(who, named.name));
+  }
   uint64_t seq = 0;
   json reply;
   {
     std::lock_guard lock(mu_);
     TIDAL_RETURN_IF_ERROR(Writable());
-    TIDAL_ASSIGN_OR_RETURN(ParsedRegistration reg, ParseRegistration(body));
-    if (reg.existing && (UsedGpus(*reg.existing) & ~reg.node.all_gpus()) != 0) {
-      return config::FieldError("gpus", fmt::format("node \"{}\" runs pods on GPUs this registration drops",
-                                                     reg.node.name));
+    const bool by_admin = who.role == Role::kAdmin;
+    TIDAL_ASSIGN_OR_RETURN(ParsedRegistration reg, ParseRegistration(body, by_admin));
+    const Time now = clock_.Now();
+    Mutation m;
+    if (reg.existing && who.role == Role::kAgent) {
+      // The bootstrap token registers a node once: after that only the
+      // node's credential may describe it again, unless the node is lost (a
+      // restarted agent lost its credential; the node's pods were requeued
+      // with it) or the credential was never issued (a wiped store).
+      const NodeRuntime& rt = node_rt_[reg.existing->value()];
+      if (rt.registered && !rt.lost && !rt.credential_sha256.empty()) {
+        AddAudit(m, who.name, "register_refused", nullptr,
+                 {{"node", reg.node.name}, {"reason", "already registered"}}, now);
+        Enqueue(std::move(m));
+        return FailedPrecondition(fmt::format(
+            "name: node \"{}\" is registered; only its own credential may register it again "
+            "(or the bootstrap token once the node's lease has expired)", reg.node.name));
+      }
+    }
+    ApplyScope scope(*this, m, who.name);
+    if (reg.existing && !node_workloads_[reg.existing->value()].empty() &&
+        InventoryChanged(config_.catalog.cluster.nodes[reg.existing->value()], reg.node)) {
+      // The pods were placed on GPUs this node no longer describes: they
+      // restart elsewhere, as a lost node's do.
+      const NodeId n = *reg.existing;
+      const Node& before = config_.catalog.cluster.nodes[n.value()];
+      std::vector<uint64_t> victims(node_workloads_[n.value()].begin(), node_workloads_[n.value()].end());
+      AddAudit(m, who.name, "inventory_changed", nullptr,
+               {{"node", before.name}, {"gpus_before", before.gpu_count}, {"gpus", reg.node.gpu_count},
+                {"gpu_model_before", before.gpu_model}, {"gpu_model", reg.node.gpu_model},
+                {"victims", victims}}, now);
+      applying_.reason = "inventory_changed";
+      EvictPods(n);
+      applying_.reason.clear();
     }
     const NodeId id = CommitRegistration(std::move(reg), body);
-    const Time now = clock_.Now();
     node_rt_[id.value()].last_heartbeat_ms = ToMillis(now);
-    Mutation m;
-    ApplyScope scope(*this, m, who.name);
+    node_rt_[id.value()].registered_by_admin = by_admin;
+    std::string credential;
+    IssueCredential(id, &credential);
     const Cluster& cluster = config_.catalog.cluster;
     if (Status s = ApplyEdit(state::RegisterNodeEdit{cluster.nodes[id.value()], cluster.zones, cluster.racks});
         !s.ok()) {
@@ -175,7 +276,7 @@ StatusOr<json> ControlPlane::RegisterNode(const Principal& who, const json& body
     seq = Enqueue(std::move(m));
     reply = protocol::RegistrationReplyToJson(
         {node.name, static_cast<int>(ToSeconds(config_.node_lease)),
-         static_cast<int>(ToSeconds(config_.heartbeat_interval))});
+         static_cast<int>(ToSeconds(config_.heartbeat_interval)), credential});
   }
   TIDAL_RETURN_IF_ERROR(store_->WaitDurable(seq));
   Kick();
@@ -184,7 +285,7 @@ StatusOr<json> ControlPlane::RegisterNode(const Principal& who, const json& body
 
 StatusOr<json> ControlPlane::Heartbeat(const Principal& who, const std::string& node_name,
                                        const json& body) {
-  TIDAL_RETURN_IF_ERROR(AgentOnly(who));
+  TIDAL_RETURN_IF_ERROR(CheckNodeCaller(who, node_name));
   TIDAL_ASSIGN_OR_RETURN(protocol::Heartbeat heartbeat, protocol::HeartbeatFromJson(body));
   uint64_t seq = 0;
   bool changed = false;
@@ -335,15 +436,15 @@ StatusOr<std::vector<protocol::PodAssignment>> ControlPlane::DesiredPods(const s
   return pods;
 }
 
-StatusOr<json> ControlPlane::NodePods(const Principal& who, const std::string& node_name) const {
-  TIDAL_RETURN_IF_ERROR(AgentOnly(who));
+StatusOr<json> ControlPlane::NodePods(const Principal& who, const std::string& node_name) {
+  TIDAL_RETURN_IF_ERROR(CheckNodeCaller(who, node_name));
   TIDAL_ASSIGN_OR_RETURN(std::vector<protocol::PodAssignment> pods, DesiredPods(node_name));
   return protocol::PodAssignmentListToJson({std::move(pods)});
 }
 
 StatusOr<json> ControlPlane::PodStatus(const Principal& who, const std::string& node_name,
                                        const json& body) {
-  TIDAL_RETURN_IF_ERROR(AgentOnly(who));
+  TIDAL_RETURN_IF_ERROR(CheckNodeCaller(who, node_name));
   TIDAL_ASSIGN_OR_RETURN(protocol::PodEventBatch batch, protocol::PodEventBatchFromJson(body));
   uint64_t seq = 0;
   int accepted = 0;

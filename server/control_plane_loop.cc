@@ -60,6 +60,12 @@ void ControlPlane::MarkNodeLost(NodeId n, Time now) {
            {{"node", node.name}, {"last_heartbeat_ms", rt.last_heartbeat_ms}, {"victims", victims}}, now);
   (void)ApplyEdit(state::NodeHealthEdit{n, Health::kNotReady});
   applying_.reason = "node_lost";
+  EvictPods(n);
+  applying_.reason.clear();
+}
+
+void ControlPlane::EvictPods(NodeId n) {
+  std::vector<uint64_t> victims(node_workloads_[n.value()].begin(), node_workloads_[n.value()].end());
   for (uint64_t id : victims) {
     WorkloadRecord* r = Find(id);
     if (!r || !r->allocation) continue;
@@ -80,7 +86,6 @@ void ControlPlane::MarkNodeLost(NodeId n, Time now) {
     // The pods are gone with the node: the whole gang restarts elsewhere.
     EndStopped(*r);
   }
-  applying_.reason.clear();
 }
 
 void ControlPlane::EndStopped(WorkloadRecord& r) {

@@ -3,6 +3,9 @@
 #include <httplib.h>
 
 #include <cctype>
+#include <cstdio>
+#include <map>
+#include <string_view>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -65,6 +68,31 @@ StatusOr<std::pair<std::string, int>> ParseListen(const std::string& listen) {
     return InvalidArgument(fmt::format("--listen: port must be 0..65535, got \"{}\"", port_s));
   }
   return std::make_pair(host, static_cast<int>(port));
+}
+
+const std::vector<ApiRoute>& ApiRoutes() {
+  static const std::vector<ApiRoute> routes = {
+      {"GET", "/healthz", "/healthz"},
+      {"GET", "/readyz", "/readyz"},
+      {"GET", "/metrics", "/metrics"},
+      {"POST", "/v1/workloads", "/v1/workloads"},
+      {"GET", "/v1/workloads", "/v1/workloads"},
+      {"GET", "/v1/workloads/{id}", R"(/v1/workloads/([^/]+))"},
+      {"POST", "/v1/workloads/{id}/cancel", R"(/v1/workloads/([^/]+)/cancel)"},
+      {"POST", "/v1/workloads/{id}/resize", R"(/v1/workloads/([^/]+)/resize)"},
+      {"POST", "/v1/workloads/{id}/approve", R"(/v1/workloads/([^/]+)/approve)"},
+      {"GET", "/v1/workloads/{id}/explain", R"(/v1/workloads/([^/]+)/explain)"},
+      {"POST", "/v1/dry-run", "/v1/dry-run"},
+      {"GET", "/v1/queues", "/v1/queues"},
+      {"GET", "/v1/nodes", "/v1/nodes"},
+      {"GET", "/v1/audit", "/v1/audit"},
+      {"GET", "/v1/reports", "/v1/reports"},
+      {"POST", "/v1/agent/register", "/v1/agent/register"},
+      {"POST", "/v1/agent/nodes/{node}/heartbeat", R"(/v1/agent/nodes/([^/]+)/heartbeat)"},
+      {"GET", "/v1/agent/nodes/{node}/pods", R"(/v1/agent/nodes/([^/]+)/pods)"},
+      {"POST", "/v1/agent/nodes/{node}/pods/status", R"(/v1/agent/nodes/([^/]+)/pods/status)"},
+  };
+  return routes;
 }
 
 namespace {
@@ -183,6 +211,15 @@ StatusOr<int> HttpApi::Bind(const std::string& host, int port) {
 void HttpApi::Serve() { svr_->listen_after_bind(); }
 void HttpApi::Stop() { svr_->stop(); }
 
+StatusOr<Principal> HttpApi::Authenticate(const std::string& authorization_header) const {
+  auto who = auth_.Authenticate(authorization_header);
+  if (who.ok() || authorization_header.empty()) return who;
+  // Not a configured token: maybe a node's credential, which the control
+  // plane issued and keeps (by digest) in its store.
+  auto node = cp_.AuthenticateNode(authorization_header);
+  return node.ok() ? node : who;
+}
+
 void HttpApi::Routes() {
   using Req = httplib::Request;
   using Res = httplib::Response;
@@ -191,7 +228,7 @@ void HttpApi::Routes() {
   auto route = [this](const std::string& route_name, Handler h) {
     return [this, route_name, h](const Req& req, Res& res) {
       const auto start = std::chrono::steady_clock::now();
-      auto who = auth_.Authenticate(req.get_header_value("Authorization"));
+      auto who = Authenticate(req.get_header_value("Authorization"));
       int ok_status = 200;
       StatusOr<json> out = who.ok() ? h(req, *who, &ok_status) : StatusOr<json>(who.status());
       Reply(res, out, ok_status);
@@ -202,19 +239,23 @@ void HttpApi::Routes() {
     };
   };
   const size_t limit = config_.max_body_bytes;
+  std::map<std::string, httplib::Server::Handler> handlers;  // "METHOD name" -> handler
+  auto add = [&handlers](const char* method, const char* name, httplib::Server::Handler h) {
+    handlers[std::string(method) + " " + name] = std::move(h);
+  };
   auto user_or_admin = [](const Principal& p) { return RequireRole(p, {Role::kUser, Role::kAdmin}); };
 
-  svr_->Get("/healthz", [](const Req&, Res& res) { res.set_content("ok\n", "text/plain"); });
-  svr_->Get("/readyz", [this](const Req&, Res& res) {
+  add("GET", "/healthz", [](const Req&, Res& res) { res.set_content("ok\n", "text/plain"); });
+  add("GET", "/readyz", [this](const Req&, Res& res) {
     const bool ready = cp_.ready();
     res.status = ready ? 200 : 503;
     res.set_content(ready ? "ready\n" : "recovering\n", "text/plain");
   });
-  svr_->Get("/metrics", [this](const Req&, Res& res) {
+  add("GET", "/metrics", [this](const Req&, Res& res) {
     res.set_content(cp_.MetricsText(), "text/plain; version=0.0.4");
   });
 
-  svr_->Post("/v1/workloads", route("/v1/workloads", [=, this](const Req& req, const Principal& p, int* ok) -> StatusOr<json> {
+  add("POST", "/v1/workloads", route("/v1/workloads", [=, this](const Req& req, const Principal& p, int* ok) -> StatusOr<json> {
     TIDAL_RETURN_IF_ERROR(user_or_admin(p));
     const std::string key = req.get_header_value("Idempotency-Key");
     if (key.size() > 200) return InvalidArgument("Idempotency-Key: longer than 200 characters");
@@ -223,7 +264,7 @@ void HttpApi::Routes() {
     *ok = r.replayed ? 200 : 201;
     return std::move(r.workload);
   }));
-  svr_->Get("/v1/workloads", route("/v1/workloads", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+  add("GET", "/v1/workloads", route("/v1/workloads", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
     TIDAL_RETURN_IF_ERROR(user_or_admin(p));
     TIDAL_RETURN_IF_ERROR(OnlyParams(req, {"tenant", "project", "queue", "kind", "state", "limit"}));
     ListFilter f;
@@ -237,44 +278,44 @@ void HttpApi::Routes() {
     f.limit = static_cast<int>(lim);
     return cp_.List(p, f);
   }));
-  svr_->Get(R"(/v1/workloads/([^/]+))", route("/v1/workloads/{id}", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+  add("GET", "/v1/workloads/{id}", route("/v1/workloads/{id}", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
     TIDAL_RETURN_IF_ERROR(user_or_admin(p));
     TIDAL_ASSIGN_OR_RETURN(uint64_t id, ParseId(req.matches[1]));
     return cp_.Get(p, id);
   }));
-  svr_->Post(R"(/v1/workloads/([^/]+)/cancel)", route("/v1/workloads/{id}/cancel", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+  add("POST", "/v1/workloads/{id}/cancel", route("/v1/workloads/{id}/cancel", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
     TIDAL_RETURN_IF_ERROR(user_or_admin(p));
     TIDAL_ASSIGN_OR_RETURN(uint64_t id, ParseId(req.matches[1]));
     return cp_.Cancel(p, id);
   }));
-  svr_->Post(R"(/v1/workloads/([^/]+)/resize)", route("/v1/workloads/{id}/resize", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+  add("POST", "/v1/workloads/{id}/resize", route("/v1/workloads/{id}/resize", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
     TIDAL_RETURN_IF_ERROR(user_or_admin(p));
     TIDAL_ASSIGN_OR_RETURN(uint64_t id, ParseId(req.matches[1]));
     TIDAL_ASSIGN_OR_RETURN(json body, ParseBody(req, limit));
     return cp_.Resize(p, id, body);
   }));
-  svr_->Post(R"(/v1/workloads/([^/]+)/approve)", route("/v1/workloads/{id}/approve", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+  add("POST", "/v1/workloads/{id}/approve", route("/v1/workloads/{id}/approve", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
     TIDAL_RETURN_IF_ERROR(RequireRole(p, {Role::kAdmin}));
     TIDAL_ASSIGN_OR_RETURN(uint64_t id, ParseId(req.matches[1]));
     return cp_.Approve(p, id);
   }));
-  svr_->Get(R"(/v1/workloads/([^/]+)/explain)", route("/v1/workloads/{id}/explain", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+  add("GET", "/v1/workloads/{id}/explain", route("/v1/workloads/{id}/explain", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
     TIDAL_RETURN_IF_ERROR(user_or_admin(p));
     TIDAL_ASSIGN_OR_RETURN(uint64_t id, ParseId(req.matches[1]));
     return cp_.Explain(p, id);
   }));
-  svr_->Post("/v1/dry-run", route("/v1/dry-run", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+  add("POST", "/v1/dry-run", route("/v1/dry-run", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
     TIDAL_RETURN_IF_ERROR(user_or_admin(p));
     TIDAL_ASSIGN_OR_RETURN(json body, ParseBody(req, limit));
     return cp_.DryRun(p, body);
   }));
-  svr_->Get("/v1/queues", route("/v1/queues", [=, this](const Req&, const Principal& p, int*) -> StatusOr<json> {
+  add("GET", "/v1/queues", route("/v1/queues", [=, this](const Req&, const Principal& p, int*) -> StatusOr<json> {
     return cp_.Queues(p);
   }));
-  svr_->Get("/v1/nodes", route("/v1/nodes", [=, this](const Req&, const Principal& p, int*) -> StatusOr<json> {
+  add("GET", "/v1/nodes", route("/v1/nodes", [=, this](const Req&, const Principal& p, int*) -> StatusOr<json> {
     return cp_.Nodes(p);
   }));
-  svr_->Get("/v1/audit", route("/v1/audit", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+  add("GET", "/v1/audit", route("/v1/audit", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
     TIDAL_RETURN_IF_ERROR(user_or_admin(p));
     TIDAL_RETURN_IF_ERROR(OnlyParams(req, {"from_ms", "to_ms", "workload", "action", "tenant", "limit"}));
     AuditQuery q;
@@ -289,9 +330,9 @@ void HttpApi::Routes() {
     q.tenant = req.get_param_value("tenant");
     return cp_.Audit(p, q);
   }));
-  svr_->Get("/v1/reports", [=, this](const Req& req, Res& res) {
+  add("GET", "/v1/reports", [=, this](const Req& req, Res& res) {
     const auto start = std::chrono::steady_clock::now();
-    auto who = auth_.Authenticate(req.get_header_value("Authorization"));
+    auto who = Authenticate(req.get_header_value("Authorization"));
     std::string format = req.has_param("format") ? req.get_param_value("format") : "json";
     StatusOr<json> out = json();
     if (!who.ok()) {
@@ -324,26 +365,24 @@ void HttpApi::Routes() {
     cp_.metrics().Inc("tidal_api_requests_total", {{"route", "/v1/reports"}, {"method", "GET"}, {"code", std::to_string(res.status)}});
   });
 
-  // Agent endpoints.
-  svr_->Post("/v1/agent/register", route("/v1/agent/register", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
-    TIDAL_RETURN_IF_ERROR(RequireRole(p, {Role::kAgent, Role::kAdmin}));
+  // Agent endpoints. The control plane checks who may call them (the
+  // bootstrap token only registers; a node credential only touches its own
+  // node) and audits refusals.
+  add("POST", "/v1/agent/register", route("/v1/agent/register", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
     TIDAL_ASSIGN_OR_RETURN(json body, ParseBody(req, limit));
     return cp_.RegisterNode(p, body);
   }));
-  svr_->Post(R"(/v1/agent/nodes/([^/]+)/heartbeat)", route("/v1/agent/nodes/{node}/heartbeat", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
-    TIDAL_RETURN_IF_ERROR(RequireRole(p, {Role::kAgent, Role::kAdmin}));
+  add("POST", "/v1/agent/nodes/{node}/heartbeat", route("/v1/agent/nodes/{node}/heartbeat", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
     json body = json::object();
     if (!req.body.empty()) {
       TIDAL_ASSIGN_OR_RETURN(body, ParseBody(req, limit));
     }
     return cp_.Heartbeat(p, req.matches[1], body);
   }));
-  svr_->Get(R"(/v1/agent/nodes/([^/]+)/pods)", route("/v1/agent/nodes/{node}/pods", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
-    TIDAL_RETURN_IF_ERROR(RequireRole(p, {Role::kAgent, Role::kAdmin}));
+  add("GET", "/v1/agent/nodes/{node}/pods", route("/v1/agent/nodes/{node}/pods", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
     return cp_.NodePods(p, req.matches[1]);
   }));
-  svr_->Post(R"(/v1/agent/nodes/([^/]+)/pods/status)", route("/v1/agent/nodes/{node}/pods/status", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
-    TIDAL_RETURN_IF_ERROR(RequireRole(p, {Role::kAgent, Role::kAdmin}));
+  add("POST", "/v1/agent/nodes/{node}/pods/status", route("/v1/agent/nodes/{node}/pods/status", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
     TIDAL_ASSIGN_OR_RETURN(json body, ParseBody(req, limit));
     return cp_.PodStatus(p, req.matches[1], body);
   }));
@@ -351,6 +390,26 @@ void HttpApi::Routes() {
   // The dashboard: every other GET outside /v1 is a file of the bundle. It
   // needs no token (it is the same for everyone); the data it shows comes
   // from /v1 with the token the user logs in with.
+  // Every handler goes in at its table row's pattern; a row without a
+  // handler, or a handler without a row, is a programming error the first
+  // server start (and every test) catches.
+  for (const ApiRoute& r : ApiRoutes()) {
+    auto it = handlers.find(std::string(r.method) + " " + r.name);
+    if (it == handlers.end()) {
+      std::fprintf(stderr, "tidal: route %s %s has no handler\n", r.method, r.name);
+      std::abort();
+    }
+    if (std::string_view(r.method) == "GET") {
+      svr_->Get(r.pattern, std::move(it->second));
+    } else {
+      svr_->Post(r.pattern, std::move(it->second));
+    }
+    handlers.erase(it);
+  }
+  if (!handlers.empty()) {
+    std::fprintf(stderr, "tidal: handler %s has no row in ApiRoutes()\n", handlers.begin()->first.c_str());
+    std::abort();
+  }
   svr_->Get(".*", [this](const Req& req, Res& res) { ServeStatic(req.path, res); });
 }
 

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/common/status.h"
 #include "server/control_plane.h"
@@ -16,6 +17,18 @@ struct Response;
 }
 
 namespace tidal::server {
+
+// One API route: the method, its name as docs/api.md writes it ("{id}",
+// "{node}" for path parameters; also the metrics label) and the httplib
+// pattern. The handlers are registered from this table, and the auth matrix
+// test (tests/server/server_auth_test.cc) checks every row, so a route
+// cannot be added without its authorization being tested.
+struct ApiRoute {
+  const char* method;  // "GET" or "POST"
+  const char* name;
+  const char* pattern;
+};
+const std::vector<ApiRoute>& ApiRoutes();
 
 // HTTP status for a Status code.
 int HttpStatusFor(StatusCode code);
@@ -35,6 +48,8 @@ class HttpApi {
 
  private:
   void Routes();
+  // A configured token, else a node credential; 401 when neither.
+  StatusOr<Principal> Authenticate(const std::string& authorization_header) const;
   // GET of a dashboard file (config_.web_dir) or its how-to-build page.
   void ServeStatic(const std::string& path, httplib::Response& res) const;
 

@@ -263,10 +263,20 @@ TEST(NodeRegistrationCodecTest, AbsentFieldsStayAbsent) {
 }
 
 TEST(NodeRegistrationCodecTest, ReplyRoundTrips) {
-  const RegistrationReply reply{"node-3", 45, 7};
+  const RegistrationReply reply{"node-3", 45, 7, std::string(64, 'a')};
   auto decoded = RegistrationReplyFromJson(Wire(RegistrationReplyToJson(reply)));
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
   EXPECT_EQ(*decoded, reply);
+  EXPECT_EQ(decoded->credential, std::string(64, 'a'));
+}
+
+TEST(NodeRegistrationCodecTest, ReplyWithoutCredentialDecodes) {
+  // An older server issues none: the agent keeps using its token.
+  const RegistrationReply reply{"node-3", 45, 7};
+  EXPECT_FALSE(RegistrationReplyToJson(reply).contains("credential"));
+  auto decoded = RegistrationReplyFromJson(Wire(RegistrationReplyToJson(reply)));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->credential, "");
 }
 
 TEST(NodeRegistrationCodecTest, DecodeErrorsNameTheField) {

@@ -5,7 +5,11 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
+
+#include <fmt/format.h>
 
 #include "protocol/heartbeat.h"
 #include "protocol/node_registration.h"
@@ -23,6 +27,8 @@ using nlohmann::json;
 const Principal kAdmin{"admin", Role::kAdmin, ""};
 const Principal kAlice{"alice", Role::kUser, "research"};
 const Principal kAgent{"node-agent", Role::kAgent, ""};
+// What a node's credential authenticates as.
+Principal NodeP(const std::string& node) { return {"agent:" + node, Role::kNode, "", node}; }
 
 class ControlPlaneTest : public ::testing::Test {
  protected:
@@ -74,9 +80,9 @@ class ControlPlaneTest : public ::testing::Test {
     return r.ok() ? r->workload["id"].get<uint64_t>() : 0;
   }
   json Get(uint64_t id) { return cp_->Get(kAdmin, id).value(); }
-  json Pods(const std::string& node) { return cp_->NodePods(kAgent, node).value()["pods"]; }
+  json Pods(const std::string& node) { return cp_->NodePods(NodeP(node), node).value()["pods"]; }
   json Events(const std::string& node, const json& events) {
-    auto r = cp_->PodStatus(kAgent, node, json{{"events", events}});
+    auto r = cp_->PodStatus(NodeP(node), node, json{{"events", events}});
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? *r : json();
   }
@@ -89,7 +95,7 @@ class ControlPlaneTest : public ::testing::Test {
   void Register(const std::string& name, int gpus) {
     json list = json::array();
     for (int g = 0; g < gpus; ++g) list.push_back({{"index", g}});
-    auto r = cp_->RegisterNode(kAgent, {{"name", name}, {"pool", "training"}, {"gpus", list},
+    auto r = cp_->RegisterNode(kAdmin, {{"name", name}, {"pool", "training"}, {"gpus", list},
                                         {"labels", {{"host", name}}}});
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
@@ -148,7 +154,7 @@ TEST_F(ControlPlaneWithoutAgentsTest, NothingLandsOnANodeWhoseAgentNeverRegister
 TEST_F(ControlPlaneTest, ABadRegistrationChangesNothing) {
   // A new node whose GPU list is bad: refused, and neither the node nor its
   // new zone and rack appear.
-  auto bad = cp_->RegisterNode(kAgent, {{"name", "n1"}, {"zone", "z-new"}, {"rack", "r-new"},
+  auto bad = cp_->RegisterNode(kAdmin, {{"name", "n1"}, {"zone", "z-new"}, {"rack", "r-new"},
                                         {"gpus", json::array({json{{"index", 5}}})}});
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message().rfind("gpus[0].index:", 0), 0u) << bad.status().message();
@@ -157,7 +163,7 @@ TEST_F(ControlPlaneTest, ABadRegistrationChangesNothing) {
   EXPECT_EQ(NodeView("n1")["rack"], "rack-n1");
   EXPECT_EQ(NodeView("n1")["zone"], "dc1");  // the first configured zone
   // Re-registering with a bad taint keeps everything the node had.
-  auto again = cp_->RegisterNode(kAgent, {{"name", "n1"}, {"rack", "r-other"}, {"labels", {{"a", "b"}}},
+  auto again = cp_->RegisterNode(kAdmin, {{"name", "n1"}, {"rack", "r-other"}, {"labels", {{"a", "b"}}},
                                           {"taints", json::array({json{{"value", "v"}}})}});
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.status().message().rfind("taints[0].key:", 0), 0u) << again.status().message();
@@ -181,7 +187,7 @@ TEST_F(ControlPlaneTest, AttemptChangesOnEveryPlacementAndSurvivesRestart) {
   ASSERT_EQ(Get(id)["state"], "pending");
   // ...the node comes back, and the job lands on it again: a new attempt, so
   // the agent restarts the rank instead of keeping the old process.
-  ASSERT_TRUE(cp_->Heartbeat(kAgent, "x", json::object()).ok());
+  ASSERT_TRUE(cp_->Heartbeat(NodeP("x"), "x", json::object()).ok());
   cp_->RunPass();
   ASSERT_EQ(Get(id)["state"], "running");
   EXPECT_EQ(Pods("x")[0]["attempt"], 2);
@@ -205,7 +211,7 @@ TEST_F(ControlPlaneTest, StopOutcomeIsRecordedAgainstThePreemption) {
   ASSERT_EQ(Get(id)["state"], "running");
   const int64_t notice_ms = ToMillis(clock_.Now());
   // A GPU fault drains the node: both pods get notice (cause drain).
-  ASSERT_TRUE(cp_->Heartbeat(kAgent, "d", {{"gpus", json::array({json{{"index", 1}, {"xid", 79}}})}}).ok());
+  ASSERT_TRUE(cp_->Heartbeat(NodeP("d"), "d", {{"gpus", json::array({json{{"index", 1}, {"xid", 79}}})}}).ok());
   ASSERT_EQ(Get(id)["state"], "terminating");
   clock_.Advance(seconds(5));
   const int64_t exit0 = ToMillis(clock_.Now());
@@ -261,15 +267,15 @@ TEST_F(ControlPlaneTest, AgentEncodedStopOutcomeAndAttemptReachThePreemption) {
   // again: attempt 2, so an event of attempt 1 is stale.
   clock_.Advance(seconds(31));
   cp_->RunPass();
-  ASSERT_TRUE(cp_->Heartbeat(kAgent, "x", protocol::HeartbeatToJson({})).ok());
+  ASSERT_TRUE(cp_->Heartbeat(NodeP("x"), "x", protocol::HeartbeatToJson({})).ok());
   cp_->RunPass();
-  auto listed = protocol::PodAssignmentListFromJson(cp_->NodePods(kAgent, "x").value());
+  auto listed = protocol::PodAssignmentListFromJson(cp_->NodePods(NodeP("x"), "x").value());
   ASSERT_TRUE(listed.ok()) << listed.status().ToString();
   ASSERT_EQ(listed->pods.size(), 1u);
   const protocol::PodKey key = listed->pods[0].key;
   ASSERT_EQ(key.attempt, 2);
   auto post = [&](const protocol::PodEvent& e) {
-    auto r = cp_->PodStatus(kAgent, "x", protocol::PodEventBatchToJson({{e}}));
+    auto r = cp_->PodStatus(NodeP("x"), "x", protocol::PodEventBatchToJson({{e}}));
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? (*r)["accepted"].get<int>() : -1;
   };
@@ -283,7 +289,7 @@ TEST_F(ControlPlaneTest, AgentEncodedStopOutcomeAndAttemptReachThePreemption) {
   // A GPU fault drains the node: the pod gets notice (cause drain).
   protocol::Heartbeat fault;
   fault.gpus.push_back({0, true, 79, 0, std::nullopt, std::nullopt});
-  ASSERT_TRUE(cp_->Heartbeat(kAgent, "x", protocol::HeartbeatToJson(fault)).ok());
+  ASSERT_TRUE(cp_->Heartbeat(NodeP("x"), "x", protocol::HeartbeatToJson(fault)).ok());
   ASSERT_EQ(Get(id)["state"], "terminating");
   const int64_t notice_ms = ToMillis(clock_.Now()) + 150;  // when the agent got it
   clock_.Advance(seconds(4));
@@ -478,7 +484,7 @@ TEST_F(ControlPlaneTest, LosingANodeThatHeldOnlyLeavingPodsKeepsTheService) {
   for (const char* name : {"ia", "ib"}) {
     json gpus = json::array();
     for (int g = 0; g < 8; ++g) gpus.push_back({{"index", g}});
-    ASSERT_TRUE(cp_->RegisterNode(kAgent, {{"name", name}, {"pool", "inference-reserved"}, {"gpus", gpus},
+    ASSERT_TRUE(cp_->RegisterNode(kAdmin, {{"name", name}, {"pool", "inference-reserved"}, {"gpus", gpus},
                                            {"labels", {{"svc", "yes"}}}}).ok());
   }
   const uint64_t id = Submit({{"name", "svc"}, {"project", "chat-serving"}, {"kind", "inference"},
@@ -496,7 +502,7 @@ TEST_F(ControlPlaneTest, LosingANodeThatHeldOnlyLeavingPodsKeepsTheService) {
   const std::string gone = w["allocation"]["pods"][1]["node"];
   // The node with the leaving pod misses its lease; the other heartbeats.
   clock_.Advance(seconds(31));
-  ASSERT_TRUE(cp_->Heartbeat(kAgent, staying, json::object()).ok());
+  ASSERT_TRUE(cp_->Heartbeat(NodeP(staying), staying, json::object()).ok());
   cp_->RunPass();
   w = Get(id);
   EXPECT_EQ(w["state"], "running");  // not requeued whole
@@ -562,6 +568,131 @@ TEST_F(ControlPlaneTest, DryRunPreparesLikeARealPass) {
   EXPECT_EQ((*dry)["placement"].size(), w["allocation"]["pods"].size());
   // The dry run left the real controller alone: nothing was stored either.
   EXPECT_EQ(cp_->List(kAdmin, ListFilter{}).value()["workloads"].size(), 1u);
+}
+
+
+// ---- Node credentials (security issue #11, item 3) ----
+
+TEST_F(ControlPlaneTest, TheBootstrapTokenRegistersANodeOnceAndTheCredentialIsBoundToIt) {
+  const json one_gpu = {{"name", "x"}, {"gpus", json::array({json{{"index", 0}}})}};
+  auto first = cp_->RegisterNode(kAgent, one_gpu);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  const std::string credential = (*first)["credential"];
+  ASSERT_EQ(credential.size(), 64u);  // 256 bits, hex
+  // The credential authenticates as node x, and nothing else does.
+  auto who = cp_->AuthenticateNode("Bearer " + credential);
+  ASSERT_TRUE(who.ok()) << who.status().ToString();
+  EXPECT_EQ(who->role, Role::kNode);
+  EXPECT_EQ(who->node, "x");
+  EXPECT_EQ(cp_->AuthenticateNode("Bearer " + std::string(64, '0')).status().code(), StatusCode::kUnauthenticated);
+  // The bootstrap token may not register x again while x is alive...
+  auto again = cp_->RegisterNode(kAgent, one_gpu);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().code(), StatusCode::kFailedPrecondition) << again.status().ToString();
+  // ...nor use x's endpoints; another node's credential may not either.
+  ASSERT_TRUE(cp_->RegisterNode(kAgent, {{"name", "y"}, {"gpus", json::array({json{{"index", 0}}})}}).ok());
+  for (const Principal& p : {kAgent, NodeP("y")}) {
+    EXPECT_EQ(cp_->Heartbeat(p, "x", json::object()).status().code(), StatusCode::kPermissionDenied);
+    EXPECT_EQ(cp_->NodePods(p, "x").status().code(), StatusCode::kPermissionDenied);
+    EXPECT_EQ(cp_->PodStatus(p, "x", {{"events", json::array()}}).status().code(), StatusCode::kPermissionDenied);
+    EXPECT_EQ(cp_->RegisterNode(p.role == Role::kNode ? p : NodeP("y"), one_gpu).status().code(),
+              StatusCode::kPermissionDenied);
+  }
+  // A node that never registered has no credential, so nobody but an admin
+  // can report its pods.
+  EXPECT_EQ(cp_->PodStatus(kAgent, "ghost", {{"events", json::array()}}).status().code(),
+            StatusCode::kPermissionDenied);
+  // x's own credential re-registers it, and gets a new one.
+  auto renewed = cp_->RegisterNode(*who, one_gpu);
+  ASSERT_TRUE(renewed.ok()) << renewed.status().ToString();
+  EXPECT_NE((*renewed)["credential"], credential);
+  EXPECT_FALSE(cp_->AuthenticateNode("Bearer " + credential).ok());
+  EXPECT_TRUE(cp_->Heartbeat(NodeP("x"), "x", json::object()).ok());
+  // Refusals are audited: 3 calls x 2 callers, 2 registrations of x as y,
+  // the ghost's pod status.
+  AuditQuery q;
+  q.action = "access_denied";
+  EXPECT_EQ(cp_->Audit(kAdmin, q).value()["audit"].size(), 3u * 2 + 2 + 1);
+  q.action = "register_refused";
+  EXPECT_EQ(cp_->Audit(kAdmin, q).value()["audit"].size(), 1u);
+  // Once x's lease (30 s) expired, a restarted agent that lost the
+  // credential registers again with the bootstrap token.
+  clock_.Advance(seconds(31));
+  cp_->RunPass();
+  EXPECT_TRUE(cp_->RegisterNode(kAgent, one_gpu).ok());
+}
+
+TEST_F(ControlPlaneTest, NodeCredentialsSurviveARestartAsDigestsOnly) {
+  auto reg = cp_->RegisterNode(kAgent, {{"name", "x"}, {"gpus", json::array({json{{"index", 0}}})}});
+  ASSERT_TRUE(reg.ok()) << reg.status().ToString();
+  const std::string credential = (*reg)["credential"];
+  Restart();
+  auto who = cp_->AuthenticateNode("Bearer " + credential);
+  ASSERT_TRUE(who.ok()) << who.status().ToString();
+  EXPECT_EQ(who->node, "x");
+  // The store holds the digest, never the credential.
+  cp_.reset();
+  std::string bytes;
+  for (const auto& f : std::filesystem::directory_iterator(dir_)) {
+    std::ifstream in(f.path(), std::ios::binary);
+    bytes += std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  EXPECT_EQ(bytes.find(credential), std::string::npos);
+  EXPECT_NE(bytes.find(Sha256Hex(credential)), std::string::npos);
+  Open();
+}
+
+TEST_F(ControlPlaneTest, AnAgentCannotChooseItsPoolLabelsOrTaints) {
+  // inf-1 is in the reserved inference pool by the cluster file.
+  const json gpus = json::array({json{{"index", 0}}});
+  auto moved = cp_->RegisterNode(kAgent, {{"name", "inf-1"}, {"pool", "training"}, {"gpus", gpus}});
+  ASSERT_FALSE(moved.ok());
+  EXPECT_EQ(moved.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(moved.status().message().rfind("pool:", 0), 0u) << moved.status().message();
+  auto labelled = cp_->RegisterNode(kAgent, {{"name", "inf-1"}, {"labels", {{"gpu", "premium"}}}, {"gpus", gpus}});
+  ASSERT_FALSE(labelled.ok());
+  EXPECT_EQ(labelled.status().message().rfind("labels:", 0), 0u) << labelled.status().message();
+  auto untainted = cp_->RegisterNode(kAgent, {{"name", "x"}, {"taints", json::array({json{{"key", "k"}}})}, {"gpus", gpus}});
+  ASSERT_FALSE(untainted.ok());
+  EXPECT_EQ(untainted.status().message().rfind("taints:", 0), 0u) << untainted.status().message();
+  // Repeating the cluster file's pool is fine.
+  ASSERT_TRUE(cp_->RegisterNode(kAgent, {{"name", "inf-1"}, {"pool", "inference-reserved"}, {"gpus", gpus}}).ok());
+  EXPECT_EQ(NodeView("inf-1")["pool"], "inference-reserved");
+}
+
+TEST_F(ControlPlaneTest, AChangedInventoryRequeuesTheNodesPodsAndIsAudited) {
+  Register("x", 8);
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 8; ++i) {
+    ids.push_back(Submit({{"name", fmt::format("t{}", i)}, {"project", "vision"}, {"gpus_per_replica", 1},
+                          {"node_selector", {{"host", "x"}}}}));
+  }
+  cp_->RunPass();
+  for (uint64_t id : ids) ASSERT_EQ(Get(id)["state"], "running") << id;
+  // The same inventory again (an agent restart) keeps them running.
+  json eight = json::array();
+  for (int g = 0; g < 8; ++g) eight.push_back({{"index", g}});
+  ASSERT_TRUE(cp_->RegisterNode(NodeP("x"), {{"name", "x"}, {"gpus", eight}}).ok());
+  for (uint64_t id : ids) EXPECT_EQ(Get(id)["state"], "running") << id;
+  // Now with 1 GPU: none of the 8 may go on "running" on GPUs that are
+  // gone; all requeue, and the next pass places 1 of them on GPU 0.
+  auto shrunk = cp_->RegisterNode(NodeP("x"), {{"name", "x"}, {"gpus", json::array({json{{"index", 0}}})}});
+  ASSERT_TRUE(shrunk.ok()) << shrunk.status().ToString();
+  for (uint64_t id : ids) EXPECT_EQ(Get(id)["state"], "pending") << id;
+  EXPECT_EQ(NodeView("x")["gpu_count"], 1);
+  AuditQuery q;
+  q.action = "inventory_changed";
+  const json audit = cp_->Audit(kAdmin, q).value()["audit"];
+  ASSERT_EQ(audit.size(), 1u);
+  EXPECT_EQ(audit[0]["detail"]["gpus_before"], 8);
+  EXPECT_EQ(audit[0]["detail"]["gpus"], 1);
+  EXPECT_EQ(audit[0]["detail"]["victims"].size(), 8u);
+  cp_->RunPass();
+  int running = 0;
+  for (uint64_t id : ids) running += Get(id)["state"] == "running" ? 1 : 0;
+  EXPECT_EQ(running, 1);
+  ASSERT_EQ(Pods("x").size(), 1u);
+  EXPECT_EQ(Pods("x")[0]["gpus"], json::array({0}));
 }
 
 }  // namespace

@@ -202,37 +202,40 @@ TEST(ServerApi, AgentRunsPodsToCompletion) {
   json reg = {{"name", "gpu-x"}, {"pool", "training"}, {"gpu_model", "A100-80GB"}, {"gpu_memory_gib", 80},
               {"gpus", json::array({json{{"index", 0}}, json{{"index", 1}}})},
               {"labels", {{"host", "gpu-x"}}}};
-  HttpReply r = s.PostJson("/v1/agent/register", kAgentToken, reg);
+  // An admin may label a node; the node then works with its own credential.
+  HttpReply r = s.PostJson("/v1/agent/register", kAdminToken, reg);
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.json()["node"], "gpu-x");
+  const std::string node_token = r.json()["credential"];
+  ASSERT_EQ(node_token.size(), 64u) << r.body;
   json w = Submit(s, kResearchToken, {{"name", "on-x"}, {"project", "vision"}, {"gpus_per_replica", 2},
                                       {"node_selector", {{"host", "gpu-x"}}}, {"command", {"/bin/true"}}});
   const uint64_t id = w["id"];
   WaitFor(s, id, [](const json& x) { return x["state"] == "running"; });
-  json pods = s.Get("/v1/agent/nodes/gpu-x/pods", kAgentToken).json();
+  json pods = s.Get("/v1/agent/nodes/gpu-x/pods", node_token).json();
   ASSERT_EQ(pods["pods"].size(), 1u);
   EXPECT_EQ(pods["pods"][0]["workload"], id);
   EXPECT_EQ(pods["pods"][0]["desired"], "run");
   EXPECT_EQ(pods["pods"][0]["gpus"], json::array({0, 1}));
   EXPECT_EQ(pods["pods"][0]["command"], json::array({"/bin/true"}));
-  HttpReply hb = s.PostJson("/v1/agent/nodes/gpu-x/heartbeat", kAgentToken,
+  HttpReply hb = s.PostJson("/v1/agent/nodes/gpu-x/heartbeat", node_token,
                         json{{"gpus", json::array({json{{"index", 0}, {"utilization", 0.5}}})}});
   EXPECT_EQ(hb.status, 200) << hb.body;
-  HttpReply st = s.PostJson("/v1/agent/nodes/gpu-x/pods/status", kAgentToken,
+  HttpReply st = s.PostJson("/v1/agent/nodes/gpu-x/pods/status", node_token,
                         json{{"events", json::array({json{{"workload", id}, {"rank", 0}, {"phase", "running"}},
                                                      json{{"workload", id}, {"rank", 0}, {"phase", "exited"}, {"exit_code", 0}}})}});
   ASSERT_EQ(st.status, 200) << st.body;
   EXPECT_EQ(st.json()["accepted"], 2);
   json done = WaitFor(s, id, [](const json& x) { return x["state"] == "succeeded"; });
   EXPECT_TRUE(done["allocation"].is_null());
-  EXPECT_TRUE(s.Get("/v1/agent/nodes/gpu-x/pods", kAgentToken).json()["pods"].empty());
+  EXPECT_TRUE(s.Get("/v1/agent/nodes/gpu-x/pods", node_token).json()["pods"].empty());
 }
 
 TEST(ServerApi, LostNodeRequeuesItsWorkloads) {
   ServerProcess s(DefaultServerConfig("node_lease_s: 1\n"));
   json reg = {{"name", "flaky"}, {"pool", "training"}, {"gpus", json::array({json{{"index", 0}}})},
               {"labels", {{"host", "flaky"}}}};
-  ASSERT_EQ(s.PostJson("/v1/agent/register", kAgentToken, reg).status, 200);
+  ASSERT_EQ(s.PostJson("/v1/agent/register", kAdminToken, reg).status, 200);
   json w = Submit(s, kResearchToken, {{"name", "victim"}, {"project", "vision"}, {"gpus_per_replica", 1},
                                       {"node_selector", {{"host", "flaky"}}}});
   WaitFor(s, w["id"], [](const json& x) { return x["state"] == "running"; });
@@ -248,11 +251,13 @@ TEST(ServerApi, GpuFaultDrainsTheNode) {
   ServerProcess s;
   json reg = {{"name", "sick"}, {"pool", "training"}, {"gpus", json::array({json{{"index", 0}}, json{{"index", 1}}})},
               {"labels", {{"host", "sick"}}}};
-  ASSERT_EQ(s.PostJson("/v1/agent/register", kAgentToken, reg).status, 200);
+  HttpReply registered = s.PostJson("/v1/agent/register", kAdminToken, reg);
+  ASSERT_EQ(registered.status, 200);
+  const std::string node_token = registered.json()["credential"];
   json w = Submit(s, kResearchToken, {{"name", "on-sick"}, {"project", "vision"}, {"gpus_per_replica", 1},
                                       {"node_selector", {{"host", "sick"}}}});
   WaitFor(s, w["id"], [](const json& x) { return x["state"] == "running"; });
-  HttpReply hb = s.PostJson("/v1/agent/nodes/sick/heartbeat", kAgentToken,
+  HttpReply hb = s.PostJson("/v1/agent/nodes/sick/heartbeat", node_token,
                         json{{"gpus", json::array({json{{"index", 1}, {"xid", 79}}})}});
   ASSERT_EQ(hb.status, 200) << hb.body;
   ASSERT_EQ(hb.json()["pods"].size(), 1u);

@@ -1,8 +1,13 @@
-// The auth matrix: every endpoint x every role x own/other tenant. Missing or
-// unknown tokens get 401; a known token with the wrong role or tenant 403;
-// an allowed caller anything but 401/403.
+// The auth matrix: every endpoint x every role x own/other tenant x own/other
+// node. Missing or unknown tokens get 401; a known token with the wrong role,
+// tenant or node 403; an allowed caller anything but 401/403.
+#include <algorithm>
+#include <map>
+#include <string>
+
 #include <gtest/gtest.h>
 
+#include "server/http_api.h"
 #include "tests/support/server_fixture.h"
 
 namespace tidal::testing {
@@ -10,10 +15,21 @@ namespace {
 
 using nlohmann::json;
 
-enum class Who { kNone, kBadToken, kOwner, kOtherTenant, kAdmin, kAgent };
+enum class Who { kNone, kBadToken, kOwner, kOtherTenant, kAdmin, kAgent, kNodeSelf, kNodeOther };
+constexpr Who kEveryone[] = {Who::kNone,  Who::kBadToken, Who::kOwner,    Who::kOtherTenant,
+                             Who::kAdmin, Who::kAgent,    Who::kNodeSelf, Who::kNodeOther};
 
-const char* TokenOf(Who w) {
+// The credentials the server issued to n1 and n2 (each registration issues
+// a new one).
+std::map<std::string, std::string>& NodeCredentials() {
+  static std::map<std::string, std::string> credentials;
+  return credentials;
+}
+
+std::string TokenOf(Who w) {
   switch (w) {
+    case Who::kNodeSelf: return NodeCredentials()["n1"];
+    case Who::kNodeOther: return NodeCredentials()["n2"];
     case Who::kNone: return "";
     case Who::kBadToken: return "not-a-token";
     case Who::kOwner: return kResearchToken;
@@ -31,16 +47,19 @@ const char* NameOf(Who w) {
     case Who::kOwner: return "owner (user of tenant research)";
     case Who::kOtherTenant: return "user of tenant ads";
     case Who::kAdmin: return "admin";
-    case Who::kAgent: return "agent";
+    case Who::kAgent: return "agent (bootstrap) token";
+    case Who::kNodeSelf: return "node n1's credential";
+    case Who::kNodeOther: return "node n2's credential";
   }
   return "";
 }
 
 enum class Expect { kAllowed, kForbidden, kUnauthenticated, kOpen };
 
+// The expectations for one row of the server's route table (ApiRoutes()).
 struct Endpoint {
   std::string method;
-  std::string path;  // "{id}" is replaced by a fresh research workload
+  std::string path;  // the route's name: "{id}" becomes a fresh research workload, "{node}" n1
   std::string body;
   std::vector<Who> allowed;  // besides these, known tokens get 403
   bool open = false;         // no token needed
@@ -50,9 +69,13 @@ class AuthMatrix : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     server_ = new ServerProcess();
-    // A node for the agent endpoints.
-    json reg = {{"name", "n1"}, {"pool", "training"}, {"gpus", json::array({json{{"index", 0}}})}};
-    ASSERT_EQ(server_->PostJson("/v1/agent/register", kAgentToken, reg).status, 200);
+    // Two nodes for the agent endpoints: n1's own, and another's.
+    for (const char* name : {"n1", "n2"}) {
+      json reg = {{"name", name}, {"pool", "training"}, {"gpus", json::array({json{{"index", 0}}})}};
+      HttpReply r = server_->PostJson("/v1/agent/register", kAgentToken, reg);
+      ASSERT_EQ(r.status, 200) << r.body;
+      NodeCredentials()[name] = r.json()["credential"];
+    }
   }
   static void TearDownTestSuite() {
     delete server_;
@@ -73,7 +96,10 @@ ServerProcess* AuthMatrix::server_ = nullptr;
 TEST_F(AuthMatrix, EveryEndpointChecksRoleAndTenant) {
   const std::vector<Who> users_admin = {Who::kOwner, Who::kOtherTenant, Who::kAdmin};
   const std::vector<Who> owner_admin = {Who::kOwner, Who::kAdmin};
-  const std::vector<Who> agent_admin = {Who::kAgent, Who::kAdmin};
+  // The bootstrap token may only register (n1 is registered: it gets 409
+  // past auth); n1's credential only touches n1.
+  const std::vector<Who> register_allowed = {Who::kAgent, Who::kNodeSelf, Who::kAdmin};
+  const std::vector<Who> node_admin = {Who::kNodeSelf, Who::kAdmin};
   const std::string submit = json{{"name", "x"}, {"project", "vision"}, {"gpus_per_replica", 1}}.dump();
   const std::vector<Endpoint> endpoints = {
       {"POST", "/v1/workloads", submit, owner_admin},
@@ -88,28 +114,40 @@ TEST_F(AuthMatrix, EveryEndpointChecksRoleAndTenant) {
       {"GET", "/v1/nodes", "", users_admin},
       {"GET", "/v1/audit", "", users_admin},
       {"GET", "/v1/reports", "", users_admin},
-      {"POST", "/v1/agent/register", R"({"name": "n1", "gpus": [{"index": 0}]})", agent_admin},
-      {"POST", "/v1/agent/nodes/n1/heartbeat", "{}", agent_admin},
-      {"GET", "/v1/agent/nodes/n1/pods", "", agent_admin},
-      {"POST", "/v1/agent/nodes/n1/pods/status", R"({"events": []})", agent_admin},
+      {"POST", "/v1/agent/register", R"({"name": "n1", "gpus": [{"index": 0}]})", register_allowed},
+      {"POST", "/v1/agent/nodes/{node}/heartbeat", "{}", node_admin},
+      {"GET", "/v1/agent/nodes/{node}/pods", "", node_admin},
+      {"POST", "/v1/agent/nodes/{node}/pods/status", R"({"events": []})", node_admin},
       {"GET", "/healthz", "", {}, true},
       {"GET", "/readyz", "", {}, true},
       {"GET", "/metrics", "", {}, true},
   };
+  // Generated from the route table the server registers its handlers from:
+  // a route added without a row here fails.
   int checked = 0;
-  for (const Endpoint& e : endpoints) {
-    for (Who who : {Who::kNone, Who::kBadToken, Who::kOwner, Who::kOtherTenant, Who::kAdmin, Who::kAgent}) {
-      std::string path = e.path;
+  for (const server::ApiRoute& route : server::ApiRoutes()) {
+    auto e = std::find_if(endpoints.begin(), endpoints.end(), [&](const Endpoint& x) {
+      return x.method == route.method && x.path == route.name;
+    });
+    if (e == endpoints.end()) {
+      ADD_FAILURE() << route.method << " " << route.name << ": no row in the auth matrix; add its expectations";
+      continue;
+    }
+    for (Who who : kEveryone) {
+      std::string path = e->path;
       if (auto at = path.find("{id}"); at != std::string::npos) path.replace(at, 4, FreshWorkload());
-      const HttpReply r = e.method == "GET" ? server_->Get(path, TokenOf(who))
-                                            : server_->Post(path, TokenOf(who), e.body);
-      const std::string what = e.method + " " + e.path + " as " + NameOf(who) + ": " + r.body;
+      if (auto at = path.find("{node}"); at != std::string::npos) path.replace(at, 6, "n1");
+      const HttpReply r = e->method == "GET" ? server_->Get(path, TokenOf(who))
+                                             : server_->Post(path, TokenOf(who), e->body);
+      const std::string what = e->method + " " + e->path + " as " + NameOf(who) + ": " + r.body;
       ++checked;
-      if (e.open) {
+      // A registration issues n1 a new credential.
+      if (e->path == "/v1/agent/register" && r.status == 200) NodeCredentials()["n1"] = r.json()["credential"];
+      if (e->open) {
         EXPECT_EQ(r.status, 200) << what;
       } else if (who == Who::kNone || who == Who::kBadToken) {
         EXPECT_EQ(r.status, 401) << what;
-      } else if (std::find(e.allowed.begin(), e.allowed.end(), who) != e.allowed.end()) {
+      } else if (std::find(e->allowed.begin(), e->allowed.end(), who) != e->allowed.end()) {
         EXPECT_NE(r.status, 401) << what;
         EXPECT_NE(r.status, 403) << what;
         EXPECT_LT(r.status, 500) << what;
@@ -118,7 +156,27 @@ TEST_F(AuthMatrix, EveryEndpointChecksRoleAndTenant) {
       }
     }
   }
-  EXPECT_EQ(checked, 19 * 6);
+  EXPECT_EQ(checked, static_cast<int>(endpoints.size()) * 8);
+  EXPECT_EQ(server::ApiRoutes().size(), endpoints.size()) << "a row for a route the server does not have";
+}
+
+// The hostile tenant's probes of security issue #11 with the one shared
+// agent token, and with another node's credential: each refused, audited.
+TEST_F(AuthMatrix, NodeEndpointsRefuseTheBootstrapTokenAndOtherNodes) {
+  const std::string exit_event = R"({"events": [{"workload": 1, "rank": 0, "phase": "exited", "exit_code": 1}]})";
+  for (const std::string& token : {std::string(kAgentToken), NodeCredentials()["n2"]}) {
+    EXPECT_EQ(server_->Post("/v1/agent/nodes/n1/pods/status", token, exit_event).status, 403);
+    EXPECT_EQ(server_->Post("/v1/agent/nodes/never-registered/pods/status", token, exit_event).status, 403);
+    EXPECT_EQ(server_->Get("/v1/agent/nodes/n1/pods", token).status, 403);
+  }
+  // The bootstrap token registers n1 once: not again while n1 is alive.
+  HttpReply again = server_->PostJson("/v1/agent/register", kAgentToken,
+                                      json{{"name", "n1"}, {"gpus", json::array({json{{"index", 0}}})}});
+  EXPECT_EQ(again.status, 409) << again.body;
+  json denied = server_->Get("/v1/audit?action=access_denied", kAdminToken).json();
+  EXPECT_GE(denied["audit"].size(), 6u) << denied.dump();
+  json refused = server_->Get("/v1/audit?action=register_refused", kAdminToken).json();
+  EXPECT_FALSE(refused["audit"].empty());
 }
 
 TEST_F(AuthMatrix, UsersSeeOnlyTheirTenant) {

@@ -24,7 +24,9 @@ struct BadCase {
 TEST(ServerBadInput, EveryBadRequestIsA4xxNamingTheFieldAndChangesNothing) {
   ServerProcess s;
   json reg = {{"name", "n1"}, {"pool", "training"}, {"gpus", json::array({json{{"index", 0}}})}};
-  ASSERT_EQ(s.PostJson("/v1/agent/register", kAgentToken, reg).status, 200);
+  HttpReply registered = s.PostJson("/v1/agent/register", kAgentToken, reg);
+  ASSERT_EQ(registered.status, 200);
+  const std::string n1_credential = registered.json()["credential"];
   // One workload that no pass will touch (it awaits approval), to resize.
   HttpReply held = s.PostJson("/v1/workloads", kAdminToken,
                               json{{"name", "held"}, {"project", "llm-pretrain"}, {"gpus_per_replica", 1}, {"replicas", 1},
@@ -94,7 +96,11 @@ TEST(ServerBadInput, EveryBadRequestIsA4xxNamingTheFieldAndChangesNothing) {
       {"GET", "/v1/no-such-route", "", 404, ""},
   };
   for (const BadCase& c : cases) {
-    const std::string token = c.path.find("/agent/") != std::string::npos ? kAgentToken : kAdminToken;
+    // Registration takes the bootstrap token, n1's endpoints n1's own
+    // credential; the rest (a node nobody registered) an admin's.
+    const std::string token = c.path.starts_with("/v1/agent/register") ? kAgentToken
+                              : c.path.starts_with("/v1/agent/nodes/n1/") ? n1_credential
+                                                                          : kAdminToken;
     const HttpReply r = c.method == "GET" ? s.Get(c.path, token) : s.Post(c.path, token, c.body);
     const std::string what = c.method + " " + c.path + " " + c.body.substr(0, 120) + " -> " + r.body.substr(0, 300);
     ASSERT_NE(r.status, 0) << "the server stopped answering after: " << what;

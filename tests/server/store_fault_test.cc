@@ -29,7 +29,8 @@ using testing::FaultyStore;
 
 const Principal kAdmin{"admin", Role::kAdmin, ""};
 const Principal kAlice{"alice", Role::kUser, "research"};
-const Principal kAgent{"node-agent", Role::kAgent, ""};
+// What a node's credential authenticates as.
+Principal NodeP(const std::string& node) { return {"agent:" + node, Role::kNode, "", node}; }
 
 class StoreFaultTest : public ::testing::Test {
  protected:
@@ -80,7 +81,7 @@ class StoreFaultTest : public ::testing::Test {
   void Register(const std::string& name, int gpus) {
     json list = json::array();
     for (int g = 0; g < gpus; ++g) list.push_back({{"index", g}});
-    auto r = cp_->RegisterNode(kAgent, {{"name", name}, {"pool", "training"}, {"gpus", list},
+    auto r = cp_->RegisterNode(kAdmin, {{"name", name}, {"pool", "training"}, {"gpus", list},
                                         {"labels", {{"host", name}}}});
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
@@ -122,11 +123,11 @@ TEST_F(StoreFaultTest, AFailedWriteMakesTheServerReadOnly) {
   ExpectReadOnly(cp_->Cancel(kAlice, first).status(), "injected: disk full");
   ExpectReadOnly(cp_->Resize(kAlice, first, {{"replicas", 1}}).status(), "injected: disk full");
   ExpectReadOnly(cp_->Approve(kAdmin, first).status(), "injected: disk full");
-  ExpectReadOnly(cp_->RegisterNode(kAgent, {{"name", "y"}, {"pool", "training"},
+  ExpectReadOnly(cp_->RegisterNode(kAdmin, {{"name", "y"}, {"pool", "training"},
                                             {"gpus", json::array({json{{"index", 0}}})}}).status(),
                  "injected: disk full");
-  ExpectReadOnly(cp_->PodStatus(kAgent, "x", {{"events", json::array()}}).status(), "injected: disk full");
-  ExpectReadOnly(cp_->Heartbeat(kAgent, "x", json::object()).status(), "injected: disk full");
+  ExpectReadOnly(cp_->PodStatus(NodeP("x"), "x", {{"events", json::array()}}).status(), "injected: disk full");
+  ExpectReadOnly(cp_->Heartbeat(NodeP("x"), "x", json::object()).status(), "injected: disk full");
   EXPECT_EQ(faulty_->writes(), writes) << "a refused mutation queued a write";
 
   // The loop applies nothing: the first workload fits on x but stays pending.
