@@ -35,10 +35,13 @@ class ControlPlane {
 // `server_url` like "http://127.0.0.1:8080". Replies outside 2xx become a
 // Status carrying the server's error message; 404 maps to kNotFound (the
 // node is unknown: register again), 401/403 to kUnauthenticated /
-// kPermissionDenied.
+// kPermissionDenied. `token` is the bootstrap token; the node credential
+// the server issues is kept in `credential_file` (mode 0600) when one is
+// given, so that a restarted agent keeps its node and its pods.
 StatusOr<std::unique_ptr<ControlPlane>> MakeHttpControlPlane(const std::string& server_url,
                                                              const std::string& token,
-                                                             Duration timeout = seconds(5));
+                                                             Duration timeout = seconds(5),
+                                                             const std::string& credential_file = "");
 
 }  // namespace tidal::agent
 

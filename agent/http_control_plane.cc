@@ -1,9 +1,14 @@
 #include <fmt/core.h>
 #include <httplib.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <mutex>
+#include <utility>
 
 #include "agent/control_plane.h"
+#include "agent/token_source.h"
 #include "protocol/node_registration.h"
 
 namespace tidal::agent {
@@ -13,8 +18,14 @@ using nlohmann::json;
 
 class HttpControlPlane final : public ControlPlane {
  public:
-  HttpControlPlane(const std::string& url, const std::string& token, Duration timeout)
-      : url_(url), bootstrap_token_(token), client_(url) {
+  HttpControlPlane(const std::string& url, const std::string& token, Duration timeout,
+                   std::string credential_file)
+      : url_(url), bootstrap_token_(token), credential_file_(std::move(credential_file)), client_(url) {
+    // A restarted agent presents the credential it was issued, so the server
+    // lets it register its node again and adopt the pods still running.
+    if (!credential_file_.empty() && access(credential_file_.c_str(), F_OK) == 0) {
+      if (auto saved = ReadTokenFile(credential_file_); saved.ok()) credential_ = *saved;
+    }
     const auto usec = std::chrono::duration_cast<std::chrono::microseconds>(timeout).count();
     client_.set_connection_timeout(0, usec);
     client_.set_read_timeout(0, usec);
@@ -41,6 +52,13 @@ class HttpControlPlane final : public ControlPlane {
     if (!decoded->credential.empty()) {
       std::lock_guard lock(mu_);
       credential_ = decoded->credential;
+      if (!credential_file_.empty()) {
+        // Without the file a restart costs the node's pods (the server
+        // refuses the bootstrap token for a live node), not the node.
+        if (Status saved = WriteTokenFile(credential_file_, credential_); !saved.ok()) {
+          std::fprintf(stderr, "tidal agent: %s\n", saved.ToString().c_str());
+        }
+      }
     }
     return Lease{decoded->lease_s, decoded->heartbeat_interval_s};
   }
@@ -66,6 +84,7 @@ class HttpControlPlane final : public ControlPlane {
   void ForgetCredential() {
     std::lock_guard lock(mu_);
     credential_.clear();
+    if (!credential_file_.empty()) unlink(credential_file_.c_str());
   }
 
   // A call with the node's credential. 401 means the server does not know
@@ -108,8 +127,10 @@ class HttpControlPlane final : public ControlPlane {
 
   std::string url_;
   const std::string bootstrap_token_;
-  // The node's credential, only ever in this process's memory: never in
-  // the environment, a file or argv, where a pod could read it.
+  // The node's credential: in memory, and in `credential_file_` (mode 0600,
+  // in the agent's work dir) when one is given; never in the environment or
+  // argv, where a pod could read it.
+  const std::string credential_file_;
   mutable std::mutex mu_;
   std::string credential_;
   httplib::Client client_;
@@ -119,7 +140,8 @@ class HttpControlPlane final : public ControlPlane {
 
 StatusOr<std::unique_ptr<ControlPlane>> MakeHttpControlPlane(const std::string& server_url,
                                                              const std::string& token,
-                                                             Duration timeout) {
+                                                             Duration timeout,
+                                                             const std::string& credential_file) {
   if (!server_url.starts_with("http://") && !server_url.starts_with("https://")) {
     return InvalidArgument(fmt::format("--server '{}': expected http://HOST:PORT", server_url));
   }
@@ -128,7 +150,7 @@ StatusOr<std::unique_ptr<ControlPlane>> MakeHttpControlPlane(const std::string& 
     return InvalidArgument(fmt::format("--server '{}': this build has no TLS support", server_url));
 #endif
   }
-  return std::unique_ptr<ControlPlane>(new HttpControlPlane(server_url, token, timeout));
+  return std::unique_ptr<ControlPlane>(new HttpControlPlane(server_url, token, timeout, credential_file));
 }
 
 }  // namespace tidal::agent

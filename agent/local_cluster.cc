@@ -16,6 +16,7 @@
 #include <httplib.h>
 
 #include "agent/http_get.h"
+#include "agent/token_source.h"
 
 extern char** environ;
 
@@ -204,14 +205,7 @@ Status LocalCluster::WriteConfig() {
   if (!cluster || !policy || !server) return Internal(fmt::format("writing configs in {}", dir));
   // The agents' bootstrap token, in a file only this user can read: not in
   // their environment, where their pods could read it.
-  const std::string token_path = dir + "/agent.token";
-  const int fd = open(token_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  const std::string token_line = agent_token_ + "\n";
-  const bool written = fd >= 0 && fchmod(fd, 0600) == 0 &&
-                       write(fd, token_line.data(), token_line.size()) == static_cast<ssize_t>(token_line.size());
-  if (fd >= 0) close(fd);
-  if (!written) return Internal(fmt::format("writing {}", token_path));
-  return Status::Ok();
+  return WriteTokenFile(dir + "/agent.token", agent_token_);
 }
 
 Status LocalCluster::StartServer() {

@@ -1,9 +1,12 @@
 #include "agent/token_source.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -33,6 +36,23 @@ StatusOr<std::string> ReadTokenFile(const std::string& path) {
   while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
   if (token.empty()) return InvalidArgument(fmt::format("--token-file {}: is empty", path));
   return token;
+}
+
+Status WriteTokenFile(const std::string& path, const std::string& token) {
+  const std::string tmp = path + ".tmp";
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Unavailable(fmt::format("{}: {}", tmp, std::strerror(errno)));
+  const std::string line = token + "\n";
+  // fchmod: a file left by an earlier run keeps its old mode through O_CREAT.
+  const bool written = fchmod(fd, 0600) == 0 &&
+                       write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) && fsync(fd) == 0;
+  const bool closed = close(fd) == 0;
+  if (!written || !closed || rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    unlink(tmp.c_str());
+    return Unavailable(fmt::format("writing {}: {}", path, why));
+  }
+  return Status::Ok();
 }
 
 std::optional<std::string> TakeEnvToken(const char* name) {

@@ -120,7 +120,7 @@ int RunAgent(AgentFlags& f) {
   f.config.log_burst_bytes = std::max(f.config.log_rate_bytes_per_s * 4, 64.0 * 1024);
   f.config.default_grace = SecondsF(f.default_grace_s);
   f.config.orphan_timeout = SecondsF(f.orphan_timeout_s);
-  auto server = agent::MakeHttpControlPlane(f.server, f.token);
+  auto server = agent::MakeHttpControlPlane(f.server, f.token, seconds(5), f.config.work_dir + "/node.credential");
   if (!server.ok()) {
     std::cerr << server.status().message() << "\n";
     return 2;

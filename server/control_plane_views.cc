@@ -284,6 +284,14 @@ StatusOr<json> ControlPlane::Audit(const Principal& who, AuditQuery query) const
     }
     query.tenant = who.tenant;
   }
+  // Every row queued before this request (a refusal just answered, say) is
+  // in the reply: wait for the store to have it.
+  uint64_t seq = 0;
+  {
+    std::lock_guard lock(mu_);
+    seq = last_seq_;
+  }
+  TIDAL_RETURN_IF_ERROR(store_->WaitDurable(seq));
   TIDAL_ASSIGN_OR_RETURN(std::vector<AuditRow> rows, store_->QueryAudit(query));
   json out = json::array();
   for (const AuditRow& row : rows) {

@@ -15,11 +15,14 @@
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
+#include "agent/control_plane.h"
 #include "agent/pod_env.h"
 #include "agent/pod_process.h"
 #include "agent/pod_user.h"
 #include "agent/token_source.h"
+#include "protocol/node_registration.h"
 #include "tests/support/agent_fixtures.h"
+#include "tests/support/server_fixture.h"
 
 extern char** environ;
 
@@ -33,6 +36,50 @@ constexpr const char* kSecret = "s3cret-bootstrap-token-7d1f";
 constexpr const char* kChildFlag = "TIDAL_TEST_SCRUB_CHILD";
 
 fs::path TempDir(const std::string& name) { return tidal::testing::FreshTempDir("tidal_agent_cred", name); }
+
+TEST(TokenSourceTest, WrittenTokenFilesArePrivateAndReadBack) {
+  const fs::path dir = TempDir("write");
+  const std::string path = (dir / "t").string();
+  ASSERT_TRUE(WriteTokenFile(path, kSecret).ok());
+  struct stat st {};
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  auto back = ReadTokenFile(path);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, kSecret);
+  EXPECT_FALSE(fs::exists(path + ".tmp"));
+}
+
+// A restarted agent keeps its node: the credential it was issued is in its
+// work dir, and the server accepts a re-registration with it, while the
+// bootstrap token may not take over a node that is alive.
+TEST(AgentCredentialTest, ARestartedAgentRegistersAgainWithTheSavedCredential) {
+  tidal::testing::ServerProcess server;
+  ASSERT_TRUE(server.running());
+  const fs::path dir = TempDir("restart");
+  const std::string file = (dir / "node.credential").string();
+  protocol::NodeRegistration reg;
+  reg.name = "trn-rack-a-1";
+  const nlohmann::json body = protocol::NodeRegistrationToJson(reg);
+
+  auto first = MakeHttpControlPlane(server.url(), tidal::testing::kAgentToken, seconds(5), file);
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE((*first)->Register(body).ok());
+  struct stat st {};
+  ASSERT_EQ(stat(file.c_str(), &st), 0) << "no credential file";
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+
+  // The same work dir after a restart: registered again, at once.
+  auto restarted = MakeHttpControlPlane(server.url(), tidal::testing::kAgentToken, seconds(5), file);
+  ASSERT_TRUE(restarted.ok());
+  const auto again = (*restarted)->Register(body);
+  EXPECT_TRUE(again.ok()) << again.status().ToString();
+  // A fresh work dir has only the bootstrap token: refused while alive.
+  auto fresh = MakeHttpControlPlane(server.url(), tidal::testing::kAgentToken, seconds(5),
+                                    (dir / "other.credential").string());
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_FALSE((*fresh)->Register(body).ok());
+}
 
 // In the child (below): the token came in the initial environment block,
 // which /proc/self/environ shows; after TakeEnvToken it must be gone there

@@ -642,7 +642,7 @@ TEST_F(ControlPlaneTest, NodeCredentialsSurviveARestartAsDigestsOnly) {
   Open();
 }
 
-TEST_F(ControlPlaneTest, AnAgentCannotChooseItsPoolLabelsOrTaints) {
+TEST_F(ControlPlaneWithoutAgentsTest, AnAgentCannotChooseItsPoolLabelsOrTaints) {
   // inf-1 is in the reserved inference pool by the cluster file.
   const json gpus = json::array({json{{"index", 0}}});
   auto moved = cp_->RegisterNode(kAgent, {{"name", "inf-1"}, {"pool", "training"}, {"gpus", gpus}});
