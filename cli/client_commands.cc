@@ -28,6 +28,7 @@
 #include "cli/command_registry.h"
 #include "cli/human_time.h"
 #include "config/yaml_document.h"
+#include "server/build_info.h"
 
 namespace tidal::cli {
 namespace {
@@ -378,15 +379,7 @@ const std::vector<std::string> kAuditActions = {
     "admit",   "priority", "approve", "place",  "preempt",  "reclaim",         "recovery",
     "preempt_exit", "loan", "return", "resize", "scale",    "scale_up_failed", "cancel",
     "finish",  "requeue",  "reject",  "register", "node_lost", "node_back",    "gpu_fault",
-    "pod_exit", "ready"};
-
-#if defined(__clang__)
-constexpr char kCompiler[] = "clang " __clang_version__;
-#elif defined(__GNUC__)
-constexpr char kCompiler[] = "gcc " __VERSION__;
-#else
-constexpr char kCompiler[] = "unknown";
-#endif
+    "pod_exit", "ready", "register_refused", "access_denied", "inventory_changed"};
 
 RegisterCommand reg([](CLI::App& root) {
   // submit
@@ -489,7 +482,7 @@ RegisterCommand reg([](CLI::App& root) {
     c->callback([] {
       std::cout << kTidalVersion << "\n"
                 << fmt::format("  api:       v1\n  build:     {}\n  compiler:  {}\n  c++:       {}\n",
-                               TIDAL_BUILD_TYPE, kCompiler, __cplusplus);
+                               TIDAL_BUILD_TYPE, server::kTidalCompiler, __cplusplus);
     });
   }
   // resize

@@ -15,14 +15,6 @@
 namespace tidal::server {
 namespace {
 
-#if defined(__clang__)
-constexpr char kCompiler[] = "clang " __clang_version__;
-#elif defined(__GNUC__)
-constexpr char kCompiler[] = "gcc " __VERSION__;
-#else
-constexpr char kCompiler[] = "unknown";
-#endif
-
 std::string Escape(const std::string& v) {
   std::string out;
   for (char c : v) {
@@ -63,7 +55,7 @@ Metrics::Metrics()
       .Name("tidal_build_info")
       .Help("Always 1; the labels say which build of tidal server runs.")
       .Register(*registry_)
-      .Add({{"version", TIDAL_VERSION_NUMBER}, {"compiler", kCompiler}})
+      .Add({{"version", TIDAL_VERSION_NUMBER}, {"compiler", kTidalCompiler}})
       .Set(1);
 }
 

@@ -101,6 +101,9 @@ PriorityRefresh PriorityRefresher::Refresh(const State& state) {
   auto refresh = [&](const Workload& w) {
     if (w.state == WorkloadState::kTerminating) return;
     Entry& entry = EntryOf(w.id);
+    // Awaiting approval: derived once (the fallback tier), then left alone
+    // until an admin approves it; it cannot run meanwhile.
+    if (w.state == WorkloadState::kAwaitingApproval && entry.derived) return;
     const Allocation* held = state.allocation(w.id);
     const int held_gpus = held != nullptr ? held->gpu_count() : 0;
     const Queue& queue = s.queues[w.queue.value()];
@@ -134,7 +137,6 @@ PriorityRefresh PriorityRefresher::Refresh(const State& state) {
   for (WorkloadId id : watch_) {
     const Workload* w = state.workload(id);
     const bool keep = w != nullptr && (w->state == WorkloadState::kPending ||
-                                       w->state == WorkloadState::kAwaitingApproval ||
                                        w->batch.deadline != kInfiniteFuture);
     if (keep) {
       watch_[kept++] = id;

@@ -15,7 +15,9 @@
 //     budget state also depends on their queue's exact usage (usage + gang
 //     minimum vs the guarantee); time-dependent ones (a deadline) because
 //     their near-deadline bonus moves with the clock.
-//  3. Derivation. A candidate (not terminating) gets its budget state
+//  3. Derivation. A candidate (not terminating, and not awaiting approval
+//     once derived: it cannot run until an admin approves it, which makes it
+//     a candidate again) gets its budget state
 //     (ComputeBudgetState with its held GPUs, or its gang minimum while it
 //     holds none); when that equals the one last derived and it is not
 //     time-dependent, nothing changes. Otherwise DerivePriority runs, with

@@ -103,19 +103,26 @@ TEST(PriorityRefresherTest, AnApprovedTopTierIsDerivedAtOnceAndKept) {
   EXPECT_EQ(w->state, WorkloadState::kAwaitingApproval);
   EXPECT_EQ(w->priority.value, 500);
 
+  // While it waits for approval its queue fills (6 + 4 > 8 would be
+  // borrowing): it is not re-derived, since it cannot run anyway.
+  ASSERT_TRUE(m.Apply(state::SubmitEdit{Job(3, 6)}).ok());
+  ASSERT_TRUE(m.Apply(state::PlaceEdit{WorkloadId(3), {{NodeId(0), GpuRange(0, 6)}}}).ok());
+  ASSERT_TRUE(m.RefreshPriorities().ok());
+  EXPECT_EQ(PriorityOf(m, 1), 500);
+
   ASSERT_TRUE(m.Apply(state::ApproveEdit{WorkloadId(1)}).ok());
   ASSERT_TRUE(m.RefreshPriorities().ok());
   w = m.state().workload(WorkloadId(1));
+  // Approved: critical 1000, and 6 held + 4 asked > 8 is borrowing: 800.
   EXPECT_EQ(w->state, WorkloadState::kPending);
-  EXPECT_EQ(w->priority.value, 1000);
+  EXPECT_EQ(w->priority.value, 800);
   EXPECT_EQ(w->priority.preemptibility, PreemptibilityClass::kNever);
 
-  // A later budget move re-derives with the approval kept: 6 held + 4 asked
-  // > 8, borrowing, 1000 - 200.
-  ASSERT_TRUE(m.Apply(state::SubmitEdit{Job(2, 6)}).ok());
-  ASSERT_TRUE(m.Apply(state::PlaceEdit{WorkloadId(2), {{NodeId(1), GpuRange(0, 6)}}}).ok());
+  // A later budget move re-derives with the approval kept: job 3 leaves,
+  // 0 + 4 <= 8 is within the guarantee again, 1000.
+  ASSERT_TRUE(m.Apply(state::ReleaseEdit{WorkloadId(3), WorkloadState::kSucceeded}).ok());
   ASSERT_TRUE(m.RefreshPriorities().ok());
-  EXPECT_EQ(PriorityOf(m, 1), 800);
+  EXPECT_EQ(PriorityOf(m, 1), 1000);
 }
 
 TEST(PriorityRefresherTest, OnlyAChangedPriorityIsAnEdit) {
