@@ -127,8 +127,9 @@ int RunReplay(const ReplayArgs& a) {
   }
   const sim::ReplayReport report = replay.Finish();
 
-  std::cout << fmt::format("records read: {}\npasses replayed: {}\nedits compared: {}\nworld edits applied: {}\n",
-                           report.records, report.passes, report.compared, report.world_edits);
+  std::cout << fmt::format(
+      "records read: {}\nserver starts: {}\npasses replayed: {}\nedits compared: {}\nworld edits applied: {}\n",
+      report.records, report.restarts, report.passes, report.compared, report.world_edits);
   if (!report.refused.empty()) {
     std::cout << fmt::format("world edits refused by the replayed state: {}\n", report.refused.size());
     for (size_t i = 0; i < report.refused.size() && i < static_cast<size_t>(a.max_differences); ++i) {

@@ -161,7 +161,8 @@ StatusOr<PolicyConfig> ParsePolicyJson(const json& root) {
     TIDAL_ASSIGN_OR_RETURN(
         ObjectReader cr,
         ObjectReader::Open(r.at("colocation"), "colocation",
-                           {"mode", "headroom", "scale_down_delay_s", "forecast_horizon_s", "scale_up_timeout_s"}));
+                           {"mode", "headroom", "scale_down_delay_s", "forecast_horizon_s", "scale_up_timeout_s",
+                            "relend_delay_s"}));
     TIDAL_RETURN_IF_ERROR(cr.Enum<ColocationMode>("mode", &policy.colocation.mode,
                                                   {{"static", ColocationMode::kStatic},
                                                    {"reactive", ColocationMode::kReactive},
@@ -170,6 +171,7 @@ StatusOr<PolicyConfig> ParsePolicyJson(const json& root) {
     TIDAL_RETURN_IF_ERROR(cr.Seconds("scale_down_delay_s", &policy.colocation.scale_down_delay));
     TIDAL_RETURN_IF_ERROR(cr.Seconds("forecast_horizon_s", &policy.colocation.forecast_horizon));
     TIDAL_RETURN_IF_ERROR(cr.Seconds("scale_up_timeout_s", &policy.colocation.scale_up_timeout));
+    TIDAL_RETURN_IF_ERROR(cr.Seconds("relend_delay_s", &policy.colocation.relend_delay));
   }
   TIDAL_RETURN_IF_ERROR(r.Bool("backfill", &policy.backfill));
   return policy;

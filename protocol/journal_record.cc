@@ -777,6 +777,9 @@ json JournalRecordToJson(const JournalRecord& record) {
                           return json{{"record", "load"}, {"at_ms", ToMillis(s.at)},
                                       {"workload", s.workload.value()}, {"rps", s.rps}};
                         },
+                        [](const ServerStart& s) {
+                          return json{{"record", "server_start"}, {"at_ms", ToMillis(s.at)}};
+                        },
                     },
                     record);
 }
@@ -802,6 +805,12 @@ StatusOr<JournalRecord> JournalRecordFromJson(const json& j) {
     TIDAL_RETURN_IF_ERROR(r.Double("rps", &s.rps, 0, 1e12));
     return JournalRecord(s);
   }
+  if (kind == "server_start") {
+    TIDAL_ASSIGN_OR_RETURN(ObjectReader r, Open(j, "", {"record", "at_ms"}));
+    ServerStart start;
+    TIDAL_RETURN_IF_ERROR(ReadAt(r, "at_ms", &start.at));
+    return JournalRecord(start);
+  }
   if (kind == "edit") {
     if (!j.contains("edit")) return FieldError("edit", "required field is missing");
     const json& name_json = j.at("edit");
@@ -822,7 +831,7 @@ StatusOr<JournalRecord> JournalRecordFromJson(const json& j) {
     TIDAL_ASSIGN_OR_RETURN(e.edit, ReadEdit(r, j, name));
     return JournalRecord(std::move(e));
   }
-  return FieldError("record", "expected one of edit|pass|load, got " + Shown(kind));
+  return FieldError("record", "expected one of edit|pass|load|server_start, got " + Shown(kind));
 }
 
 std::string JournalRecordToText(const JournalRecord& record) { return JournalRecordToJson(record).dump(); }

@@ -48,7 +48,14 @@ struct LoadSample {
   double rps = 0;
 };
 
-using JournalRecord = std::variant<state::JournalEntry, PassMarker, LoadSample>;
+// The server (re)started on this store at `at`: from here its state is
+// state::RestartedState of what it kept, and its controller, scheduler and
+// timers start afresh. A replay does the same at this record.
+struct ServerStart {
+  Time at;
+};
+
+using JournalRecord = std::variant<state::JournalEntry, PassMarker, LoadSample, ServerStart>;
 
 // Bounds on what a record may hold; beyond them a record is refused as hostile.
 inline constexpr size_t kMaxJournalRecordBytes = 1 << 20;

@@ -101,7 +101,9 @@ Status ControlPlane::Recover() {
   next_audit_seq_ = rec.last_audit_seq + 1;
   // The committed state: what the records hold, checked (two stored
   // allocations on one GPU, a pod on a node no longer there, fail here).
-  auto state = state::State::FromSnapshot(RecoveredSnapshot(now));
+  std::vector<bool> registered(node_rt_.size());
+  for (size_t i = 0; i < node_rt_.size(); ++i) registered[i] = node_rt_[i].registered;
+  auto state = state::RestartedState(RecoveredSnapshot(now), registered);
   if (!state.ok()) return Internal("stored state is inconsistent: " + state.status().message());
   machine_.emplace(*std::move(state), state::ServerLifecycleOptions(config_.policy), config_.policy.templates);
   machine_->set_sink([this](Time at, state::EditOrigin origin, const state::Edit& edit) {
@@ -109,6 +111,8 @@ Status ControlPlane::Recover() {
   });
   // The configuration this history runs under, for `tidal sim replay`.
   Mutation meta;
+  // A replay restarts where the server did (sim/journal_replay.h).
+  meta.journal.push_back(protocol::JournalRecordToText(protocol::ServerStart{now}));
   meta.meta.emplace_back(kMetaCluster, config_.cluster_text);
   if (!config_.policy_text.empty()) meta.meta.emplace_back(kMetaPolicy, config_.policy_text);
   Enqueue(std::move(meta));

@@ -42,14 +42,24 @@ std::string ReplayDifference::ToString() const {
 }
 
 JournalReplay::JournalReplay(const config::ClusterConfig& cluster, const PolicyConfig& policy)
-    : machine_(InitialState(cluster), state::ServerLifecycleOptions(policy)),
-      controller_(policy),
-      scheduler_(policy) {
-  machine_.set_sink([this](Time at, state::EditOrigin origin, const state::Edit& edit) {
+    : policy_(policy) {
+  Start(InitialState(cluster));
+}
+
+void JournalReplay::Start(state::State state) {
+  machine_.emplace(std::move(state), state::ServerLifecycleOptions(policy_));
+  machine_->set_sink([this](Time at, state::EditOrigin origin, const state::Edit& edit) {
+    if (const auto* reg = std::get_if<state::RegisterNodeEdit>(&edit)) {
+      const size_t n = reg->node.id.value();
+      if (n >= registered_.size()) registered_.resize(n + 1, false);
+      registered_[n] = true;
+    }
     if (!capturing_) return;
     captured_.push_back(protocol::JournalEntryText(at, origin, edit));
     Count(report_.replay, placed_replay_, at, edit);
   });
+  controller_.emplace(policy_);
+  scheduler_.emplace(policy_);
 }
 
 state::EditOrigin JournalReplay::OriginOf(Step step) {
@@ -137,8 +147,8 @@ Status JournalReplay::Feed(const protocol::JournalRecord& record) {
         if (const auto* submit = std::get_if<state::SubmitEdit>(&entry->edit)) {
           submitted_.emplace(submit->workload.id, submit->workload.submit_time);
         }
-        machine_.AdvanceTo(entry->at);
-        if (Status s = machine_.Apply(entry->edit, entry->origin); !s.ok()) {
+        machine_->AdvanceTo(entry->at);
+        if (Status s = machine_->Apply(entry->edit, entry->origin); !s.ok()) {
           report_.refused.push_back(fmt::format("{} refused by the replayed state: {}",
                                                 protocol::JournalRecordToText(*entry), s.message()));
         }
@@ -158,21 +168,34 @@ Status JournalReplay::Feed(const protocol::JournalRecord& record) {
   }
   CloseStep();
   if (const auto* load = std::get_if<protocol::LoadSample>(&record)) {
-    controller_.ObserveLoad(load->workload, load->at, load->rps);
+    controller_->ObserveLoad(load->workload, load->at, load->rps);
+    return Status::Ok();
+  }
+  if (const auto* start = std::get_if<protocol::ServerStart>(&record)) {
+    machine_->AdvanceTo(start->at);
+    Snapshot kept = machine_->state().snapshot();
+    kept.now = machine_->state().now();
+    auto restarted = state::RestartedState(std::move(kept), registered_);
+    if (!restarted.ok()) {
+      return FailedPrecondition(fmt::format("journal: the state at the server_start of t={}ms does not restart: {}",
+                                            ToMillis(start->at), restarted.status().message()));
+    }
+    ++report_.restarts;
+    Start(*std::move(restarted));
     return Status::Ok();
   }
   const auto& marker = std::get<protocol::PassMarker>(record);
-  machine_.AdvanceTo(marker.at);
+  machine_->AdvanceTo(marker.at);
   capturing_ = true;
   captured_.clear();
   switch (marker.phase) {
     case protocol::PassPhase::kTick:
       ++report_.passes;
-      machine_.Tick();
+      machine_->Tick();
       OpenStep(Step::kTick, marker.at, std::move(captured_));
       break;
     case protocol::PassPhase::kPlanSnapshot:
-      plan_ = controller_.Prepare(machine_.state().snapshot());
+      plan_ = controller_->Prepare(machine_->state().snapshot());
       break;
     case protocol::PassPhase::kPlanApply:
       if (!plan_) {
@@ -180,12 +203,12 @@ Status JournalReplay::Feed(const protocol::JournalRecord& record) {
         return FailedPrecondition(fmt::format("journal: plan_apply at t={}ms without a plan_snapshot before it",
                                               ToMillis(marker.at)));
       }
-      machine_.ApplyPlan(*plan_);
+      machine_->ApplyPlan(*plan_);
       plan_.reset();
       OpenStep(Step::kPlanApply, marker.at, std::move(captured_));
       break;
     case protocol::PassPhase::kEngineSnapshot:
-      decisions_ = scheduler_.Schedule(machine_.state().snapshot());
+      decisions_ = scheduler_->Schedule(machine_->state().snapshot());
       break;
     case protocol::PassPhase::kEngineApply:
       if (!decisions_) {
@@ -193,7 +216,7 @@ Status JournalReplay::Feed(const protocol::JournalRecord& record) {
         return FailedPrecondition(fmt::format(
             "journal: engine_apply at t={}ms without an engine_snapshot before it", ToMillis(marker.at)));
       }
-      machine_.ApplyDecisions(*decisions_);
+      machine_->ApplyDecisions(*decisions_);
       decisions_.reset();
       OpenStep(Step::kEngineApply, marker.at, std::move(captured_));
       break;

@@ -18,7 +18,12 @@
 // canonical), the clock they applied at included.
 //
 // The machine runs with state::ServerLifecycleOptions(policy), a
-// ColocationController(policy) and a Scheduler(policy): the server's.
+// ColocationController(policy) and a Scheduler(policy): the server's. At a
+// server_start record (the server restarted on its store) the replay
+// restarts too: its state becomes state::RestartedState of its own (the
+// nodes registered so far come back ready), and the controller, scheduler
+// and timers start afresh, exactly as the server's did; so a journal that
+// spans restarts replays as exactly as one that does not.
 #ifndef TIDAL_SIM_JOURNAL_REPLAY_H_
 #define TIDAL_SIM_JOURNAL_REPLAY_H_
 
@@ -68,6 +73,7 @@ struct ReplayTally {
 struct ReplayReport {
   int64_t records = 0;
   int passes = 0;         // tick markers
+  int restarts = 0;       // server_start records (a fresh store starts with one)
   int64_t compared = 0;   // journaled vs replayed edit pairs (lifecycle, colocation, engine)
   int64_t world_edits = 0;
   std::vector<std::string> refused;  // world/priority edits the replayed state refused, with why
@@ -89,7 +95,7 @@ class JournalReplay {
   // Closes the last step and returns the report.
   ReplayReport Finish();
 
-  const state::StateMachine& machine() const { return machine_; }
+  const state::StateMachine& machine() const { return *machine_; }
 
  private:
   enum class Step { kNone, kTick, kPlanApply, kEngineApply };
@@ -100,10 +106,14 @@ class JournalReplay {
   void Count(ReplayTally& tally, std::unordered_set<WorkloadId>& placed, Time at, const state::Edit& edit);
   static state::EditOrigin OriginOf(Step step);
   static std::string_view StepName(Step step);
+  // (Re)makes the machine, the controller and the scheduler on `state`.
+  void Start(state::State state);
 
-  state::StateMachine machine_;
-  ColocationController controller_;
-  Scheduler scheduler_;
+  PolicyConfig policy_;
+  std::optional<state::StateMachine> machine_;
+  std::optional<ColocationController> controller_;
+  std::optional<Scheduler> scheduler_;
+  std::vector<bool> registered_;  // by NodeId: nodes whose agent registered
   // What the replay's own calls applied, encoded, while capturing.
   bool capturing_ = false;
   std::vector<std::string> captured_;

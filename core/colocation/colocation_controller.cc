@@ -182,9 +182,22 @@ ColocationPlan ColocationController::Prepare(const Snapshot& snapshot) {
     }
   }
 
-  LoanPlan plan = PlanLoans(config_.mode, snapshot, previously_lent, demand);
+  needed_at_.resize(node_count);
+  std::vector<bool> held(node_count, false);
+  for (size_t i = 0; i < node_count; ++i) {
+    held[i] = needed_at_[i] && now - *needed_at_[i] < config_.relend_delay;
+  }
+  LoanPlan plan = PlanLoans(config_.mode, snapshot, previously_lent, demand, held);
   out.lent_nodes = plan.lent_nodes;
   lent_ = plan.lent_nodes;
+  for (size_t i = 0, h = 0; i < node_count; ++i) {
+    const NodeId id(static_cast<NodeId::Rep>(i));
+    while (h < plan.held.size() && plan.held[h] < id) ++h;
+    const bool held_now = h < plan.held.size() && plan.held[h] == id;
+    if (is_shared(id) && snapshot.cluster.nodes[i].takes_work() && !plan.lent_nodes[i] && !held_now) {
+      needed_at_[i] = now;
+    }
+  }
 
   // 3. Notice for borrowed work on shared nodes that are not lent.
   const Time deadline = now + grace_;
@@ -250,6 +263,7 @@ ColocationPlan ColocationController::Prepare(const Snapshot& snapshot) {
   status.unplaced_replicas = plan.unplaced_replicas;
   status.returned = plan.returned;
   status.newly_lent = plan.newly_lent;
+  status.held = plan.held;
   status_ = std::move(status);
   return out;
 }

@@ -14,7 +14,9 @@
 //     PlanLoans. The demand is the current targets (static/reactive) or, in
 //     predictive mode, the larger of the target and the forecast need over
 //     the look-ahead max(forecast_horizon, cold start + grace + tick); the
-//     tick is the time since the previous Prepare.
+//     tick is the time since the previous Prepare. A shared node inference
+//     needed (held a replica, or was planned to) less than
+//     colocation.relend_delay ago is held: not lent anew.
 //  3. Returns: borrowed training/batch/debug work on nodes being returned gets
 //     notice: an elastic job that can lose its pods there and keep min_pods is
 //     shrunk (Resize, removed = its pods on those nodes), anything else is
@@ -76,6 +78,7 @@ struct ColocationStatus {
   int unplaced_replicas = 0;
   std::vector<NodeId> returned;    // in the last Prepare
   std::vector<NodeId> newly_lent;  // in the last Prepare
+  std::vector<NodeId> held;        // not lent anew yet: see relend_delay
   std::vector<ServiceStatus> services;  // in id order
 };
 
@@ -115,6 +118,8 @@ class ColocationController {
   LoadForecaster forecaster_;
   Autoscaler autoscaler_;
   std::vector<bool> lent_;
+  // Per node, the last Prepare at which inference needed it (nullopt: never).
+  std::vector<std::optional<Time>> needed_at_;
   std::optional<Time> last_prepare_;
   // Borrowed work given notice, by (workload, node), until its grace deadline:
   // not noticed twice.

@@ -287,7 +287,8 @@ double ReturnCost(const Snapshot& snapshot, NodeId node) {
 
 LoanPlan PlanLoans(ColocationMode mode, const Snapshot& snapshot,
                    const std::vector<bool>& previously_lent,
-                   const std::vector<InferenceDemand>& demand) {
+                   const std::vector<InferenceDemand>& demand,
+                   const std::vector<bool>& held) {
   const size_t n = snapshot.cluster.nodes.size();
   LoanPlan plan;
   plan.lent_nodes.assign(n, false);
@@ -325,10 +326,14 @@ LoanPlan PlanLoans(ColocationMode mode, const Snapshot& snapshot,
     if (!s.shared) continue;
     ++plan.shared_nodes;
     const NodeId id(static_cast<NodeId::Rep>(i));
-    const bool lent = mode != ColocationMode::kStatic && s.usable && !s.kept;
+    const bool was = packer.WasLent(i);
+    const bool free_of_inference = mode != ColocationMode::kStatic && s.usable && !s.kept;
+    // A loan standing is not cut short by the hold: only a new one waits.
+    const bool is_held = free_of_inference && !was && i < held.size() && held[i];
+    const bool lent = free_of_inference && !is_held;
     plan.lent_nodes[i] = lent;
     if (lent) ++plan.lent_count;
-    const bool was = packer.WasLent(i);
+    if (is_held) plan.held.push_back(id);
     if (lent && !was) plan.newly_lent.push_back(id);
     // A failed or cordoned node leaves the loan without being "returned":
     // its work is handled as a node failure, not as an inference return.

@@ -27,7 +27,10 @@
 // many as the GPUs still to place can fill. Lowest cost wins, then fewest
 // borrowed GPUs on the node (an empty node before one whose elastic work must
 // shrink), then the lower node id. Every other healthy shared node is lent.
-// Failed or cordoned nodes are not lent.
+// Failed or cordoned nodes are not lent. A node in `held` (inference needed
+// it within the policy's relend_delay) is not lent anew either, though the
+// packing may still give it to inference: hysteresis, so that demand that
+// flickers does not lend a node and take it back within the minute.
 #ifndef TIDAL_CORE_COLOCATION_LOAN_PLANNER_H_
 #define TIDAL_CORE_COLOCATION_LOAN_PLANNER_H_
 
@@ -54,6 +57,9 @@ struct LoanPlan {
   std::vector<bool> lent_nodes;    // indexed by NodeId, sized to the cluster
   std::vector<NodeId> returned;    // lent before, not now; ascending
   std::vector<NodeId> newly_lent;  // ascending
+  // Shared nodes that neither inference needs nor are lent, only because
+  // they are held (see above); ascending.
+  std::vector<NodeId> held;
   // For each returned node, the service whose replica claimed it (invalid if
   // none, e.g. when switching to static).
   std::map<NodeId, WorkloadId> claimed_by;
@@ -69,10 +75,12 @@ bool InferenceMayUseNode(const PlacementConstraints& constraints, const Node& no
 // Lost GPU-seconds of returning lent `node` now (see above).
 double ReturnCost(const Snapshot& snapshot, NodeId node);
 
-// `previously_lent` is indexed by NodeId (shorter = the rest not lent).
+// `previously_lent` and `held` are indexed by NodeId (shorter = the rest
+// false).
 LoanPlan PlanLoans(ColocationMode mode, const Snapshot& snapshot,
                    const std::vector<bool>& previously_lent,
-                   const std::vector<InferenceDemand>& demand);
+                   const std::vector<InferenceDemand>& demand,
+                   const std::vector<bool>& held = {});
 
 }  // namespace tidal
 

@@ -72,6 +72,11 @@ struct ColocationConfig {
   // A scale-up whose replicas are not all ready this long after it was
   // decided failed (the simulator's score and the server's metric alike).
   Duration scale_up_timeout = minutes(10);
+  // A shared node inference needed is lent again only once inference has not
+  // needed it for this long, so a flicker of demand cannot lend a node and
+  // take it back within the minute (borrowed work placed there would be
+  // evicted for nothing). The first loan of a node is not delayed.
+  Duration relend_delay = minutes(1);
 };
 
 struct PolicyConfig {

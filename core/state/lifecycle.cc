@@ -3,6 +3,12 @@
 #include <algorithm>
 
 namespace tidal::state {
+namespace {
+
+WorkloadId IdOf(const Workload& w) { return w.id; }
+WorkloadId IdOf(const Allocation& a) { return a.workload; }
+
+}  // namespace
 
 LifecycleOptions ServerLifecycleOptions(const PolicyConfig& policy) {
   return LifecycleOptions{policy.preemption.default_grace, kServerExitReportSlack};
@@ -11,6 +17,27 @@ LifecycleOptions ServerLifecycleOptions(const PolicyConfig& policy) {
 Cluster ClusterAwaitingAgents(Cluster cluster) {
   for (Node& node : cluster.nodes) node.health = Health::kNotReady;
   return cluster;
+}
+
+StatusOr<State> RestartedState(Snapshot kept, const std::vector<bool>& registered) {
+  for (size_t i = 0; i < kept.cluster.nodes.size(); ++i) {
+    Node& node = kept.cluster.nodes[i];
+    if (i >= registered.size() || !registered[i]) {
+      node.health = Health::kNotReady;
+    } else {
+      node.health = node.failed_gpus != 0 ? Health::kDegraded : Health::kHealthy;
+    }
+  }
+  const auto by_id = [](const auto& a, const auto& b) { return IdOf(a) < IdOf(b); };
+  std::sort(kept.workloads.begin(), kept.workloads.end(), by_id);
+  std::sort(kept.allocations.begin(), kept.allocations.end(), by_id);
+  // Loans are not kept: the co-location controller finds them again from the
+  // borrowed work on shared nodes, and lends them anew at the first pass.
+  kept.lent_nodes.clear();
+  // Derived bookkeeping is recounted by FromSnapshot.
+  kept.free_gpus.clear();
+  kept.allocation_gpus.clear();
+  return State::FromSnapshot(kept);
 }
 
 void Lifecycle::Arm(Time at, TimerKind kind, WorkloadId w, Time armed_for) {

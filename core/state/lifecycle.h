@@ -81,6 +81,16 @@ class Lifecycle {
 // server starts from this, and so does a replay of its journal.
 Cluster ClusterAwaitingAgents(Cluster cluster);
 
+// The state a control plane restarts with, from what it kept: `kept`'s
+// workloads and allocations in workload-id order (the order its store gives
+// them back), and each node as a restart brings it back: one whose agent had
+// registered is ready (degraded with failed GPUs) under a fresh lease,
+// whatever its health was, and any other is not ready. The server recovers
+// through it, and a replay of the server's journal through it at the
+// server's restart (protocol::ServerStart), so the two cannot drift.
+// `registered` is indexed by NodeId (shorter = the rest not registered).
+StatusOr<State> RestartedState(Snapshot kept, const std::vector<bool>& registered);
+
 }  // namespace tidal::state
 
 #endif  // TIDAL_CORE_STATE_LIFECYCLE_H_

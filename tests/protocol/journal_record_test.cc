@@ -327,6 +327,13 @@ TEST(JournalRecordTest, MarkersAndLoadSamplesRoundTrip) {
   EXPECT_EQ(std::get<LoadSample>(*decoded).at, s.at);
   EXPECT_EQ(std::get<LoadSample>(*decoded).workload, s.workload);
   EXPECT_EQ(std::get<LoadSample>(*decoded).rps, s.rps);
+  const ServerStart start{TimeFromMillis(1'764'489'600'123)};
+  decoded = JournalRecordFromText(JournalRecordToText(start));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  ASSERT_TRUE(std::holds_alternative<ServerStart>(*decoded));
+  EXPECT_EQ(std::get<ServerStart>(*decoded).at, start.at);
+  // Strict like every record: nothing but its two fields.
+  EXPECT_FALSE(JournalRecordFromText(R"({"record":"server_start","at_ms":1,"state":{}})").ok());
 }
 
 json PlaceJson() {
