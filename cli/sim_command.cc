@@ -124,7 +124,7 @@ void RunSim(const SimArgs& a) {
       s.cluster.gpu_allocation_ratio);
   if (s.traces.skipped_cpu_only > 0 || s.traces.skipped_never_ran > 0)
     std::cout << fmt::format(
-        "traces: {} jobs replayed; skipped {} CPU-only pods and {} pods that never ran\n",
+        "traces: {} jobs replayed; left out {} that need no GPU and {} that never ran\n",
         s.traces.jobs, s.traces.skipped_cpu_only, s.traces.skipped_never_ran);
   std::cout << fmt::format("wrote {}/summary.json, events.jsonl, report.html\n", a.out);
 }
