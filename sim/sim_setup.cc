@@ -113,6 +113,7 @@ Status AddVcQueues(const TraceSpec& spec, const std::vector<TraceJob>& jobs,
     q.id = QueueId(static_cast<uint32_t>(cluster.queues.size()));
     q.name = name;
     q.parent = parent;
+    q.pools = cluster.queues[parent.value()].pools;  // empty would mean any pool: no wider than the parent
     // Rounded down, so the children never guarantee more than the parent.
     q.guaranteed_gpus = total_nodes > 0 ? static_cast<int>(parent_gpus * nodes / total_nodes) : 0;
     cluster.queues.push_back(q);

@@ -275,6 +275,7 @@ TEST(VcQueuesTest, QueueVcCreatesTheQueuesFromTheVcNodeList) {
   ASSERT_NE(big, nullptr);
   ASSERT_NE(unlisted, nullptr);
   EXPECT_EQ(big->parent, research->id);
+  EXPECT_EQ(big->pools, research->pools);  // no wider than the parent's
   EXPECT_EQ(big->guaranteed_gpus, 5);
   EXPECT_EQ(cluster->FindQueue("ed69ec")->guaranteed_gpus, 0);
   EXPECT_EQ(unlisted->guaranteed_gpus, 0);
