@@ -1,6 +1,9 @@
 // `tidal sim`: run the trace-driven simulator; `tidal sim compare` puts runs
 // side by side; `tidal sim demo` runs the co-location example in all three
 // modes; `tidal sim import-load` turns a load trace into a LOAD CSV.
+#include <unistd.h>
+
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -97,19 +100,33 @@ void RunSim(const SimArgs& a) {
     Fail(input.status());
     return;
   }
+  // A status line rewritten in place, only for a person watching: a pipe or a
+  // log file gets nothing (it would fill with carriage returns).
+  const bool show_progress = isatty(STDERR_FILENO) == 1;
+  if (show_progress) {
+    options->on_progress = [](const sim::SimProgress& p) {
+      std::fprintf(stderr, "\r%s\x1b[K", sim::FormatProgressLine(p).c_str());
+      std::fflush(stderr);
+    };
+  }
   auto result = sim::RunToDirectory(*input, *options, a.out, *bundle);
+  if (show_progress) std::fputs("\r\x1b[K", stderr);
   if (!result.ok()) {
     Fail(result.status());
     return;
   }
   const sim::Summary& s = result->summary;
   std::cout << fmt::format(
-      "{} mode: {:.1f} h simulated in {:.2f} s; SLO attainment {:.4f}, scale-up success {:.4f}, "
-      "training mean wait {:.0f} s, GPU allocation {:.3f}\nwrote {}/summary.json, events.jsonl, "
-      "report.html\n",
-      s.colocation, s.sim_duration_s / 3600, s.sim_wall_s, s.inference.slo_attainment,
-      s.inference.scale_up_success_rate, s.training.queue_wait_mean_s, s.cluster.gpu_allocation_ratio,
-      a.out);
+      "{} mode: {:.1f} h simulated in {:.2f} s; SLO attainment {}, scale-up success {}, "
+      "training mean wait {:.0f} s, GPU allocation {:.3f}\n",
+      s.colocation, s.sim_duration_s / 3600, s.sim_wall_s, sim::FormatRate(s.inference.slo_attainment),
+      sim::FormatRate(s.inference.scale_up_success_rate), s.training.queue_wait_mean_s,
+      s.cluster.gpu_allocation_ratio);
+  if (s.traces.skipped_cpu_only > 0 || s.traces.skipped_never_ran > 0)
+    std::cout << fmt::format(
+        "traces: {} jobs replayed; left out {} that need no GPU and {} that never ran\n",
+        s.traces.jobs, s.traces.skipped_cpu_only, s.traces.skipped_never_ran);
+  std::cout << fmt::format("wrote {}/summary.json, events.jsonl, report.html\n", a.out);
 }
 
 void RunCompare(const std::vector<std::string>& dirs, const std::string& out_html,
@@ -208,16 +225,18 @@ void AddCommonRunOptions(CLI::App* cmd, SimArgs& a) {
 RegisterCommand reg([](CLI::App& root) {
   auto args = std::make_shared<SimArgs>();
   CLI::App* sim = root.add_subcommand("sim", "Run the trace-driven simulator (see docs/simulator.md)");
-  sim->add_option("--cluster", args->files.cluster, "Cluster file (docs/formats.md)");
+  sim->add_option("--cluster", args->files.cluster,
+                  "Cluster file (docs/formats.md), or openb:PATH[,inference_share=F] (an openb node list)");
   sim->add_option("--policy", args->files.policy, "Policy file; default: the built-in policy");
   sim->add_option("--workload", args->files.workload, "Workload file");
   sim->add_option("--load", args->files.load, "LOAD CSV: time_s,service,rps");
   sim->add_option("--load-period", args->files.load_period_s,
                   "Repeat the load curve with this period (s), e.g. 86400");
   sim->add_option("--trace", args->files.traces,
-                  "Workload trace FORMAT:PATH[,key=value...] (philly, openb); repeatable");
+                  "Workload trace FORMAT:PATH[,key=value...] (philly, openb, tiresias, pollux, helios, dlrm); "
+                  "repeatable");
   sim->add_option("--load-trace", args->files.load_traces,
-                  "Load trace SERVICE=FORMAT:PATH[,key=value...] (azure_llm, genai_qps); repeatable");
+                  "Load trace SERVICE=FORMAT:PATH[,key=value...] (azure_llm, genai_qps, genai_lora); repeatable");
   sim->add_option("--out", args->out, "Output directory");
   sim->add_option("--colocation", args->colocation, "static, reactive or predictive (overrides the policy)");
   sim->add_option("--pass-interval", args->pass_interval_s, "Seconds between scheduling passes");

@@ -415,11 +415,8 @@ std::string NoLoans(const std::string& colocation) {
 }
 
 std::string JsonValueText(const nlohmann::json& v) {
-  if (v.is_number_float()) {
-    const double d = v.get<double>();
-    if (d == std::floor(d) && std::abs(d) < 1e12) return fmt::format("{:.0f}", d);
-    return fmt::format("{:.4g}", d);
-  }
+  if (v.is_number()) return FormatNumber(v.get<double>());
+  if (v.is_null()) return "-";
   if (v.is_string()) return v.get<std::string>();
   return v.dump();
 }
@@ -444,10 +441,11 @@ std::string Intro(const SimResult& result) {
   const Summary& s = result.summary;
   return fmt::format(
       "<p>Co-location mode <b>{}</b>, policy <b>{}</b>: {} simulated over {} GPUs. "
-      "SLO attainment {:.4f}, scale-up success {:.4f}, GPU allocation ratio {:.3f}, training mean "
+      "SLO attainment {}, scale-up success {}, GPU allocation ratio {:.3f}, training mean "
       "queue wait {:.0f} s.</p>",
       Escape(s.colocation), Escape(s.policy), FormatHours(s.sim_duration_s), result.series.total_gpus,
-      s.inference.slo_attainment, s.inference.scale_up_success_rate, s.cluster.gpu_allocation_ratio,
+      FormatRate(s.inference.slo_attainment), FormatRate(s.inference.scale_up_success_rate),
+      s.cluster.gpu_allocation_ratio,
       s.training.queue_wait_mean_s);
 }
 
@@ -603,22 +601,40 @@ std::string MetricName(const std::pair<std::string, std::string>& m) {
 }
 }  // namespace
 
+std::string FormatNumber(double v) {
+  if (!std::isfinite(v)) return "-";
+  const double a = std::abs(v);
+  if (v == std::floor(v) && a < 1e15) return fmt::format("{:.0f}", v);
+  std::string t = fmt::format("{:.{}f}", v, a < 1 ? 4 : a < 1000 ? 2 : 1);
+  while (t.back() == '0') t.pop_back();
+  if (t.back() == '.') t.pop_back();
+  return t == "-0" ? "0" : t;
+}
+
 std::string RenderComparisonText(const std::vector<ComparedRun>& runs) {
-  size_t name_w = 6;
-  for (const auto& m : ComparedMetrics()) name_w = std::max(name_w, MetricName(m).size());
-  std::vector<size_t> col_w;
-  for (const ComparedRun& r : runs) col_w.push_back(std::max<size_t>(12, r.label.size()));
-  std::string out = fmt::format("{:<{}}", "metric", name_w);
-  for (size_t i = 0; i < runs.size(); ++i) out += fmt::format("  {:>{}}", runs[i].label, col_w[i]);
-  out += "\n";
-  for (const auto& m : ComparedMetrics()) {
-    out += fmt::format("{:<{}}", MetricName(m), name_w);
+  // Cells first, so that every column is as wide as its widest cell (label
+  // or value) and the header sits over its values.
+  const auto& metrics = ComparedMetrics();
+  std::vector<std::vector<std::string>> cells(metrics.size(), std::vector<std::string>(runs.size()));
+  size_t name_w = std::string_view("metric").size();
+  std::vector<size_t> col_w(runs.size());
+  for (size_t i = 0; i < runs.size(); ++i) col_w[i] = runs[i].label.size();
+  for (size_t m = 0; m < metrics.size(); ++m) {
+    name_w = std::max(name_w, MetricName(metrics[m]).size());
     for (size_t i = 0; i < runs.size(); ++i) {
-      const nlohmann::json v = Lookup(runs[i].summary, m.first, m.second);
-      out += fmt::format("  {:>{}}", v.is_null() ? "-" : JsonValueText(v), col_w[i]);
+      cells[m][i] = JsonValueText(Lookup(runs[i].summary, metrics[m].first, metrics[m].second));
+      col_w[i] = std::max(col_w[i], cells[m][i].size());
     }
-    out += "\n";
   }
+  auto row = [&](const std::string& name, const std::vector<std::string>& values) {
+    std::string line = fmt::format("{:<{}}", name, name_w);
+    for (size_t i = 0; i < values.size(); ++i) line += fmt::format("  {:>{}}", values[i], col_w[i]);
+    return line + "\n";
+  };
+  std::vector<std::string> labels;
+  for (const ComparedRun& r : runs) labels.push_back(r.label);
+  std::string out = row("metric", labels);
+  for (size_t m = 0; m < metrics.size(); ++m) out += row(MetricName(metrics[m]), cells[m]);
   return out;
 }
 
@@ -674,10 +690,10 @@ std::string CompareBars(const std::string& name, const std::vector<std::string>&
     const double w = X(values[i]) - kLabelW;
     svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"/>", kLabelW, y,
                        std::max(1.0, w), kBarH, kColors[i % 6]);
-    // Whole numbers in full (10572 next to 10753), as fmtValue in JS.
+    // Whole numbers in full (10572 next to 10753), as the console table.
     const double v = values[i];
     svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" class=\"lg\">{}</text>", kLabelW + w + 4, y + 13,
-                       v == std::floor(v) && std::abs(v) < 1e9 ? fmt::format("{:.0f}", v) : fmt::format("{:.4g}", v));
+                       FormatNumber(v));
   }
   html += svg + "</svg><div class=\"legend\">";
   html += axis.min == 0 ? "<span>axis from 0</span>"

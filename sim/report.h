@@ -43,7 +43,14 @@ struct ComparedRun {
 const std::vector<std::pair<std::string, std::string>>& ComparedMetrics();
 
 // A plain-text table, one row per metric, one column per run.
+// Aligned columns: metric names left, values right-aligned under their run's
+// label, every number through FormatNumber and "-" where a run has none.
 std::string RenderComparisonText(const std::vector<ComparedRun>& runs);
+
+// The one number format of the console and the summary tables: whole numbers
+// in full (13920, never 1.392e+04), others fixed with 4 decimals below 1,
+// 2 below 1000 and 1 above, trailing zeros dropped. Never an exponent.
+std::string FormatNumber(double v);
 // The same table as a self-contained HTML page with a bar chart per metric
 // (drawn by `bundle_js` when given, else SVG).
 std::string RenderComparisonHtml(const std::vector<ComparedRun>& runs,

@@ -8,7 +8,12 @@
 #include "config/cluster_loader.h"
 #include "config/policy_loader.h"
 #include "config/workload_loader.h"
+#include "sim/dlrm_trace_loader.h"
+#include "sim/helios_trace_loader.h"
+#include "sim/lora_trace_loader.h"
+#include "sim/openb_cluster_loader.h"
 #include "sim/text_reader.h"
+#include "sim/tiresias_trace_loader.h"
 
 namespace tidal::sim {
 namespace {
@@ -41,6 +46,82 @@ StatusOr<const Project*> ResolveProject(const config::ClusterConfig& cluster,
   return p;
 }
 
+constexpr char kWorkloadFormats[] = "philly, openb, tiresias, pollux, helios, dlrm";
+constexpr char kLoadFormats[] = "azure_llm, genai_qps, genai_lora";
+
+bool IsWorkloadFormat(std::string_view f) {
+  return f == "philly" || f == "openb" || f == "tiresias" || f == "pollux" || f == "helios" ||
+         f == "dlrm";
+}
+bool IsLoadFormat(std::string_view f) {
+  return f == "azure_llm" || f == "genai_qps" || f == "genai_lora";
+}
+
+// A bound on how many VC queues one trace may create (Philly has 15).
+constexpr size_t kMaxVcQueues = 256;
+
+// queue=vc with vc_nodes: the queues of the VCs that the cluster file lacks,
+// as children of `project`'s default queue (see TraceSpec::vc_nodes).
+Status AddVcQueues(const TraceSpec& spec, const std::vector<TraceJob>& jobs,
+                   const Project& project, config::ClusterConfig& cluster) {
+  TIDAL_ASSIGN_OR_RETURN(std::unique_ptr<LineReader> in, LineReader::Open(spec.vc_nodes));
+  TIDAL_RETURN_IF_ERROR(ReadHeader(*in, {"vc", "node num"}));
+  std::vector<std::pair<std::string, long long>> vcs;  // file order
+  long long total_nodes = 0;
+  std::vector<std::string_view> f;
+  std::string line;
+  while (in->Next(line)) {
+    if (line.empty()) continue;
+    const int n = in->line_number();
+    SplitCsv(line, f);
+    if (f.size() != 2)
+      return FieldError(spec.vc_nodes, n, "row", fmt::format("expected 2 columns, found {}", f.size()), line);
+    if (f[0].empty() || f[0].size() > 64)
+      return FieldError(spec.vc_nodes, n, "vc", "expected a VC name of 1..64 characters", f[0]);
+    auto nodes = ParseInt(f[1]);
+    if (!nodes || *nodes < 0 || *nodes > 100000)
+      return FieldError(spec.vc_nodes, n, "node num", "expected an integer in 0..100000", f[1]);
+    for (const auto& v : vcs)
+      if (v.first == f[0]) return FieldError(spec.vc_nodes, n, "vc", "listed twice", f[0]);
+    vcs.emplace_back(std::string(f[0]), *nodes);
+    total_nodes += *nodes;
+    if (vcs.size() > kMaxVcQueues)
+      return FieldError(spec.vc_nodes, n, "row", fmt::format("more than {} VCs", kMaxVcQueues), line);
+  }
+  TIDAL_RETURN_IF_ERROR(in->status());
+  // VCs of the trace that the file does not list, in order of first use.
+  for (const TraceJob& j : jobs) {
+    bool listed = false;
+    for (const auto& v : vcs) listed = listed || v.first == j.group;
+    if (listed) continue;
+    vcs.emplace_back(j.group, 0);
+    if (vcs.size() > kMaxVcQueues)
+      return InvalidArgument(fmt::format("trace {}: more than {} VCs", spec.path, kMaxVcQueues));
+  }
+  if (!project.default_queue.valid())
+    return InvalidArgument(fmt::format("trace {}: project '{}' has no default queue for the VC queues",
+                                       spec.path, project.name));
+  const QueueId parent = project.default_queue;
+  const int parent_gpus = cluster.queues[parent.value()].guaranteed_gpus;
+  Project& owner = cluster.projects[project.id.value()];
+  for (const auto& [name, nodes] : vcs) {
+    if (const Queue* q = cluster.FindQueue(name); q != nullptr) {
+      if (!owner.MayUseQueue(q->id)) owner.allowed_queues.push_back(q->id);
+      continue;  // the cluster file's own queue wins
+    }
+    Queue q;
+    q.id = QueueId(static_cast<uint32_t>(cluster.queues.size()));
+    q.name = name;
+    q.parent = parent;
+    q.pools = cluster.queues[parent.value()].pools;  // empty would mean any pool: no wider than the parent
+    // Rounded down, so the children never guarantee more than the parent.
+    q.guaranteed_gpus = total_nodes > 0 ? static_cast<int>(parent_gpus * nodes / total_nodes) : 0;
+    cluster.queues.push_back(q);
+    owner.allowed_queues.push_back(q.id);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<TraceSpec> ParseTraceSpec(std::string_view text) {
@@ -57,10 +138,10 @@ StatusOr<TraceSpec> ParseTraceSpec(std::string_view text) {
       return InvalidArgument(fmt::format("trace \"{}\": empty service name before '='", text));
   }
   spec.format = std::string(head);
-  if (spec.format != "philly" && spec.format != "openb" && spec.format != "azure_llm" &&
-      spec.format != "genai_qps")
+  if (!IsWorkloadFormat(spec.format) && !IsLoadFormat(spec.format))
     return InvalidArgument(fmt::format(
-        "trace \"{}\": unknown format '{}' (philly, openb, azure_llm, genai_qps)", text, spec.format));
+        "trace \"{}\": unknown format '{}' (workload traces: {}; load traces: {})", text,
+        spec.format, kWorkloadFormats, kLoadFormats));
   rest = rest.substr(colon + 1);
   std::vector<std::string_view> parts;
   SplitCsv(rest, parts);
@@ -97,6 +178,11 @@ StatusOr<TraceSpec> ParseTraceSpec(std::string_view text) {
       spec.project = std::string(value);
     } else if (key == "queue") {
       spec.queue = std::string(value);
+    } else if (key == "vc_nodes") {
+      if (value.empty()) return BadKey(text, key, "expected a path", value);
+      spec.vc_nodes = std::string(value);
+    } else if (key == "duration_s") {
+      TIDAL_RETURN_IF_ERROR(Positive(text, key, value, o.job_duration_s));
     } else if (key == "inference_project") {
       spec.inference_project = std::string(value);
     } else if (key == "checkpoint_interval_s") {
@@ -118,7 +204,9 @@ StatusOr<TraceSpec> ParseTraceSpec(std::string_view text) {
       return InvalidArgument(fmt::format("trace \"{}\": unknown key '{}'", text, key));
     }
   }
-  const bool load_format = spec.format == "azure_llm" || spec.format == "genai_qps";
+  if (!spec.vc_nodes.empty() && spec.queue != "vc")
+    return InvalidArgument(fmt::format("trace \"{}\": vc_nodes needs queue=vc", text));
+  const bool load_format = IsLoadFormat(spec.format);
   if (load_format && spec.service.empty())
     return InvalidArgument(
         fmt::format("trace \"{}\": a load trace needs its service: SERVICE={}:PATH", text, spec.format));
@@ -127,19 +215,31 @@ StatusOr<TraceSpec> ParseTraceSpec(std::string_view text) {
   return spec;
 }
 
-Status AddWorkloadTrace(const TraceSpec& spec, const config::ClusterConfig& cluster,
-                        std::vector<SimWorkload>& workloads) {
-  std::vector<TraceJob> jobs;
+Status AddWorkloadTrace(const TraceSpec& spec, config::ClusterConfig& cluster,
+                        std::vector<SimWorkload>& workloads, Summary::Traces* counts) {
+  TraceJobs loaded;
+  const TraceOptions& o = spec.options;
   if (spec.format == "philly") {
-    TIDAL_ASSIGN_OR_RETURN(jobs, LoadPhillyTrace(spec.path, spec.options));
+    TIDAL_ASSIGN_OR_RETURN(loaded.jobs, LoadPhillyTrace(spec.path, o));
   } else if (spec.format == "openb") {
-    TIDAL_ASSIGN_OR_RETURN(OpenbResult r, LoadOpenbPods(spec.path, spec.options));
-    jobs = std::move(r.jobs);
+    TIDAL_ASSIGN_OR_RETURN(loaded, LoadOpenbPods(spec.path, o));
+  } else if (spec.format == "tiresias") {
+    TIDAL_ASSIGN_OR_RETURN(loaded.jobs, LoadTiresiasTrace(spec.path, o));
+  } else if (spec.format == "pollux") {
+    TIDAL_ASSIGN_OR_RETURN(loaded.jobs, LoadPolluxWorkload(spec.path, o));
+  } else if (spec.format == "helios") {
+    TIDAL_ASSIGN_OR_RETURN(loaded, LoadHeliosTrace(spec.path, o));
+  } else if (spec.format == "dlrm") {
+    TIDAL_ASSIGN_OR_RETURN(loaded, LoadDlrmInstances(spec.path, o));
   } else {
     return InvalidArgument(fmt::format("trace {}: {} is a load trace; use --load-trace",
                                        spec.path, spec.format));
   }
+  const std::vector<TraceJob>& jobs = loaded.jobs;
   TIDAL_ASSIGN_OR_RETURN(const Project* project, ResolveProject(cluster, spec.project, spec));
+  if (spec.queue == "vc" && !spec.vc_nodes.empty()) {
+    TIDAL_RETURN_IF_ERROR(AddVcQueues(spec, jobs, *project, cluster));
+  }
   const Project* inference_project = project;
   if (!spec.inference_project.empty()) {
     TIDAL_ASSIGN_OR_RETURN(inference_project,
@@ -159,8 +259,10 @@ Status AddWorkloadTrace(const TraceSpec& spec, const config::ClusterConfig& clus
     } else if (spec.queue == "vc") {
       const Queue* q = cluster.FindQueue(t.group);
       if (q == nullptr)
-        return NotFound(fmt::format("{}:{}: field 'cluster': no queue named '{}' in the cluster file",
-                                    spec.path, t.line, t.group));
+        return NotFound(fmt::format(
+            "{}:{}: field '{}': no queue named '{}' in the cluster file (vc_nodes=PATH creates "
+            "the VC queues)",
+            spec.path, t.line, spec.format == "helios" ? "vc" : "cluster", t.group));
       queue = q->id;
     }
     if (!queue.valid())
@@ -186,6 +288,11 @@ Status AddWorkloadTrace(const TraceSpec& spec, const config::ClusterConfig& clus
     sw.submit_s = t.submit_s;
     workloads.push_back(std::move(sw));
   }
+  if (counts != nullptr) {
+    counts->jobs += static_cast<int>(jobs.size());
+    counts->skipped_cpu_only += static_cast<int>(loaded.skipped_cpu_only);
+    counts->skipped_never_ran += static_cast<int>(loaded.skipped_never_ran);
+  }
   return Status::Ok();
 }
 
@@ -195,6 +302,8 @@ StatusOr<LoadSeries> ReadLoadTrace(const TraceSpec& spec) {
     TIDAL_ASSIGN_OR_RETURN(series, LoadAzureLlmTrace(spec.path, spec.options));
   } else if (spec.format == "genai_qps") {
     TIDAL_ASSIGN_OR_RETURN(series, LoadGenaiQps(spec.path, spec.options));
+  } else if (spec.format == "genai_lora") {
+    TIDAL_ASSIGN_OR_RETURN(series, LoadGenaiLoraTrace(spec.path, spec.options));
   } else {
     return InvalidArgument(
         fmt::format("trace {}: {} is a workload trace; use --trace", spec.path, spec.format));
@@ -229,7 +338,12 @@ Status AddLoadTrace(const TraceSpec& spec, LoadProfile& load) {
 StatusOr<SimInput> LoadSimInput(const SimFiles& files) {
   SimInput in;
   if (files.cluster.empty()) return InvalidArgument("--cluster is required");
-  TIDAL_ASSIGN_OR_RETURN(in.cluster, config::LoadClusterFile(files.cluster));
+  if (IsOpenbClusterSpec(files.cluster)) {
+    TIDAL_ASSIGN_OR_RETURN(OpenbCluster openb, LoadOpenbClusterSpec(files.cluster));
+    in.cluster = std::move(openb.config);
+  } else {
+    TIDAL_ASSIGN_OR_RETURN(in.cluster, config::LoadClusterFile(files.cluster));
+  }
   if (files.policy.empty()) {
     in.policy = config::DefaultPolicy();
   } else {
@@ -243,7 +357,7 @@ StatusOr<SimInput> LoadSimInput(const SimFiles& files) {
   }
   for (const std::string& t : files.traces) {
     TIDAL_ASSIGN_OR_RETURN(TraceSpec spec, ParseTraceSpec(t));
-    TIDAL_RETURN_IF_ERROR(AddWorkloadTrace(spec, in.cluster, in.workloads));
+    TIDAL_RETURN_IF_ERROR(AddWorkloadTrace(spec, in.cluster, in.workloads, &in.traces));
   }
   // Ids are assigned in arrival order, so the snapshot stays in id order as
   // workloads arrive.

@@ -22,14 +22,22 @@
 namespace tidal::sim {
 
 struct TraceSpec {
-  std::string format;  // philly | openb | azure_llm | genai_qps
+  // Workload traces: philly | openb | tiresias | pollux | helios | dlrm;
+  // load traces: azure_llm | genai_qps | genai_lora.
+  std::string format;
   std::string path;
   std::string service;  // load traces: the inference workload it drives
   TraceOptions options;
   // Workload traces.
   std::string project;   // project of every job; may be omitted if the cluster has one
-  std::string queue;     // queue of every job ("vc": the Philly cluster column); default:
-                         // the project's default queue
+  std::string queue;     // queue of every job ("vc": the trace's group column, Philly's
+                         // cluster or Helios's vc); default: the project's default queue
+  // With queue=vc: a "vc,node num" CSV (philly-pollux/philly_vc_nodes.csv).
+  // Each VC missing from the cluster file becomes a child queue of the
+  // project's default queue, guaranteed the VC's share of that queue's
+  // guarantee by node count; VCs of the trace missing from the CSV get 0
+  // (they borrow only).
+  std::string vc_nodes;
   std::string inference_project;  // openb LS pods; default: project
   Duration checkpoint_interval = minutes(30);
   double replica_capacity_rps = 10;  // openb LS pods
@@ -43,15 +51,17 @@ struct TraceSpec {
 StatusOr<TraceSpec> ParseTraceSpec(std::string_view text);
 
 // Appends the trace's jobs (after `workloads`, submit times from 0).
-Status AddWorkloadTrace(const TraceSpec& spec, const config::ClusterConfig& cluster,
-                        std::vector<SimWorkload>& workloads);
+// `counts` (may be null) adds what the loader kept and skipped. With
+// queue=vc and vc_nodes, the VC queues are added to `cluster`.
+Status AddWorkloadTrace(const TraceSpec& spec, config::ClusterConfig& cluster,
+                        std::vector<SimWorkload>& workloads, Summary::Traces* counts = nullptr);
 // Sets the curve of spec.service from the trace.
 Status AddLoadTrace(const TraceSpec& spec, LoadProfile& load);
 // The series the load trace gives (after diurnal shaping and smoothing).
 StatusOr<LoadSeries> ReadLoadTrace(const TraceSpec& spec);
 
 struct SimFiles {
-  std::string cluster;
+  std::string cluster;   // a cluster file, or openb:PATH[,inference_share=F] (a node list)
   std::string policy;    // empty = the compiled-in default policy
   std::string workload;  // may be empty when traces give the work
   std::string load;      // LOAD CSV; may be empty

@@ -202,6 +202,8 @@ class Run final : public state::StateObserver {
   Time end_ = kInfiniteFuture;
   Time cap_ = kInfiniteFuture;
   double load_end_s_ = 0;
+  double horizon_s_ = 0;  // for progress reports: where the run is expected to stop
+  uint64_t events_handled_ = 0;
   size_t unarrived_ = 0;
   size_t finite_left_ = 0;
   int pending_count_ = 0;
@@ -310,6 +312,7 @@ Status Run::Init() {
     last_arrival_s = std::max(last_arrival_s, sw.submit_s);
   }
   load_end_s_ = std::max(input_.load.end_s(), input_.load.period_s());
+  horizon_s_ = options_.end_s > 0 ? options_.end_s : std::max(last_arrival_s, load_end_s_);
   if (options_.end_s > 0) {
     end_ = TimeFromMillis(static_cast<int64_t>(options_.end_s * 1000));
   } else {
@@ -345,8 +348,22 @@ void Run::AccumulateAreas() {
 
 
 void Run::Loop() {
+  const auto wall0 = std::chrono::steady_clock::now();
+  auto last_report = wall0;
+  auto report = [&](std::chrono::steady_clock::time_point now) {
+    last_report = now;
+    options_.on_progress(SimProgress{Sec(clock_.Now()), horizon_s_,
+                                     std::chrono::duration<double>(now - wall0).count(),
+                                     events_handled_});
+  };
   while (!queue_.empty() && error_.ok()) {
     if (queue_.top().at > end_) break;
+    // The clock is read every 1024 events only: it costs more than most events.
+    if (options_.on_progress && (++events_handled_ & 1023) == 0) {
+      const auto now = std::chrono::steady_clock::now();
+      if (std::chrono::duration<double>(now - last_report).count() >= options_.progress_interval_s)
+        report(now);
+    }
     const Event e = queue_.Pop();
     clock_.Set(e.at);
     machine_->AdvanceTo(e.at);
@@ -366,6 +383,7 @@ void Run::Loop() {
   }
   if (end_ != kInfiniteFuture) clock_.Set(std::max(clock_.Now(), end_));
   AccumulateAreas();
+  if (options_.on_progress) report(std::chrono::steady_clock::now());
 }
 
 void Run::RequestPass() {
@@ -978,6 +996,7 @@ StatusOr<SimResult> Run::Go() {
   s.policy = options_.policy_name;
   s.colocation = std::string(ColocationModeName(policy_.colocation.mode));
   s.seed = options_.seed;
+  s.traces = input_.traces;
   s.sim_duration_s = Sec(end);
   s.sim_wall_s =
       options_.wall_times ? std::chrono::duration<double>(wall1 - wall0).count() : 0.0;
@@ -1028,10 +1047,12 @@ StatusOr<SimResult> Run::Go() {
   s.inference.services = inference_workloads_;
   s.inference.service_minutes = service_steps_;
   s.inference.slo_miss_minutes = service_misses_;
-  s.inference.slo_attainment =
-      service_steps_ > 0 ? 1.0 - static_cast<double>(service_misses_) / service_steps_ : 1.0;
-  s.inference.latency_p95_ms = Percentile(step_p99_ms_, 0.95);
-  s.inference.latency_p99_ms = Percentile(step_p99_ms_, 0.99);
+  if (service_steps_ > 0)
+    s.inference.slo_attainment = 1.0 - static_cast<double>(service_misses_) / service_steps_;
+  if (!step_p99_ms_.empty()) {
+    s.inference.minute_p99_p95_ms = Percentile(step_p99_ms_, 0.95);
+    s.inference.latency_p99_ms = Percentile(step_p99_ms_, 0.99);
+  }
   // Scale-ups still starting at the end count only once past their bound.
   int unresolved_failed = 0;
   for (const ServiceTrack& sv : services_)
@@ -1039,8 +1060,7 @@ StatusOr<SimResult> Run::Go() {
       if (end - u.at > policy_.colocation.scale_up_timeout) ++unresolved_failed;
   s.inference.scale_ups = scale_ups_;
   const int judged = scale_up_resolved_ + unresolved_failed;
-  s.inference.scale_up_success_rate =
-      judged > 0 ? static_cast<double>(scale_up_ok_) / judged : 1.0;
+  if (judged > 0) s.inference.scale_up_success_rate = static_cast<double>(scale_up_ok_) / judged;
   s.inference.time_to_capacity_p50_s = Percentile(ttc_s_, 0.50);
   s.inference.time_to_capacity_p99_s = Percentile(ttc_s_, 0.99);
 

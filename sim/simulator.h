@@ -18,6 +18,7 @@
 #define TIDAL_SIM_SIMULATOR_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -30,6 +31,7 @@
 #include "core/model/policy.h"
 #include "core/model/workload.h"
 #include "sim/load_profile.h"
+#include "sim/sim_progress.h"
 #include "sim/summary.h"
 
 namespace tidal::sim {
@@ -60,6 +62,10 @@ struct SimOptions {
   // Each step's load is multiplied by 1 + load_noise x U(-1, 1), drawn from the
   // seeded Rng; 0 = the load curve exactly.
   double load_noise = 0;
+  // Called about every progress_interval_s of wall-clock time while the run
+  // goes, and once at its end; empty = no reports. It never changes the run.
+  std::function<void(const SimProgress&)> on_progress;
+  double progress_interval_s = 0.5;
 };
 
 struct SimInput {
@@ -67,6 +73,7 @@ struct SimInput {
   PolicyConfig policy;
   std::vector<SimWorkload> workloads;
   LoadProfile load;
+  Summary::Traces traces;  // what the trace loaders kept and left out
 };
 
 // Sampled every SimOptions::sample_interval, for the report.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 namespace tidal::sim {
 
 double Mean(const std::vector<double>& values) {
@@ -12,6 +14,10 @@ double Mean(const std::vector<double>& values) {
   return sum / static_cast<double>(values.size());
 }
 
+std::string FormatRate(const std::optional<double>& v) {
+  return v.has_value() ? fmt::format("{:.4f}", *v) : "n/a";
+}
+
 namespace {
 // Rounds to a fixed number of decimals so that the JSON text is stable and
 // readable (1e-6 s resolution is far below anything simulated).
@@ -19,6 +25,10 @@ double R(double v, int decimals = 6) {
   if (!std::isfinite(v)) return v;
   const double scale = std::pow(10.0, decimals);
   return std::round(v * scale) / scale;
+}
+nlohmann::ordered_json R(const std::optional<double>& v, int decimals = 6) {
+  if (!v.has_value()) return nullptr;
+  return R(*v, decimals);
 }
 }  // namespace
 
@@ -50,7 +60,7 @@ nlohmann::ordered_json Summary::ToJson() const {
       {"service_minutes", inference.service_minutes},
       {"slo_miss_minutes", inference.slo_miss_minutes},
       {"slo_attainment", R(inference.slo_attainment)},
-      {"latency_p95_ms", R(inference.latency_p95_ms, 3)},
+      {"minute_p99_p95_ms", R(inference.minute_p99_p95_ms, 3)},
       {"latency_p99_ms", R(inference.latency_p99_ms, 3)},
       {"scale_ups", inference.scale_ups},
       {"scale_up_success_rate", R(inference.scale_up_success_rate)},
@@ -73,6 +83,11 @@ nlohmann::ordered_json Summary::ToJson() const {
       {"debug_gpu_hours", R(cluster.debug_gpu_hours)},
       {"reclaims", cluster.reclaims},
       {"reclaim_latency_p95_s", R(cluster.reclaim_latency_p95_s)},
+  };
+  j["traces"] = {
+      {"jobs", traces.jobs},
+      {"skipped_cpu_only", traces.skipped_cpu_only},
+      {"skipped_never_ran", traces.skipped_never_ran},
   };
   j["scheduler"] = {
       {"cycles", scheduler.cycles},

@@ -5,6 +5,7 @@
 #ifndef TIDAL_SIM_SUMMARY_H_
 #define TIDAL_SIM_SUMMARY_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,8 @@ namespace tidal::sim {
 
 using ::tidal::Percentile;  // core/common/percentile.h: nearest rank, q in [0, 1]
 double Mean(const std::vector<double>& values);
+// "0.9934", or "n/a" for an empty figure: how the console prints a rate.
+std::string FormatRate(const std::optional<double>& v);
 
 struct Summary {
   std::string policy;      // the policy file's name (or "default")
@@ -41,15 +44,20 @@ struct Summary {
     double recovery_time_p95_s = 0;
   } training;
 
+  // Figures of things that did not happen are empty (JSON null, "n/a" on
+  // the console): a run with no scored service-minute has no SLO attainment,
+  // not a perfect one.
   struct Inference {
     int services = 0;
     int service_minutes = 0;
     int slo_miss_minutes = 0;
-    double slo_attainment = 1;
-    double latency_p95_ms = 0;
-    double latency_p99_ms = 0;
+    std::optional<double> slo_attainment;  // 1 - missed/scored minutes
+    // Over scored minutes, of each minute's modelled P99 latency: the P95
+    // and the P99 of the per-minute P99s (not a P95 of requests).
+    std::optional<double> minute_p99_p95_ms;
+    std::optional<double> latency_p99_ms;
     int scale_ups = 0;
-    double scale_up_success_rate = 1;
+    std::optional<double> scale_up_success_rate;  // empty when no scale-up was judged
     double time_to_capacity_p50_s = 0;
     double time_to_capacity_p99_s = 0;
   } inference;
@@ -83,6 +91,13 @@ struct Summary {
     double cycle_p99_ms = 0;
     int invalid_decisions = 0;  // decisions the simulator refused (double-booked GPUs, ...)
   } scheduler;
+
+  // What the trace loaders left out, so a reader knows what was replayed.
+  struct Traces {
+    int jobs = 0;               // trace records that became workloads
+    int skipped_cpu_only = 0;   // openb pods without GPUs
+    int skipped_never_ran = 0;  // openb pods never scheduled (no run time)
+  } traces;
 
   nlohmann::ordered_json ToJson() const;
 };

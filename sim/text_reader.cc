@@ -14,11 +14,22 @@ namespace {
 class PlainReader final : public LineReader {
  public:
   PlainReader(std::string path, std::ifstream in) : LineReader(std::move(path)), in_(std::move(in)) {}
-  bool Next(std::string& line) override {
-    if (!std::getline(in_, line)) return false;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    ++line_number_;
-    return true;
+
+ protected:
+  bool ReadLine(std::string& line, size_t max_bytes, bool& too_long) override {
+    line.clear();
+    too_long = false;
+    bool any = false;
+    for (int c = in_.get(); c != std::char_traits<char>::eof(); c = in_.get()) {
+      any = true;
+      if (c == '\n') return true;
+      if (line.size() >= max_bytes) {
+        too_long = true;
+        return true;
+      }
+      line.push_back(static_cast<char>(c));
+    }
+    return any;
   }
 
  private:
@@ -29,20 +40,24 @@ class GzipReader final : public LineReader {
  public:
   GzipReader(std::string path, gzFile file) : LineReader(std::move(path)), file_(file) {}
   ~GzipReader() override { gzclose(file_); }
-  bool Next(std::string& line) override {
+
+ protected:
+  bool ReadLine(std::string& line, size_t max_bytes, bool& too_long) override {
     line.clear();
+    too_long = false;
     char buf[4096];
     bool any = false;
     while (gzgets(file_, buf, sizeof buf) != nullptr) {
       any = true;
       line.append(buf);
-      if (!line.empty() && line.back() == '\n') break;
+      if (!line.empty() && line.back() == '\n') {
+        line.pop_back();
+        break;
+      }
+      if (line.size() > max_bytes) break;
     }
-    if (!any) return false;
-    if (!line.empty() && line.back() == '\n') line.pop_back();
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    ++line_number_;
-    return true;
+    if (line.size() > max_bytes) too_long = true;
+    return any;
   }
 
  private:
@@ -50,6 +65,26 @@ class GzipReader final : public LineReader {
 };
 
 }  // namespace
+
+bool LineReader::Next(std::string& line) {
+  if (!status_.ok()) return false;
+  bool too_long = false;
+  if (!ReadLine(line, kMaxTraceLineBytes, too_long)) return false;
+  ++line_number_;
+  if (too_long) {
+    status_ = InvalidArgument(fmt::format("{}:{}: line longer than {} bytes (is this a trace file?)",
+                                          path_, line_number_, kMaxTraceLineBytes));
+    return false;
+  }
+  if (line_number_ > kMaxTraceLines) {
+    status_ = InvalidArgument(
+        fmt::format("{}:{}: more than {} lines; cut the file or use start_s/span_s on a smaller one",
+                    path_, line_number_, kMaxTraceLines));
+    return false;
+  }
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  return true;
+}
 
 StatusOr<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path) {
   if (path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0) {
@@ -166,6 +201,15 @@ Status CheckHeader(const LineReader& reader, std::string_view header,
                                          reader.path(), reader.line_number(), i + 1, expected[i],
                                          got[i]));
   return Status::Ok();
+}
+
+Status ReadHeader(LineReader& reader, const std::vector<std::string_view>& expected) {
+  std::string line;
+  if (!reader.Next(line)) {
+    TIDAL_RETURN_IF_ERROR(reader.status());
+    return InvalidArgument(fmt::format("{}: empty file, expected a header", reader.path()));
+  }
+  return CheckHeader(reader, line, expected);
 }
 
 }  // namespace tidal::sim

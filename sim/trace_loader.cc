@@ -9,9 +9,8 @@
 #include "sim/text_reader.h"
 
 namespace tidal::sim {
-namespace {
 
-Status CheckOptions(const std::string& path, const TraceOptions& o) {
+Status CheckTraceOptions(const std::string& path, const TraceOptions& o) {
   if (!(o.time_scale > 0)) return InvalidArgument(fmt::format("{}: time_scale must be > 0", path));
   if (!(o.duration_scale > 0))
     return InvalidArgument(fmt::format("{}: duration_scale must be > 0", path));
@@ -24,14 +23,14 @@ Status CheckOptions(const std::string& path, const TraceOptions& o) {
   return Status::Ok();
 }
 
+namespace {
 bool InWindow(double offset_s, const TraceOptions& o) {
   if (offset_s < o.start_s) return false;
   return o.span_s <= 0 || offset_s < o.start_s + o.span_s;
 }
+}  // namespace
 
-// Sorts by arrival (stable on line), keeps the window and limit, rebases to
-// the first kept arrival and applies the scales.
-void Finish(std::vector<TraceJob>& jobs, const TraceOptions& o) {
+void FinishTraceJobs(std::vector<TraceJob>& jobs, const TraceOptions& o) {
   std::stable_sort(jobs.begin(), jobs.end(),
                    [](const TraceJob& a, const TraceJob& b) { return a.submit_s < b.submit_s; });
   if (jobs.empty()) return;
@@ -55,8 +54,8 @@ void Finish(std::vector<TraceJob>& jobs, const TraceOptions& o) {
   jobs = std::move(kept);
 }
 
-LoadSeries Bucket(const std::vector<std::pair<double, double>>& samples, const TraceOptions& o,
-                  bool divide_by_window) {
+LoadSeries BucketLoadSamples(const std::vector<std::pair<double, double>>& samples,
+                             const TraceOptions& o, bool divide_by_window) {
   LoadSeries out;
   out.step_s = o.window_s * o.time_scale;
   if (samples.empty()) return out;
@@ -73,8 +72,6 @@ LoadSeries Bucket(const std::vector<std::pair<double, double>>& samples, const T
   return out;
 }
 
-}  // namespace
-
 void SplitIntoPods(int gpus, int node_gpus, int& pods, int& gpus_per_pod) {
   gpus_per_pod = 1;
   for (int d = std::min(gpus, node_gpus); d >= 1; --d) {
@@ -87,12 +84,10 @@ void SplitIntoPods(int gpus, int node_gpus, int& pods, int& gpus_per_pod) {
 }
 
 StatusOr<std::vector<TraceJob>> LoadPhillyTrace(const std::string& path, const TraceOptions& o) {
-  TIDAL_RETURN_IF_ERROR(CheckOptions(path, o));
+  TIDAL_RETURN_IF_ERROR(CheckTraceOptions(path, o));
   TIDAL_ASSIGN_OR_RETURN(std::unique_ptr<LineReader> in, LineReader::Open(path));
   std::string line;
-  if (!in->Next(line)) return InvalidArgument(fmt::format("{}: empty file, expected a header", path));
-  TIDAL_RETURN_IF_ERROR(
-      CheckHeader(*in, line, {"timestamp", "duration", "num_gpus", "gpu_time", "cluster"}));
+  TIDAL_RETURN_IF_ERROR(ReadHeader(*in, {"timestamp", "duration", "num_gpus", "gpu_time", "cluster"}));
   std::vector<TraceJob> jobs;
   std::vector<std::string_view> f;
   while (in->Next(line)) {
@@ -121,17 +116,17 @@ StatusOr<std::vector<TraceJob>> LoadPhillyTrace(const std::string& path, const T
     j.line = n;
     jobs.push_back(std::move(j));
   }
-  Finish(jobs, o);
+  TIDAL_RETURN_IF_ERROR(in->status());
+  FinishTraceJobs(jobs, o);
   return jobs;
 }
 
 StatusOr<OpenbResult> LoadOpenbPods(const std::string& path, const TraceOptions& o) {
-  TIDAL_RETURN_IF_ERROR(CheckOptions(path, o));
+  TIDAL_RETURN_IF_ERROR(CheckTraceOptions(path, o));
   TIDAL_ASSIGN_OR_RETURN(std::unique_ptr<LineReader> in, LineReader::Open(path));
   std::string line;
-  if (!in->Next(line)) return InvalidArgument(fmt::format("{}: empty file, expected a header", path));
-  TIDAL_RETURN_IF_ERROR(CheckHeader(
-      *in, line,
+  TIDAL_RETURN_IF_ERROR(ReadHeader(
+      *in,
       {"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "qos", "pod_phase",
        "creation_time", "deletion_time", "scheduled_time"}));
   OpenbResult out;
@@ -158,19 +153,21 @@ StatusOr<OpenbResult> LoadOpenbPods(const std::string& path, const TraceOptions&
     auto deleted = ParseDouble(f[9]);
     if (!deleted || *deleted < *created)
       return FieldError(path, n, "deletion_time", "expected seconds >= creation_time", f[9]);
-    double start = *created;
-    if (!f[10].empty()) {
-      auto scheduled = ParseDouble(f[10]);
-      if (!scheduled || *scheduled < *created || *scheduled > *deleted)
-        return FieldError(path, n, "scheduled_time",
-                          "expected empty or seconds between creation_time and deletion_time",
-                          f[10]);
-      start = *scheduled;
-    }
     if (*num_gpu == 0) {
       ++out.skipped_cpu_only;
       continue;
     }
+    if (f[10].empty()) {
+      // Never bound to a node (pod_phase Pending): it has no run time to
+      // replay, and deletion - creation is how long it waited, not ran.
+      ++out.skipped_never_ran;
+      continue;
+    }
+    auto scheduled = ParseDouble(f[10]);
+    if (!scheduled || *scheduled < *created || *scheduled > *deleted)
+      return FieldError(path, n, "scheduled_time",
+                        "expected empty or seconds between creation_time and deletion_time", f[10]);
+    const double start = *scheduled;
     TraceJob j;
     j.name = std::string(f[0]);
     j.submit_s = *created;
@@ -182,16 +179,16 @@ StatusOr<OpenbResult> LoadOpenbPods(const std::string& path, const TraceOptions&
     j.line = n;
     out.jobs.push_back(std::move(j));
   }
-  Finish(out.jobs, o);
+  TIDAL_RETURN_IF_ERROR(in->status());
+  FinishTraceJobs(out.jobs, o);
   return out;
 }
 
 StatusOr<LoadSeries> LoadAzureLlmTrace(const std::string& path, const TraceOptions& o) {
-  TIDAL_RETURN_IF_ERROR(CheckOptions(path, o));
+  TIDAL_RETURN_IF_ERROR(CheckTraceOptions(path, o));
   TIDAL_ASSIGN_OR_RETURN(std::unique_ptr<LineReader> in, LineReader::Open(path));
   std::string line;
-  if (!in->Next(line)) return InvalidArgument(fmt::format("{}: empty file, expected a header", path));
-  TIDAL_RETURN_IF_ERROR(CheckHeader(*in, line, {"TIMESTAMP", "ContextTokens", "GeneratedTokens"}));
+  TIDAL_RETURN_IF_ERROR(ReadHeader(*in, {"TIMESTAMP", "ContextTokens", "GeneratedTokens"}));
   std::vector<std::pair<double, double>> samples;
   std::vector<std::string_view> f;
   while (in->Next(line)) {
@@ -209,16 +206,15 @@ StatusOr<LoadSeries> LoadAzureLlmTrace(const std::string& path, const TraceOptio
       return FieldError(path, n, "GeneratedTokens", "expected an integer >= 0", f[2]);
     samples.emplace_back(*ts, 1.0);
   }
-  return Bucket(samples, o, /*divide_by_window=*/true);
+  TIDAL_RETURN_IF_ERROR(in->status());
+  return BucketLoadSamples(samples, o, /*divide_by_window=*/true);
 }
 
 StatusOr<LoadSeries> LoadGenaiQps(const std::string& path, const TraceOptions& o) {
-  TIDAL_RETURN_IF_ERROR(CheckOptions(path, o));
+  TIDAL_RETURN_IF_ERROR(CheckTraceOptions(path, o));
   TIDAL_ASSIGN_OR_RETURN(std::unique_ptr<LineReader> in, LineReader::Open(path));
   std::string line;
-  if (!in->Next(line)) return InvalidArgument(fmt::format("{}: empty file, expected a header", path));
-  TIDAL_RETURN_IF_ERROR(
-      CheckHeader(*in, line, {"timestamp_anon", "value", "container_ip", "request_type"}));
+  TIDAL_RETURN_IF_ERROR(ReadHeader(*in, {"timestamp_anon", "value", "container_ip", "request_type"}));
   std::vector<std::pair<double, double>> samples;
   std::vector<std::string_view> f;
   while (in->Next(line)) {
@@ -233,7 +229,8 @@ StatusOr<LoadSeries> LoadGenaiQps(const std::string& path, const TraceOptions& o
     if (!v || *v < 0) return FieldError(path, n, "value", "expected a rate >= 0", f[1]);
     samples.emplace_back(*ts, *v);
   }
-  return Bucket(samples, o, /*divide_by_window=*/false);
+  TIDAL_RETURN_IF_ERROR(in->status());
+  return BucketLoadSamples(samples, o, /*divide_by_window=*/false);
 }
 
 }  // namespace tidal::sim

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/common/status.h"
@@ -26,6 +27,9 @@ struct TraceOptions {
   size_t limit = 0;             // keep at most this many jobs; 0 = all
   int node_gpus = 8;            // GPUs per node: bigger jobs become multi-node gangs
   double window_s = 60;         // load traces: bucket width before time_scale
+  // Run time of every job of a trace that has none (Pollux workloads), in
+  // trace seconds before duration_scale; 0 = not set.
+  double job_duration_s = 0;
 };
 
 // One job or pod from a trace, ready to become a Workload.
@@ -48,11 +52,15 @@ StatusOr<std::vector<TraceJob>> LoadPhillyTrace(const std::string& path, const T
 // Alibaba openb pod list (full schema). LS, Guaranteed and Burstable pods
 // become inference replicas; BE pods become preemptible training. A
 // fractional GPU (gpu_milli < 1000) rounds up to one whole GPU. CPU-only pods
-// are counted in `skipped_cpu_only` (they need no GPU scheduling).
-struct OpenbResult {
+// are counted in `skipped_cpu_only` (they need no GPU scheduling); GPU pods
+// with no scheduled_time never ran, so they have no run time to replay, and
+// are counted in `skipped_never_ran` (861 in openb_pod_list_default.csv).
+struct TraceJobs {
   std::vector<TraceJob> jobs;
-  size_t skipped_cpu_only = 0;
+  size_t skipped_cpu_only = 0;   // records that ask for no GPU
+  size_t skipped_never_ran = 0;  // records that never started (no run time to replay)
 };
+using OpenbResult = TraceJobs;
 StatusOr<OpenbResult> LoadOpenbPods(const std::string& path, const TraceOptions& options);
 
 // A load curve: requests/s per step, starting at trace offset 0.
@@ -68,6 +76,17 @@ StatusOr<LoadSeries> LoadAzureLlmTrace(const std::string& path, const TraceOptio
 // Alibaba GenAI serving QPS (qps.csv or qps.csv.gz:
 // timestamp_anon,value,container_ip,request_type): values are summed per window.
 StatusOr<LoadSeries> LoadGenaiQps(const std::string& path, const TraceOptions& options);
+
+// Shared by the loaders (one file per format: sim/*_trace_loader.h).
+// Checks the scales and bounds of `options`; errors name `path`.
+Status CheckTraceOptions(const std::string& path, const TraceOptions& options);
+// Sorts by arrival (stable on line), keeps options' window and limit, rebases
+// to the first kept arrival and applies the scales.
+void FinishTraceJobs(std::vector<TraceJob>& jobs, const TraceOptions& options);
+// (time, value) samples into a load curve of options.window_s steps, summed,
+// or counted per second when divide_by_window.
+LoadSeries BucketLoadSamples(const std::vector<std::pair<double, double>>& samples,
+                             const TraceOptions& options, bool divide_by_window);
 
 // Splits `gpus` into identical pods: the largest divisor of gpus that is at
 // most node_gpus. 12 GPUs on 8-GPU nodes -> 2 pods x 6 GPUs.

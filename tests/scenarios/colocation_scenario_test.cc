@@ -217,7 +217,8 @@ TEST(DiurnalScenarioTest, PredictiveBeatsStaticOnATinyDailyCycle) {
   EXPECT_GT(b.cluster.borrowed_gpu_hours, 0);
   EXPECT_LT(b.training.queue_wait_mean_s, a.training.queue_wait_mean_s);
   EXPECT_GT(b.cluster.gpu_allocation_ratio, a.cluster.gpu_allocation_ratio);
-  EXPECT_GE(b.inference.slo_attainment, a.inference.slo_attainment - 0.01);
+  ASSERT_TRUE(a.inference.slo_attainment.has_value() && b.inference.slo_attainment.has_value());
+  EXPECT_GE(*b.inference.slo_attainment, *a.inference.slo_attainment - 0.01);
   EXPECT_EQ(b.training.gang_partial_starts, 0);
 }
 

@@ -101,7 +101,7 @@ TEST(SummaryTest, JsonHasTheDocumentedFields) {
                         "queue_wait_p99_s", "jct_mean_s", "gang_partial_starts", "gang_start_success_rate",
                         "preemptions", "lost_gpu_hours", "recovery_time_p50_s", "recovery_time_p95_s"})
     EXPECT_TRUE(j["training"].contains(k)) << k;
-  for (const char* k : {"services", "slo_attainment", "latency_p95_ms", "latency_p99_ms", "scale_ups",
+  for (const char* k : {"services", "slo_attainment", "minute_p99_p95_ms", "latency_p99_ms", "scale_ups",
                         "scale_up_success_rate", "time_to_capacity_p50_s", "time_to_capacity_p99_s"})
     EXPECT_TRUE(j["inference"].contains(k)) << k;
   EXPECT_TRUE(j["batch_inference"].contains("deadline_met_rate"));

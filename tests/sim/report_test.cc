@@ -284,5 +284,43 @@ TEST(ReportBundleTest, FoundInTheSourceTreeAboveTheBinaryOrByWebDir) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(CompareTextTest, OneNumberFormatAndAlignedColumnsMatchTheGolden) {
+  // Values as the old table printed them: 13920.4 as "1.392e+04" next to
+  // "4021", and a long label pushed its values out from under the header.
+  nlohmann::json a = {{"colocation", "static"},
+                      {"inference", {{"slo_attainment", 0.99337}, {"latency_p99_ms", 13920.44},
+                                     {"scale_ups", 4021}}},
+                      {"training", {{"jobs", 512}, {"queue_wait_mean_s", 1234567.891}}},
+                      {"cluster", {{"gpu_allocation_ratio", 0.5}}}};
+  nlohmann::json b = {{"colocation", "predictive"},
+                      {"inference", {{"slo_attainment", nullptr}, {"latency_p99_ms", 95.126},
+                                     {"scale_ups", 0}}},
+                      {"training", {{"jobs", 512}, {"queue_wait_mean_s", 25.5}}},
+                      {"cluster", {{"gpu_allocation_ratio", 0.12345678}}}};
+  const std::string text =
+      RenderComparisonText({{"static", a}, {"predictive-with-a-long-label", b}});
+  const std::string golden = testing::SourceDir() + "/tests/sim/golden/compare.txt";
+  EXPECT_EQ(text, testing::ReadWholeFile(golden))
+      << "to accept a deliberate change, write this to " << golden << ":\n" << text;
+  EXPECT_EQ(text.find("e+"), std::string::npos);
+  // Every row as wide as the header: the columns line up.
+  size_t start = 0, width = text.find('\n');
+  for (size_t end = text.find('\n'); end != std::string::npos; end = text.find('\n', start)) {
+    EXPECT_EQ(end - start, width) << text.substr(start, end - start);
+    start = end + 1;
+  }
+}
+
+TEST(CompareTextTest, FormatNumberNeverUsesAnExponent) {
+  EXPECT_EQ(FormatNumber(13920), "13920");
+  EXPECT_EQ(FormatNumber(13920.44), "13920.4");
+  EXPECT_EQ(FormatNumber(95.126), "95.13");  // 2 decimals from 1 to 1000
+  EXPECT_EQ(FormatNumber(0.99337), "0.9934");
+  EXPECT_EQ(FormatNumber(0.5), "0.5");
+  EXPECT_EQ(FormatNumber(-0.00001), "0");
+  EXPECT_EQ(FormatNumber(1e20), "100000000000000000000");
+  EXPECT_EQ(FormatNumber(NAN), "-");
+}
+
 }  // namespace
 }  // namespace tidal::sim

@@ -77,6 +77,18 @@ TEST_F(SimCommandTest, RunsTwiceToIdenticalFilesAndCompares) {
   EXPECT_TRUE(std::filesystem::exists(dir_ + "/cmp.html"));
 }
 
+TEST_F(SimCommandTest, ARunWithoutServicesPrintsNoSloAttainmentAndNoProgressIntoAPipe) {
+  const std::string out = dir_ + "/training-only";
+  CommandResult r = RunCommand(tidal_ + " sim --cluster " + cluster_ + " --trace philly:" + testing::SourceDir() +
+                               "/tests/data/philly_head50.csv,project=research,limit=5 --end-s 3600 "
+                               "--deterministic --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("SLO attainment n/a, scale-up success n/a"), std::string::npos) << r.output;
+  // stderr is a pipe here: the progress line is for terminals only.
+  EXPECT_EQ(r.output.find('\r'), std::string::npos) << r.output;
+  EXPECT_NE(testing::ReadWholeFile(out + "/summary.json").find("\"slo_attainment\": null"), std::string::npos);
+}
+
 TEST_F(SimCommandTest, BadInputIsAClearErrorAndANonZeroExit) {
   const std::string bad = testing::WriteScratchFile(dir_, "bad.csv", "time_s,service,rps\n0,chat,fast\n");
   CommandResult r = RunCommand(tidal_ + " sim --cluster " + cluster_ + " --workload " + workload_ +

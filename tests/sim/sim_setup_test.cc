@@ -72,6 +72,7 @@ TEST(AddWorkloadTraceTest, MakesRigidGangsInTheProjectsQueue) {
   s = AddWorkloadTrace(*vc, *cluster, w);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("field 'cluster': no queue named"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("vc_nodes=PATH"), std::string::npos) << s.message();
 }
 
 }  // namespace

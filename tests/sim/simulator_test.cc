@@ -80,12 +80,36 @@ TEST(SimulatorTest, ScoresServiceMinutesFromTheLatencyModel) {
   // to the end: 58 or 59 minutes, all met at 30 req/s with enough replicas.
   EXPECT_GE(s.inference.service_minutes, 57);
   EXPECT_LE(s.inference.service_minutes, 59);
-  EXPECT_DOUBLE_EQ(s.inference.slo_attainment, 1.0);
-  EXPECT_GT(s.inference.latency_p99_ms, 100);  // at least the service time's P99 tail
-  EXPECT_LT(s.inference.latency_p99_ms, 1000);
+  EXPECT_DOUBLE_EQ(s.inference.slo_attainment.value_or(-1), 1.0);
+  EXPECT_GT(s.inference.latency_p99_ms.value_or(0), 100);  // at least the service time's P99 tail
+  EXPECT_LT(s.inference.latency_p99_ms.value_or(0), 1000);
+  EXPECT_LE(s.inference.minute_p99_p95_ms.value_or(1e9), *s.inference.latency_p99_ms);
   ASSERT_EQ(r->series.services.size(), 1u);
   EXPECT_EQ(r->series.services[0].name, "chat");
   EXPECT_GE(r->series.services[0].ready.back(), 4);  // 30 req/s over 10 req/s replicas
+}
+
+TEST(SimulatorTest, ARunWithNoScoredServiceReportsNoSloFigures) {
+  // Training only: no service-minute was scored and no scale-up happened, so
+  // there is no attainment, latency or scale-up success to report (not 1.0).
+  SimInput in = SmallInput(1, 0, 1);
+  in.workloads.push_back(Training(in, "job", 1, 8, 600, 0));
+  SimOptions o;
+  o.wall_times = false;
+  auto r = RunSimulation(in, o, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const Summary& s = r->summary;
+  EXPECT_EQ(s.inference.service_minutes, 0);
+  EXPECT_FALSE(s.inference.slo_attainment.has_value());
+  EXPECT_FALSE(s.inference.minute_p99_p95_ms.has_value());
+  EXPECT_FALSE(s.inference.scale_up_success_rate.has_value());
+  EXPECT_EQ(FormatRate(s.inference.slo_attainment), "n/a");
+  const auto j = s.ToJson();
+  EXPECT_TRUE(j["inference"]["slo_attainment"].is_null());
+  EXPECT_TRUE(j["inference"]["minute_p99_p95_ms"].is_null());
+  EXPECT_TRUE(j["inference"]["latency_p99_ms"].is_null());
+  EXPECT_TRUE(j["inference"]["scale_up_success_rate"].is_null());
+  EXPECT_EQ(FormatRate(0.99337), "0.9934");
 }
 
 TEST(SimulatorTest, SameInputsAndSeedGiveByteIdenticalOutput) {

@@ -130,27 +130,32 @@ constexpr char kOpenbHeader[] =
     "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
     "scheduled_time\n";
 
-TEST(OpenbLoaderTest, MapsQosToKindsAndSkipsCpuPods) {
+TEST(OpenbLoaderTest, MapsQosToKindsAndSkipsCpuPodsAndPodsThatNeverRan) {
   const std::string dir = MakeScratchDir("openb");
   const std::string path = WriteScratchFile(dir, "pods.csv",
                                             std::string(kOpenbHeader) +
                                                 "pod-a,12000,16384,1,1000,,LS,Running,100,1100,150\n"
-                                                "pod-b,6000,12288,1,460,,BE,Failed,40,540,\n"
+                                                "pod-b,6000,12288,1,460,,BE,Pending,40,540,\n"
                                                 "pod-c,4000,8192,0,0,,BE,Running,60,90,60\n"
-                                                "pod-d,32000,65536,8,1000,,Burstable,Running,200,900,200\n");
+                                                "pod-d,32000,65536,8,1000,,Burstable,Running,200,900,200\n"
+                                                "pod-e,6000,12288,1,460,,BE,Failed,300,400,310\n");
   auto r = LoadOpenbPods(path, TraceOptions{});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->skipped_cpu_only, 1u);
+  // pod-b was never scheduled: 540 - 40 s is how long it waited, not ran.
+  EXPECT_EQ(r->skipped_never_ran, 1u);
   ASSERT_EQ(r->jobs.size(), 3u);
-  // Sorted by creation: pod-b (40), pod-a (100), pod-d (200); rebased to 0.
-  EXPECT_EQ(r->jobs[0].name, "pod-b");
-  EXPECT_EQ(r->jobs[0].kind, WorkloadKind::kTraining);
-  EXPECT_EQ(r->jobs[0].gpus_per_pod, 1);  // 460 milli-GPU rounds up to one GPU
-  EXPECT_DOUBLE_EQ(r->jobs[0].duration_s, 500);  // never scheduled: 540 - 40
-  EXPECT_EQ(r->jobs[1].kind, WorkloadKind::kInference);
-  EXPECT_DOUBLE_EQ(r->jobs[1].submit_s, 60);
-  EXPECT_DOUBLE_EQ(r->jobs[1].duration_s, 950);  // 1100 - 150
-  EXPECT_EQ(r->jobs[2].gpus_per_pod, 8);
+  // Sorted by creation: pod-a (100), pod-d (200), pod-e (300); rebased to 0.
+  EXPECT_EQ(r->jobs[0].name, "pod-a");
+  EXPECT_EQ(r->jobs[0].kind, WorkloadKind::kInference);
+  EXPECT_DOUBLE_EQ(r->jobs[0].submit_s, 0);
+  EXPECT_DOUBLE_EQ(r->jobs[0].duration_s, 950);  // 1100 - 150
+  EXPECT_EQ(r->jobs[1].gpus_per_pod, 8);
+  EXPECT_DOUBLE_EQ(r->jobs[1].submit_s, 100);
+  EXPECT_EQ(r->jobs[2].name, "pod-e");
+  EXPECT_EQ(r->jobs[2].kind, WorkloadKind::kTraining);
+  EXPECT_EQ(r->jobs[2].gpus_per_pod, 1);  // 460 milli-GPU rounds up to one GPU
+  EXPECT_DOUBLE_EQ(r->jobs[2].duration_s, 90);  // 400 - 310
 }
 
 TEST(OpenbLoaderTest, MalformedLinesNameFileLineAndField) {
