@@ -5,7 +5,12 @@
 // throughput, latency percentiles and the mean group-commit size.
 //
 //   build/bench/submit_benchmark [--tidal build/tidal] [--clients 64] [--seconds 10]
-//                                [--interval-ms 1000]
+//                                [--interval-ms 1000 | --server-defaults 1]
+//
+// --interval-ms sets both schedule_interval_ms and min_pass_gap_ms (a pass
+// at most once a second by default); --server-defaults 1 leaves them and
+// http_threads at the server's own defaults (1 s timer, passes >= 50 ms
+// apart, 64 threads), the configuration a deployment starts with.
 //
 // (Not a Google Benchmark: the thing measured is another process.)
 #include <httplib.h>
@@ -46,21 +51,26 @@ int main(int argc, char** argv) {
   int clients = 64;
   double seconds = 10;
   int interval_ms = 1000;  // scheduling loop timer (and minimum gap)
+  bool server_defaults = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--tidal") tidal = argv[i + 1];
     if (a == "--clients") clients = std::atoi(argv[i + 1]);
     if (a == "--seconds") seconds = std::atof(argv[i + 1]);
     if (a == "--interval-ms") interval_ms = std::atoi(argv[i + 1]);
+    if (a == "--server-defaults") server_defaults = std::atoi(argv[i + 1]) != 0;
   }
   char tmpl[] = "/tmp/tidal-submit-bench-XXXXXX";
   const std::string dir = mkdtemp(tmpl);
-  std::ofstream(dir + "/server.yaml")
-      << "store: sqlite:" << dir << "/tidal.db\n"
-      << "schedule_interval_ms: " << interval_ms << "\nmin_pass_gap_ms: " << interval_ms
-      << "\nhttp_threads: " << clients + 8 << "\n"
-      << "tokens:\n  - {name: bench, role: user, tenant: research, token: bench-token}\n"
-      << "  - {name: agents, role: agent, token: bench-agent-token}\n";
+  std::ofstream config(dir + "/server.yaml");
+  config << "store: sqlite:" << dir << "/tidal.db\n";
+  if (!server_defaults) {
+    config << "schedule_interval_ms: " << interval_ms << "\nmin_pass_gap_ms: " << interval_ms
+           << "\nhttp_threads: " << clients + 8 << "\n";
+  }
+  config << "tokens:\n  - {name: bench, role: user, tenant: research, token: bench-token}\n"
+         << "  - {name: agents, role: agent, token: bench-agent-token}\n";
+  config.close();  // on disk before the server reads it
   int out[2];
   if (pipe(out) != 0) return 1;
   const pid_t pid = fork();

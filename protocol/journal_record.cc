@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "protocol/json_writer.h"
 #include "protocol/object_reader.h"
 
 namespace tidal::protocol {
@@ -834,7 +835,151 @@ StatusOr<JournalRecord> JournalRecordFromJson(const json& j) {
   return FieldError("record", "expected one of edit|pass|load|server_start, got " + Shown(kind));
 }
 
-std::string JournalRecordToText(const JournalRecord& record) { return JournalRecordToJson(record).dump(); }
+namespace {
+
+void WriteTime(JsonWriter& out, Time t) {
+  if (t == kInfiniteFuture) {
+    out.Null();
+  } else {
+    out.Int(ToMillis(t));
+  }
+}
+
+// WorkloadJson written directly, keys in the sorted order dump() prints.
+void WriteWorkload(JsonWriter& out, const Workload& w) {
+  out.BeginObject();
+  out.Key("batch");
+  out.BeginObject();
+  out.Key("deadline_ms");
+  WriteTime(out, w.batch.deadline);
+  out.EndObject();
+  out.Key("constraints");
+  out.BeginObject();
+  out.Key("node_selector");
+  out.StringMap(w.constraints.node_selector);
+  out.Key("preferred_gpu_models");
+  out.StringArray(w.constraints.preferred_gpu_models);
+  out.Key("required_gpu_models");
+  out.StringArray(w.constraints.required_gpu_models);
+  out.Key("tolerations");
+  out.BeginArray();
+  for (const Taint& t : w.constraints.tolerations) {
+    out.BeginObject();
+    out.Key("key");
+    out.String(t.key);
+    out.Key("value");
+    out.String(t.value);
+    out.EndObject();
+  }
+  out.EndArray();
+  out.Key("topology");
+  out.BeginObject();
+  out.Key("level");
+  out.String(NameOf(kLevels, w.constraints.topology.level));
+  out.Key("required");
+  out.Bool(w.constraints.topology.required);
+  out.EndObject();
+  out.EndObject();
+  out.Key("debug");
+  out.BeginObject();
+  out.Key("max_runtime_ms");
+  out.Int(w.debug.max_runtime.count());
+  out.EndObject();
+  out.Key("expected_duration_ms");
+  out.Int(w.expected_duration.count());
+  out.Key("gpus_per_pod");
+  out.Int(w.gpus_per_pod);
+  out.Key("id");
+  out.Uint(w.id.value());
+  out.Key("inference");
+  out.BeginObject();
+  out.Key("cold_start_ms");
+  out.Int(w.inference.cold_start.count());
+  out.Key("model_size_gib");
+  out.Double(w.inference.model_size_gib);
+  out.Key("model_source");
+  out.String(NameOf(kSources, w.inference.model_source));
+  out.Key("replica_capacity_rps");
+  out.Double(w.inference.replica_capacity_rps);
+  out.Key("target_p99_ms");
+  out.Int(w.inference.target_p99.count());
+  out.EndObject();
+  out.Key("kind");
+  out.String(NameOf(kKinds, w.kind));
+  out.Key("max_pods");
+  out.Int(w.max_pods);
+  out.Key("min_pods");
+  out.Int(w.min_pods);
+  out.Key("name");
+  out.String(w.name);
+  out.Key("pods");
+  out.Int(w.pods);
+  out.Key("preemptible");
+  out.Bool(w.preemptible);
+  out.Key("priority");
+  out.BeginObject();
+  out.Key("awaiting_approval");
+  out.Bool(w.priority.awaiting_approval);
+  out.Key("derivation");
+  out.StringArray(w.priority.derivation);
+  out.Key("preemptibility");
+  out.String(NameOf(kClasses, w.priority.preemptibility));
+  out.Key("template");
+  out.String(w.priority.template_name);
+  out.Key("value");
+  out.Int(w.priority.value);
+  out.EndObject();
+  out.Key("project");
+  out.Uint(w.project.value());
+  out.Key("queue");
+  out.Uint(w.queue.value());
+  out.Key("state");
+  out.String(NameOf(kStates, w.state));
+  out.Key("submit_time_ms");
+  WriteTime(out, w.submit_time);
+  out.Key("tenant");
+  out.String(w.tenant);
+  out.Key("training");
+  out.BeginObject();
+  out.Key("checkpoint_interval_ms");
+  out.Int(w.training.checkpoint_interval.count());
+  out.EndObject();
+  out.EndObject();
+}
+
+}  // namespace
+
+std::string JournalEntryText(Time at, state::EditOrigin origin, const state::Edit& edit) {
+  const auto* submit = std::get_if<state::SubmitEdit>(&edit);
+  if (submit == nullptr) {
+    json j = {{"record", "edit"}, {"at_ms", ToMillis(at)}, {"origin", NameOf(kOrigins, origin)}};
+    j.update(EditJson(edit));
+    return j.dump();
+  }
+  // A submit carries its whole workload: one record per durable submit, the
+  // journal's hottest, written without a tree (same text as the tree's dump).
+  std::string text;
+  text.reserve(1024);
+  JsonWriter out(text);
+  out.BeginObject();
+  out.Key("at_ms");
+  out.Int(ToMillis(at));
+  out.Key("edit");
+  out.String(kEditNames[edit.index()]);
+  out.Key("origin");
+  out.String(NameOf(kOrigins, origin));
+  out.Key("record");
+  out.String("edit");
+  out.Key("workload");
+  WriteWorkload(out, submit->workload);
+  out.EndObject();
+  return text;
+}
+
+std::string JournalRecordToText(const JournalRecord& record) {
+  if (const auto* e = std::get_if<state::JournalEntry>(&record)) return JournalEntryText(e->at, e->origin, e->edit);
+  return JournalRecordToJson(record).dump();
+}
 
 StatusOr<JournalRecord> JournalRecordFromText(std::string_view text) {
   if (text.size() > kMaxJournalRecordBytes) {

@@ -71,10 +71,10 @@ StatusOr<JournalRecord> JournalRecordFromJson(const nlohmann::json& j);
 std::string JournalRecordToText(const JournalRecord& record);
 StatusOr<JournalRecord> JournalRecordFromText(std::string_view text);
 
-// Conveniences for the server's sink and the replay.
-inline std::string JournalEntryText(Time at, state::EditOrigin origin, const state::Edit& edit) {
-  return JournalRecordToText(JournalRecord(state::JournalEntry{at, origin, edit}));
-}
+// The text of one applied edit, as JournalRecordToText gives it for a
+// JournalEntry{at, origin, edit}, without copying the edit (the server's sink
+// calls it for every edit; a submit's carries the whole workload).
+std::string JournalEntryText(Time at, state::EditOrigin origin, const state::Edit& edit);
 
 }  // namespace tidal::protocol
 

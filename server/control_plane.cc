@@ -9,6 +9,7 @@
 
 #include "config/field_reader.h"
 #include "core/priority/priority_deriver.h"
+#include "protocol/json_writer.h"
 #include "server/workload_codec.h"
 
 namespace tidal::server {
@@ -157,7 +158,7 @@ void ControlPlane::AddAudit(Mutation& m, const std::string& actor, const std::st
     if (!detail.contains("queue")) detail["queue"] = config_.catalog.QueueName(r->w.queue);
     if (!detail.contains("kind")) detail["kind"] = WorkloadKindName(r->w.kind);
   }
-  row.detail_json = detail.dump();
+  row.detail_json = protocol::DumpReserved(detail, 256);
   m.audit.push_back(std::move(row));
 }
 
@@ -179,7 +180,7 @@ Status ControlPlane::ReadBarrier(uint64_t seq) const {
 uint64_t ControlPlane::Enqueue(Mutation m) {
   for (uint64_t id : to_persist_) {
     if (const WorkloadRecord* r = Find(id)) {
-      m.workloads.emplace_back(id, RecordToStoredJson(*r, config_.catalog).dump());
+      m.workloads.emplace_back(id, protocol::DumpReserved(RecordToStoredJson(*r, config_.catalog)));
     }
   }
   to_persist_.clear();
@@ -438,7 +439,7 @@ StatusOr<SubmitResult> ControlPlane::Submit(const Principal& who, const json& bo
                now);
       if (!key.empty()) r.request_digest = RequestDigest(body);
       json record = RecordToJson(r, config_.catalog);
-      m.workloads.emplace_back(r.w.id.value(), RecordToStoredJson(r, config_.catalog).dump());
+      m.workloads.emplace_back(r.w.id.value(), protocol::DumpReserved(RecordToStoredJson(r, config_.catalog)));
       if (!key.empty()) {
         m.idempotency.push_back({key, r.w.id.value()});
         idempotency_[key] = r.w.id.value();
@@ -450,10 +451,11 @@ StatusOr<SubmitResult> ControlPlane::Submit(const Principal& who, const json& bo
       const uint64_t id = r.w.id.value();
       r.queued_ms = ToMillis(now);
       active_.insert(id);
-      const Workload submitted = r.w;
+      // One copy of the workload, for the edit (the record keeps its own).
+      const state::Edit submit = state::SubmitEdit{r.w};
       records_.emplace(id, std::move(r));
       ApplyScope scope(*this, m, who.name);
-      if (Status s = ApplyEdit(state::SubmitEdit{submitted}); !s.ok()) {
+      if (Status s = ApplyEdit(submit); !s.ok()) {
         return Internal("submit: " + s.message());  // admission checked everything the state checks
       }
       seq = Enqueue(std::move(m));

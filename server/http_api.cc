@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "config/input_limits.h"
+#include "protocol/json_writer.h"
 #include "server/report.h"
 #include "server/static_files.h"
 
@@ -100,7 +101,9 @@ namespace {
 void Reply(httplib::Response& res, const StatusOr<json>& r, int ok_status = 200) {
   if (r.ok()) {
     res.status = ok_status;
-    res.set_content(r->dump(), "application/json");
+    // set_content would copy the body once more.
+    res.body = protocol::DumpReserved(*r);
+    res.set_header("Content-Type", "application/json");
   } else {
     res.status = HttpStatusFor(r.status().code());
     res.set_content(ErrorBody(r.status()), "application/json");

@@ -7,6 +7,7 @@
 
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "protocol/journal_record.h"
 
@@ -290,6 +291,49 @@ TEST(JournalRecordTest, EveryEditAndEveryOriginRoundTrips) {
       EXPECT_EQ(j["origin"], std::string(EditOriginName(origin)));
     }
   }
+}
+
+// The submit record is written without a JSON tree (protocol/json_writer.h);
+// its text must stay exactly the tree's dump, which the replay compares and
+// docs/formats.md documents: sorted keys, nlohmann's escapes and numbers.
+TEST(JournalRecordTest, SubmitTextIsTheTreeDumpByteForByte) {
+  std::vector<Workload> cases;
+  cases.push_back(FullWorkload());
+  cases.push_back(Workload{});  // defaults: empty lists and maps, zero doubles
+  Workload odd = FullWorkload();
+  odd.batch.deadline = kInfiniteFuture;
+  odd.submit_time = kInfiniteFuture;
+  odd.name = "quote\" back\\slash\ttab\nnewline\x01" "ctl \xc3\xa9t\xc3\xa9 \xe2\x82\xac";
+  odd.tenant = "";
+  odd.constraints.node_selector = {{"z\"k", "v\n"}, {"a", ""}};
+  odd.priority.derivation = {"", "\x7f del", "caf\xc3\xa9"};
+  odd.inference.replica_capacity_rps = 1e-7;
+  odd.inference.model_size_gib = 1e20;
+  odd.priority.value = -5;
+  cases.push_back(odd);
+  for (const Workload& w : cases) {
+    for (EditOrigin origin : kOrigins) {
+      const JournalEntry entry{TimeFromMillis(1'764'489'600'000), origin, SubmitEdit{w}};
+      const std::string tree = JournalRecordToJson(entry).dump();
+      EXPECT_EQ(JournalEntryText(entry.at, origin, entry.edit), tree);
+      EXPECT_EQ(JournalRecordToText(entry), tree);
+    }
+  }
+  // Every other edit's text is its tree's dump too.
+  for (size_t i = 0; i < std::variant_size_v<Edit>; ++i) {
+    const JournalEntry entry{TimeFromMillis(7), EditOrigin::kEngine, *SampleEdit(i)};
+    EXPECT_EQ(JournalEntryText(entry.at, entry.origin, entry.edit), JournalRecordToJson(entry).dump()) << i;
+  }
+}
+
+// Not UTF-8: refused as the tree's dump refuses it (a record that could not
+// be read back must not reach the store).
+TEST(JournalRecordTest, SubmitTextRefusesInvalidUtf8LikeTheTree) {
+  Workload w = FullWorkload();
+  w.name = "bad \xff byte";
+  EXPECT_THROW(JournalEntryText(TimeFromMillis(1), EditOrigin::kWorld, SubmitEdit{w}), nlohmann::json::type_error);
+  EXPECT_THROW(JournalRecordToJson(JournalEntry{TimeFromMillis(1), EditOrigin::kWorld, SubmitEdit{w}}).dump(),
+               nlohmann::json::type_error);
 }
 
 TEST(JournalRecordTest, NoDeadlineIsNullAndRoundTrips) {
