@@ -233,8 +233,13 @@ Status LocalCluster::StartServer() {
     if (options_.tls_cert_file.empty()) {
       auto ready = HttpGet("127.0.0.1", port_, "/readyz", milliseconds(500));
       if (ready.ok() && ready->status == 200) return Status::Ok();
-    } else if (Call(url_, options_.ca_file, admin_token_, "GET", "/readyz", nullptr).ok()) {
-      return Status::Ok();
+    } else {
+      // /readyz answers text, not JSON: not a Call().
+      httplib::Client client(url_);
+      client.set_ca_cert_path(options_.ca_file.c_str());
+      client.set_connection_timeout(0, 500'000);
+      auto ready = client.Get("/readyz");
+      if (ready && ready->status == 200) return Status::Ok();
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -291,6 +296,12 @@ void LocalCluster::KillServer(int sig) {
   if (!server_) return;
   server_->SignalGroup(sig);
   WaitExit(*server_, seconds(10));
+  // The keeper may be reaped before the server itself has exited and let go
+  // of the store's lock; a restart must not find it held.
+  const auto end = std::chrono::steady_clock::now() + seconds(10);
+  while (server_->GroupAlive() && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   server_.reset();
 }
 

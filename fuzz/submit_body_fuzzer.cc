@@ -16,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto names = tidal::server::ReadSubmitNames(*body);
   if (!names.ok()) return 0;
   // The project as admission would resolve it: the named one, else any.
-  const std::string project = names->project.empty() ? "llm" : names->project;
+  const std::string project = names->project.empty() ? "llm-sft" : names->project;
   auto spec = tidal::server::ParseSubmit(*body, config->catalog, project, tidal::Time{});
   if (spec.ok()) {
     // What the store keeps must read back.

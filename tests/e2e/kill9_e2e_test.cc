@@ -95,6 +95,18 @@ TEST_F(E2eTest, KillNineLoopLosesNoAcknowledgedSubmitAndBindsNoGpuTwice) {
     });
   }
 
+  // An ASSERT below returns early: the submitters must stop and be joined
+  // first (a joinable std::thread's destructor aborts).
+  struct Joiner {
+    std::atomic<bool>& stop;
+    std::vector<std::thread>& threads;
+    ~Joiner() {
+      stop = true;
+      for (auto& t : threads) {
+        if (t.joinable()) t.join();
+      }
+    }
+  } joiner{stop, submitters};
   std::vector<std::string> twice;
   std::mt19937 rng(std::random_device{}());
   std::uniform_int_distribution<int> delay_ms(100, 700);
@@ -137,7 +149,10 @@ TEST_F(E2eTest, KillNineLoopLosesNoAcknowledgedSubmitAndBindsNoGpuTwice) {
       if (w["state"] != "succeeded") return false;
     }
     return true;
-  }, 60)) << cluster_->Get("/v1/workloads?state=pending").value_or(json()).dump();
+  }, 60)) << [&] {
+    auto pending = cluster_->Get("/v1/workloads?state=pending");
+    return pending.ok() ? pending->dump() : pending.status().message();
+  }();
 
   // No name exists twice: a retried submit found its first copy.
   auto list = cluster_->Get("/v1/workloads?limit=10000");

@@ -106,7 +106,9 @@ TEST_F(TlsE2eTest, AgentAndCliVerifyTheServerAndEveryOtherClientIsRefused) {
   wrong.enable_server_certificate_verification(true);
   auto refused = wrong.Get("/readyz");
   EXPECT_FALSE(refused);
-  if (!refused) EXPECT_EQ(refused.error(), httplib::Error::SSLServerVerification);
+  if (!refused) {
+    EXPECT_EQ(refused.error(), httplib::Error::SSLServerVerification);
+  }
 }
 
 TEST_F(TlsE2eTest, ServerRefusesToStartWithUnreadableOrMismatchedFiles) {
