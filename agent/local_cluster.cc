@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -296,12 +297,17 @@ void LocalCluster::KillServer(int sig) {
   if (!server_) return;
   server_->SignalGroup(sig);
   WaitExit(*server_, seconds(10));
-  // The keeper may be reaped before the server itself has exited and let go
-  // of the store's lock; a restart must not find it held.
+  // The keeper is reaped, and the server's main thread shows as a zombie,
+  // while its other threads may still be exiting and holding the store's
+  // lock (server/sqlite_store.cc): wait until the lock can be taken, so that
+  // a restart does not find it held.
+  const std::string lock_path = options_.work_dir + "/tidal.db.lock";
+  const int fd = open(lock_path.c_str(), O_RDWR | O_CLOEXEC);
   const auto end = std::chrono::steady_clock::now() + seconds(10);
-  while (server_->GroupAlive() && std::chrono::steady_clock::now() < end) {
+  while (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0 && std::chrono::steady_clock::now() < end) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+  if (fd >= 0) close(fd);  // releases it
   server_.reset();
 }
 
