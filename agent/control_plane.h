@@ -37,11 +37,14 @@ class ControlPlane {
 // node is unknown: register again), 401/403 to kUnauthenticated /
 // kPermissionDenied. `token` is the bootstrap token; the node credential
 // the server issues is kept in `credential_file` (mode 0600) when one is
-// given, so that a restarted agent keeps its node and its pods.
+// given, so that a restarted agent keeps its node and its pods. An https://
+// server's certificate must chain to `ca_file` (PEM), or to the system's CAs
+// when it is "": tokens never go to a server that cannot prove its name.
 StatusOr<std::unique_ptr<ControlPlane>> MakeHttpControlPlane(const std::string& server_url,
                                                              const std::string& token,
                                                              Duration timeout = seconds(5),
-                                                             const std::string& credential_file = "");
+                                                             const std::string& credential_file = "",
+                                                             const std::string& ca_file = "");
 
 }  // namespace tidal::agent
 

@@ -19,8 +19,10 @@ using nlohmann::json;
 class HttpControlPlane final : public ControlPlane {
  public:
   HttpControlPlane(const std::string& url, const std::string& token, Duration timeout,
-                   std::string credential_file)
+                   std::string credential_file, const std::string& ca_file)
       : url_(url), bootstrap_token_(token), credential_file_(std::move(credential_file)), client_(url) {
+    if (!ca_file.empty()) client_.set_ca_cert_path(ca_file.c_str());
+    client_.enable_server_certificate_verification(true);
     // A restarted agent presents the credential it was issued, so the server
     // lets it register its node again and adopt the pods still running.
     if (!credential_file_.empty() && access(credential_file_.c_str(), F_OK) == 0) {
@@ -141,7 +143,8 @@ class HttpControlPlane final : public ControlPlane {
 StatusOr<std::unique_ptr<ControlPlane>> MakeHttpControlPlane(const std::string& server_url,
                                                              const std::string& token,
                                                              Duration timeout,
-                                                             const std::string& credential_file) {
+                                                             const std::string& credential_file,
+                                                             const std::string& ca_file) {
   if (!server_url.starts_with("http://") && !server_url.starts_with("https://")) {
     return InvalidArgument(fmt::format("--server '{}': expected http://HOST:PORT", server_url));
   }
@@ -149,8 +152,14 @@ StatusOr<std::unique_ptr<ControlPlane>> MakeHttpControlPlane(const std::string& 
 #ifndef CPPHTTPLIB_OPENSSL_SUPPORT
     return InvalidArgument(fmt::format("--server '{}': this build has no TLS support", server_url));
 #endif
+  } else if (!ca_file.empty()) {
+    return InvalidArgument(fmt::format("--ca-file: given, but --server '{}' is not https://", server_url));
   }
-  return std::unique_ptr<ControlPlane>(new HttpControlPlane(server_url, token, timeout, credential_file));
+  // httplib would only fail each handshake; say which file is wrong now.
+  if (!ca_file.empty() && access(ca_file.c_str(), R_OK) != 0) {
+    return InvalidArgument(fmt::format("--ca-file '{}': cannot read it", ca_file));
+  }
+  return std::unique_ptr<ControlPlane>(new HttpControlPlane(server_url, token, timeout, credential_file, ca_file));
 }
 
 }  // namespace tidal::agent

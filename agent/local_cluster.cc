@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -59,9 +60,10 @@ std::string Tail(const std::string& path, size_t bytes = 2000) {
   return text.size() > bytes ? text.substr(text.size() - bytes) : text;
 }
 
-StatusOr<json> Call(const std::string& url, const std::string& token, const std::string& method,
-                    const std::string& path, const json* body) {
+StatusOr<json> Call(const std::string& url, const std::string& ca_file, const std::string& token,
+                    const std::string& method, const std::string& path, const json* body) {
   httplib::Client client(url);
+  if (!ca_file.empty()) client.set_ca_cert_path(ca_file.c_str());
   client.set_connection_timeout(5, 0);
   client.set_read_timeout(30, 0);
   client.set_default_headers({{"Authorization", "Bearer " + token}});
@@ -110,7 +112,8 @@ StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(LocalClusterOptions 
   } else {
     TIDAL_ASSIGN_OR_RETURN(cluster->port_, PickFreePort());
   }
-  cluster->url_ = fmt::format("http://127.0.0.1:{}", cluster->port_);
+  const bool tls = !cluster->options_.tls_cert_file.empty();
+  cluster->url_ = fmt::format("{}://127.0.0.1:{}", tls ? "https" : "http", cluster->port_);
   TIDAL_RETURN_IF_ERROR(cluster->WriteConfig());
   TIDAL_RETURN_IF_ERROR(cluster->StartServer());
   for (size_t i = 0; i < cluster->options_.nodes.size(); ++i) {
@@ -197,7 +200,12 @@ Status LocalCluster::WriteConfig() {
          << "schedule_interval_ms: 500\n"
          << fmt::format("node_lease_s: {}\n", options_.node_lease_s)
          << fmt::format("heartbeat_interval_s: {}\n", options_.heartbeat_interval_s)
-         << fmt::format("debug_idle_limit_s: {}\n", options_.debug_idle_limit_s)
+         << fmt::format("debug_idle_limit_s: {}\n", options_.debug_idle_limit_s);
+  if (!options_.tls_cert_file.empty()) {
+    server << fmt::format("tls_cert_file: \"{}\"\ntls_key_file: \"{}\"\n", options_.tls_cert_file,
+                          options_.tls_key_file);
+  }
+  server
          << "tokens:\n"
          << fmt::format("  - {{name: admin, role: admin, token: \"{}\"}}\n", admin_token_)
          << fmt::format("  - {{name: agents, role: agent, token: \"{}\"}}\n", agent_token_);
@@ -223,8 +231,17 @@ Status LocalCluster::StartServer() {
       return Unavailable(fmt::format("tidal server {}:\n{}", exit->Describe(),
                                      Tail(options_.work_dir + "/server.log")));
     }
-    auto ready = HttpGet("127.0.0.1", port_, "/readyz", milliseconds(500));
-    if (ready.ok() && ready->status == 200) return Status::Ok();
+    if (options_.tls_cert_file.empty()) {
+      auto ready = HttpGet("127.0.0.1", port_, "/readyz", milliseconds(500));
+      if (ready.ok() && ready->status == 200) return Status::Ok();
+    } else {
+      // /readyz answers text, not JSON: not a Call().
+      httplib::Client client(url_);
+      client.set_ca_cert_path(options_.ca_file.c_str());
+      client.set_connection_timeout(0, 500'000);
+      auto ready = client.Get("/readyz");
+      if (ready && ready->status == 200) return Status::Ok();
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return Unavailable(fmt::format("tidal server not ready at {} in time:\n{}", url_,
@@ -255,6 +272,10 @@ Status LocalCluster::StartAgent(size_t i) {
                "--default-grace-s", fmt::format("{}", options_.default_grace_s),
                "--shutdown-grace-s", "5",
                "--token-file", options_.work_dir + "/agent.token"};
+  if (!options_.ca_file.empty()) {
+    spec.argv.push_back("--ca-file");
+    spec.argv.push_back(options_.ca_file);
+  }
   // A local cluster run as root is a developer's: its pods run as root too.
   if (geteuid() == 0) spec.argv.push_back("--allow-root-pods");
   spec.env = ParentEnv();
@@ -272,6 +293,29 @@ void LocalCluster::KillAgent(size_t i, int sig) {
   WaitExit(*agents_[i], seconds(10));
 }
 
+void LocalCluster::KillServer(int sig) {
+  if (!server_) return;
+  server_->SignalGroup(sig);
+  WaitExit(*server_, seconds(10));
+  // The keeper is reaped, and the server's main thread shows as a zombie,
+  // while its other threads may still be exiting and holding the store's
+  // lock (server/sqlite_store.cc): wait until the lock can be taken, so that
+  // a restart does not find it held.
+  const std::string lock_path = options_.work_dir + "/tidal.db.lock";
+  const int fd = open(lock_path.c_str(), O_RDWR | O_CLOEXEC);
+  const auto end = std::chrono::steady_clock::now() + seconds(10);
+  while (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0 && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (fd >= 0) close(fd);  // releases it
+  server_.reset();
+}
+
+Status LocalCluster::RestartServer() {
+  if (server_) return FailedPrecondition("the server is still running");
+  return StartServer();
+}
+
 Status LocalCluster::InjectXid(size_t i, int gpu, int xid) {
   std::ofstream out(node_dir(i) + "/gpu-faults", std::ios::app);
   out << fmt::format("xid {} {}\n", gpu, xid);
@@ -280,11 +324,11 @@ Status LocalCluster::InjectXid(size_t i, int gpu, int xid) {
 }
 
 StatusOr<json> LocalCluster::Get(const std::string& path) const {
-  return Call(url_, admin_token_, "GET", path, nullptr);
+  return Call(url_, options_.ca_file, admin_token_, "GET", path, nullptr);
 }
 
 StatusOr<json> LocalCluster::Post(const std::string& path, const json& body) const {
-  return Call(url_, admin_token_, "POST", path, &body);
+  return Call(url_, options_.ca_file, admin_token_, "POST", path, &body);
 }
 
 json LocalCluster::LocalPods() const {

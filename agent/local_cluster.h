@@ -47,6 +47,11 @@ struct LocalClusterOptions {
   int agent_sample_ms = 1000;
   int agent_tick_ms = 50;
   Duration start_timeout = seconds(30);
+  // TLS (all three set, PEM files): the server serves https:// only, and the
+  // agents and Get/Post verify its certificate against `ca_file`.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string ca_file;
 };
 
 // `count` nodes named node-1.. with `gpus` each; node-1 is inference-reserved
@@ -70,6 +75,10 @@ class LocalCluster {
   pid_t agent_pid(size_t i) const { return i < agents_.size() && agents_[i] ? agents_[i]->pid() : -1; }
   // Signals one agent (kill -9 in the lost-node test); reaps it.
   void KillAgent(size_t i, int sig);
+  // Signals the server (kill -9 in the crash tests) and reaps it; then
+  // starts it again on the same store and port, waiting until it is ready.
+  void KillServer(int sig);
+  Status RestartServer();
   // Appends "xid GPU CODE" to node i's fake-GPU control file.
   Status InjectXid(size_t i, int gpu, int xid);
 

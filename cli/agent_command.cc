@@ -30,6 +30,7 @@ struct AgentFlags {
   std::string server = "http://127.0.0.1:8080";
   std::string token;
   std::string token_file;
+  std::string ca_file;
   std::string run_as;
   bool allow_root_pods = false;
   std::string gpus = "nvml";
@@ -120,7 +121,8 @@ int RunAgent(AgentFlags& f) {
   f.config.log_burst_bytes = std::max(f.config.log_rate_bytes_per_s * 4, 64.0 * 1024);
   f.config.default_grace = SecondsF(f.default_grace_s);
   f.config.orphan_timeout = SecondsF(f.orphan_timeout_s);
-  auto server = agent::MakeHttpControlPlane(f.server, f.token, seconds(5), f.config.work_dir + "/node.credential");
+  auto server = agent::MakeHttpControlPlane(f.server, f.token, seconds(5), f.config.work_dir + "/node.credential",
+                                            f.ca_file);
   if (!server.ok()) {
     std::cerr << server.status().message() << "\n";
     return 2;
@@ -153,6 +155,9 @@ RegisterCommand reg([](CLI::App& root) {
   auto flags = std::make_shared<AgentFlags>();
   CLI::App* cmd = root.add_subcommand("agent", "Run the node agent (or --probe the GPUs)");
   cmd->add_option("--server", flags->server, "Control plane URL")->capture_default_str();
+  cmd->add_option("--ca-file", flags->ca_file,
+                  "PEM CA certificate(s) an https:// --server's certificate must chain to "
+                  "(default: the system's CAs)");
   cmd->add_option("--token-file", flags->token_file,
                   "File holding the bootstrap (agent) token; mode 0600 (default: $TIDAL_TOKEN)");
   cmd->add_option("--token", flags->token,

@@ -22,16 +22,16 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-// Reads `server:` and `token:` of one mapping; `where` prefixes errors.
+// Reads `server:`, `token:` and `ca_file:` of one mapping; `where` prefixes errors.
 StatusOr<CliContext> ReadContext(const json& j, const std::string& where) {
   if (!j.is_object()) return InvalidArgument(where + ": expected a mapping with server and token");
   CliContext c;
   for (const auto& [key, value] : j.items()) {
-    if (key != "server" && key != "token") {
-      return InvalidArgument(fmt::format("{}: unknown key '{}' (expected server, token)", where, key));
+    if (key != "server" && key != "token" && key != "ca_file") {
+      return InvalidArgument(fmt::format("{}: unknown key '{}' (expected server, token, ca_file)", where, key));
     }
     if (!value.is_string()) return InvalidArgument(fmt::format("{}.{}: expected a string", where, key));
-    (key == "server" ? c.server : c.token) = value.get<std::string>();
+    (key == "server" ? c.server : key == "token" ? c.token : c.ca_file) = value.get<std::string>();
   }
   return c;
 }
@@ -65,7 +65,7 @@ StatusOr<CliConfig> CliConfig::Load(const std::string& path) {
   if (!root.is_object()) return InvalidArgument(path + ": expected a mapping (server, token, current_context, contexts)");
   json top = json::object();
   for (const auto& [key, value] : root.items()) {
-    if (key == "server" || key == "token") {
+    if (key == "server" || key == "token" || key == "ca_file") {
       top[key] = value;
     } else if (key == "current_context") {
       if (!value.is_string()) return InvalidArgument(path + ": current_context: expected a string");
@@ -79,7 +79,7 @@ StatusOr<CliConfig> CliConfig::Load(const std::string& path) {
       }
     } else {
       return InvalidArgument(fmt::format(
-          "{}: unknown key '{}' (expected server, token, current_context, contexts)", path, key));
+          "{}: unknown key '{}' (expected server, token, ca_file, current_context, contexts)", path, key));
     }
   }
   auto t = ReadContext(top, path);
@@ -101,12 +101,15 @@ Status CliConfig::Save(const std::string& path) const {
   out << YAML::BeginMap;
   if (!top_.server.empty()) out << YAML::Key << "server" << YAML::Value << top_.server;
   if (!top_.token.empty()) out << YAML::Key << "token" << YAML::Value << top_.token;
+  if (!top_.ca_file.empty()) out << YAML::Key << "ca_file" << YAML::Value << top_.ca_file;
   if (!current_.empty()) out << YAML::Key << "current_context" << YAML::Value << current_;
   if (!contexts_.empty()) {
     out << YAML::Key << "contexts" << YAML::Value << YAML::BeginMap;
     for (const auto& [name, c] : contexts_) {
       out << YAML::Key << name << YAML::Value << YAML::BeginMap << YAML::Key << "server" << YAML::Value
-          << c.server << YAML::Key << "token" << YAML::Value << c.token << YAML::EndMap;
+          << c.server << YAML::Key << "token" << YAML::Value << c.token;
+      if (!c.ca_file.empty()) out << YAML::Key << "ca_file" << YAML::Value << c.ca_file;
+      out << YAML::EndMap;
     }
     out << YAML::EndMap;
   }

@@ -3,6 +3,8 @@
 //
 //   server: http://127.0.0.1:8080     # used when no context is current
 //   token: ...
+//   ca_file: /etc/tidal/ca.pem        # optional: the CA an https:// server's
+//                                     # certificate must chain to
 //   current_context: up               # optional: which context wins
 //   contexts:
 //     up: {server: http://127.0.0.1:46075, token: ...}
@@ -23,6 +25,7 @@ namespace tidal::cli {
 struct CliContext {
   std::string server;
   std::string token;
+  std::string ca_file;  // "" = the system's CAs
   bool operator==(const CliContext&) const = default;
 };
 

@@ -7,6 +7,7 @@
 // API's epoch milliseconds. An error is one line; the exit codes are in
 // cli/command_registry.h.
 #include <httplib.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -38,6 +39,7 @@ using nlohmann::json;
 struct ClientFlags {
   std::string server;
   std::string token;
+  std::string ca_file;
   std::string output = "table";
   bool wide() const { return output == "wide"; }
 };
@@ -64,23 +66,28 @@ const json& Field(const json& j, std::initializer_list<const char*> path) {
 int64_t Ms(const json& j) { return j.is_number() ? j.get<int64_t>() : 0; }
 
 // Flags, then environment, then the config file.
-std::pair<std::string, std::string> ResolveTarget(const ClientFlags& f) {
-  std::string server = f.server, token = f.token;
-  if (server.empty()) {
-    if (const char* s = std::getenv("TIDAL_SERVER")) server = s;
+CliContext ResolveTarget(const ClientFlags& f) {
+  CliContext t{f.server, f.token, f.ca_file};
+  if (t.server.empty()) {
+    if (const char* s = std::getenv("TIDAL_SERVER")) t.server = s;
   }
-  if (token.empty()) {
-    if (const char* t = std::getenv("TIDAL_TOKEN")) token = t;
+  if (t.token.empty()) {
+    if (const char* v = std::getenv("TIDAL_TOKEN")) t.token = v;
   }
-  if (server.empty() || token.empty()) {
+  if (t.ca_file.empty()) {
+    if (const char* v = std::getenv("TIDAL_CA_FILE")) t.ca_file = v;
+  }
+  if (t.server.empty() || t.token.empty() || t.ca_file.empty()) {
     auto config = CliConfig::Load(CliConfig::DefaultPath());
     if (!config.ok()) throw UsageError(config.status().message());
     const CliContext c = config->Effective();
-    if (server.empty()) server = c.server;
-    if (token.empty()) token = c.token;
+    if (t.server.empty()) t.server = c.server;
+    if (t.token.empty()) t.token = c.token;
+    if (t.ca_file.empty()) t.ca_file = c.ca_file;
   }
-  if (server.empty()) server = "http://127.0.0.1:8080";
-  return {NormalizeServerUrl(server), token};
+  if (t.server.empty()) t.server = "http://127.0.0.1:8080";
+  t.server = NormalizeServerUrl(t.server);
+  return t;
 }
 
 // What went wrong on the way to the server, in words: httplib's own names
@@ -98,10 +105,12 @@ std::string TransportError(httplib::Error e) {
       return "the connection closed while reading the reply (did the server stop or time out?)";
     case httplib::Error::Write:
       return "the connection closed while sending the request";
+    case httplib::Error::SSLServerVerification:
+      return "TLS failed: the server's certificate does not chain to the CA (--ca-file, TIDAL_CA_FILE "
+             "or ca_file in the config file; default: the system's CAs) or does not name the host";
     case httplib::Error::SSLConnection:
     case httplib::Error::SSLLoadingCerts:
-    case httplib::Error::SSLServerVerification:
-      return "TLS failed (" + httplib::to_string(e) + ")";
+      return "TLS failed (" + httplib::to_string(e) + "; is the server https://?)";
     default:
       return httplib::to_string(e);
   }
@@ -110,9 +119,22 @@ std::string TransportError(httplib::Error e) {
 // One request; returns the body (JSON, or CSV for a report).
 std::string Call(const ClientFlags& f, const std::string& method, const std::string& path,
                  const json* body, const httplib::Headers& extra = {}) {
-  auto [server, token] = ResolveTarget(f);
+  const CliContext target = ResolveTarget(f);
+  const std::string& server = target.server;
+  const std::string& token = target.token;
   httplib::Client client(server);
-  if (!client.is_valid()) throw UsageError(fmt::format("--server '{}': not an http:// address", server));
+  if (!client.is_valid()) throw UsageError(fmt::format("--server '{}': not an http:// or https:// address", server));
+  if (!target.ca_file.empty()) {
+    if (!server.starts_with("https://")) {
+      throw UsageError(fmt::format("--ca-file: given, but --server '{}' is not https://", server));
+    }
+    if (access(target.ca_file.c_str(), R_OK) != 0) {
+      throw UsageError(fmt::format("--ca-file '{}': cannot read it", target.ca_file));
+    }
+    client.set_ca_cert_path(target.ca_file.c_str());
+  }
+  // Never send a token to a server whose certificate does not check out.
+  client.enable_server_certificate_verification(true);
   client.set_connection_timeout(5, 0);
   client.set_read_timeout(60, 0);
   client.set_tcp_nodelay(true);
@@ -306,6 +328,9 @@ void AddCommon(CLI::App* cmd, const std::shared_ptr<ClientFlags>& f) {
                   "Server base URL, e.g. http://127.0.0.1:8080 (a trailing /v1 is fine; env TIDAL_SERVER, "
                   "or the config file)");
   cmd->add_option("--token", f->token, "Bearer token (env TIDAL_TOKEN, or the config file)");
+  cmd->add_option("--ca-file", f->ca_file,
+                  "PEM CA an https:// server's certificate must chain to (env TIDAL_CA_FILE, or "
+                  "ca_file in the config file; default: the system's CAs)");
   cmd->add_option("-o,--output", f->output, "table, wide (more columns), json or yaml")
       ->check(CLI::IsMember({"table", "wide", "json", "yaml"}));
 }

@@ -14,6 +14,7 @@
 #include "server/server_config.h"
 #include "server/static_files.h"
 #include "server/store.h"
+#include "server/tls_files.h"
 #include "server/system_clock.h"
 
 namespace tidal::cli {
@@ -24,6 +25,8 @@ struct ServerFlags {
   std::string store;
   std::string listen;
   std::string web_dir;
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 int RunServer(const ServerFlags& flags) {
@@ -35,6 +38,12 @@ int RunServer(const ServerFlags& flags) {
   if (!flags.store.empty()) config->store = flags.store;
   if (!flags.listen.empty()) config->listen = flags.listen;
   if (!flags.web_dir.empty()) config->web_dir = flags.web_dir;
+  if (!flags.tls_cert_file.empty()) config->tls_cert_file = flags.tls_cert_file;
+  if (!flags.tls_key_file.empty()) config->tls_key_file = flags.tls_key_file;
+  if (Status tls = server::CheckTlsFiles(config->tls_cert_file, config->tls_key_file); !tls.ok()) {
+    std::cerr << "tidal server: " << tls.message() << "\n";
+    return 2;
+  }
   if (config->web_dir.empty()) {
     std::error_code ec;
     config->web_dir = server::DefaultWebDir(std::filesystem::read_symlink("/proc/self/exe", ec).string());
@@ -74,9 +83,10 @@ int RunServer(const ServerFlags& flags) {
     return 1;
   }
   cp.StartLoop();
-  std::printf("tidal server listening on http://%s:%d (store %s)\n", listen->first.c_str(), *port,
+  const char* scheme = cfg.tls_cert_file.empty() ? "http" : "https";
+  std::printf("tidal server listening on %s://%s:%d (store %s)\n", scheme, listen->first.c_str(), *port,
               cfg.store.c_str());
-  std::printf("tidal server: dashboard at http://%s:%d/ (%s)\n", listen->first.c_str(), *port,
+  std::printf("tidal server: dashboard at %s://%s:%d/ (%s)\n", scheme, listen->first.c_str(), *port,
               cfg.web_dir.empty() ? "not built: cd web && npm ci && npm run build" : cfg.web_dir.c_str());
   std::fflush(stdout);
   std::thread stopper([&] {
@@ -101,6 +111,10 @@ RegisterCommand reg([](CLI::App& root) {
   cmd->add_option("--web-dir", flags->web_dir,
                   "The dashboard bundle to serve at / (default: web/dist of the source tree the "
                   "binary was built in, or ../share/tidal/web next to it)");
+  cmd->add_option("--tls-cert", flags->tls_cert_file,
+                  "PEM certificate: serve HTTPS only (overrides tls_cert_file; needs --tls-key)");
+  cmd->add_option("--tls-key", flags->tls_key_file,
+                  "PEM private key of --tls-cert (overrides tls_key_file)");
   cmd->callback([flags] { ExitCode() = RunServer(*flags); });
 });
 

@@ -26,7 +26,10 @@ std::string Shown(const json& value) {
   if (value.is_null()) return "nothing";
   if (value.is_object()) return "an object";
   if (value.is_array()) return "a list";
-  return value.dump();
+  // YAML strings may hold bytes that are not UTF-8 (nlohmann's own parser
+  // refuses them, yaml-cpp does not); a strict dump() would throw out of an
+  // error message (found by fuzz/cluster_loader).
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 StatusOr<ObjectReader> ObjectReader::Open(const json& value, std::string path,

@@ -165,7 +165,14 @@ Status OnlyParams(const httplib::Request& req, std::initializer_list<std::string
 }  // namespace
 
 HttpApi::HttpApi(ControlPlane& cp, const Authenticator& auth, const ServerConfig& config)
-    : cp_(cp), auth_(auth), config_(config), svr_(std::make_unique<httplib::Server>()) {
+    : cp_(cp), auth_(auth), config_(config) {
+  // TLS is all or nothing: an SSLServer answers only TLS handshakes, so a
+  // plain-HTTP client (which would send tokens in the clear) gets no reply.
+  if (!config_.tls_cert_file.empty()) {
+    svr_ = std::make_unique<httplib::SSLServer>(config_.tls_cert_file.c_str(), config_.tls_key_file.c_str());
+  } else {
+    svr_ = std::make_unique<httplib::Server>();
+  }
   const int threads = config_.http_threads;
   svr_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   // httplib itself answers 413 to bodies over the limit, before any handler.
@@ -202,6 +209,12 @@ HttpApi::HttpApi(ControlPlane& cp, const Authenticator& auth, const ServerConfig
 HttpApi::~HttpApi() = default;
 
 StatusOr<int> HttpApi::Bind(const std::string& host, int port) {
+  // CheckTlsFiles ran first; this is the case it cannot see (e.g. a file
+  // replaced in between).
+  if (!svr_->is_valid()) {
+    return InvalidArgument(fmt::format("tls_cert_file '{}' / tls_key_file '{}': OpenSSL cannot use them",
+                                       config_.tls_cert_file, config_.tls_key_file));
+  }
   if (port == 0) {
     const int bound = svr_->bind_to_any_port(host);
     if (bound <= 0) return Unavailable(fmt::format("cannot bind {}:0", host));

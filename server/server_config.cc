@@ -142,7 +142,7 @@ StatusOr<ServerConfig> ParseServerConfig(std::string_view yaml, const std::strin
                                   "schedule_interval_ms", "min_pass_gap_ms", "node_lease_s",
                                   "heartbeat_interval_s", "debug_idle_limit_s", "idle_utilization",
                                   "max_body_bytes", "http_threads", "gpu_prices", "tokens",
-                                  "projects", "web_dir"});
+                                  "projects", "web_dir", "tls_cert_file", "tls_key_file"});
   if (!r_or.ok()) return locate(r_or.status());
   const ObjectReader& r = *r_or;
   auto step = [&](Status s) -> Status { return locate(s); };
@@ -168,6 +168,14 @@ StatusOr<ServerConfig> ParseServerConfig(std::string_view yaml, const std::strin
   TIDAL_RETURN_IF_ERROR(step(r.String("store", &out.store)));
   TIDAL_RETURN_IF_ERROR(step(r.String("web_dir", &out.web_dir)));
   if (!out.web_dir.empty()) out.web_dir = Resolve(base_dir, out.web_dir);
+  TIDAL_RETURN_IF_ERROR(step(r.String("tls_cert_file", &out.tls_cert_file)));
+  TIDAL_RETURN_IF_ERROR(step(r.String("tls_key_file", &out.tls_key_file)));
+  if (out.tls_cert_file.empty() != out.tls_key_file.empty()) {
+    return locate(config::FieldError(out.tls_cert_file.empty() ? "tls_cert_file" : "tls_key_file",
+                                     "required when the other TLS file is set"));
+  }
+  if (!out.tls_cert_file.empty()) out.tls_cert_file = Resolve(base_dir, out.tls_cert_file);
+  if (!out.tls_key_file.empty()) out.tls_key_file = Resolve(base_dir, out.tls_key_file);
   if (!out.store.empty() && out.store.rfind("sqlite:", 0) == 0 && out.store.size() > 7) {
     out.store = "sqlite:" + Resolve(base_dir, out.store.substr(7));
   }

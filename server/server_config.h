@@ -38,6 +38,11 @@ struct ServerConfig {
   // The dashboard's bundle (web/dist), served at `/`; "" = look next to the
   // executable (server/static_files.h DefaultWebDir).
   std::string web_dir;
+  // PEM certificate (chain) and unencrypted private key: both set = the API
+  // is served over TLS only (https://), neither = plain HTTP. Checked at
+  // start (server/tls_files.h).
+  std::string tls_cert_file;
+  std::string tls_key_file;
   Catalog catalog;
   PolicyConfig policy;
   // The cluster and policy files' text as read ("" = the built-in default

@@ -75,8 +75,10 @@ inline std::string BuiltBinaryDir(std::string& why) {
 
 class E2eTest : public ::testing::Test {
  protected:
-  // Starts the cluster; skips when the binaries were not built.
-  void StartCluster(std::vector<agent::LocalNodeOptions> nodes) {
+  // Starts the cluster; skips when the binaries were not built. `tweak`
+  // edits the options last (TLS files, timings).
+  void StartCluster(std::vector<agent::LocalNodeOptions> nodes,
+                    const std::function<void(agent::LocalClusterOptions&)>& tweak = {}) {
     std::string why;
     bin_dir_ = BuiltBinaryDir(why);
     if (bin_dir_.empty()) GTEST_SKIP() << why;
@@ -94,6 +96,7 @@ class E2eTest : public ::testing::Test {
     options.scale_down_delay_s = 5;
     options.agent_sync_ms = 200;
     options.agent_sample_ms = 500;
+    if (tweak) tweak(options);
     auto cluster = agent::LocalCluster::Start(options);
     ASSERT_TRUE(cluster.ok()) << cluster.status().message();
     cluster_ = std::move(cluster).value();
