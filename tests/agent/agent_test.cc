@@ -218,7 +218,7 @@ TEST_F(AgentTest, UploadsPodOutputOnceIncludingTheLastLines) {
   EXPECT_EQ(err_lines, "err-1\n") << log;
   // More syncs upload nothing again.
   for (int i = 0; i < 10; ++i) agent_->Step(WallClockMs());
-  EXPECT_EQ(server_.logs[{5, 0}], log);
+  EXPECT_EQ((server_.logs[{5, 0}]), log);
 }
 
 TEST_F(AgentTest, StopNoticeFromServerAndUnlistedPodsAreStopped) {
