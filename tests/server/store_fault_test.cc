@@ -254,10 +254,10 @@ TEST_F(StoreFaultTest, ATornRowAtLoadIsAClearError) {
 
   cp_.reset();
   ExecOnStoreFile(db_path(), "DELETE FROM workloads WHERE id = 7;"
-                        "INSERT INTO nodes(name, record) VALUES ('x', '{\"regis');");
+                        "INSERT INTO nodes(name, record) VALUES ('torn', '{\"regis');");
   s = Open(/*faulty=*/false);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("node x"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("node torn"), std::string::npos) << s.message();
 }
 
 TEST_F(StoreFaultTest, ASlowStoreDelaysTheReplyButLosesNothing) {
