@@ -21,6 +21,7 @@
 #include "config/json_codec.h"
 #include "protocol/heartbeat.h"
 #include "protocol/node_registration.h"
+#include "protocol/pod_log.h"
 
 namespace tidal::agent {
 namespace fs = std::filesystem;
@@ -29,6 +30,46 @@ using nlohmann::json;
 namespace {
 
 constexpr size_t kMaxOutbox = 10000;
+// One upload stays well under the server's default body limit (1 MiB).
+constexpr int64_t kMaxLogUploadBytes = 512 << 10;
+constexpr int64_t kMaxLogBytesPerStream = 64 << 10;  // per pod per upload
+constexpr int kLogIdleSyncsAfterExit = 3;
+
+int64_t FileSize(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
+}
+
+// Up to `max` bytes of `path` from `offset`.
+std::string ReadFrom(const std::string& path, int64_t offset, int64_t max) {
+  std::string out;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  out.resize(static_cast<size_t>(max));
+  const ssize_t n = ::pread(fd, out.data(), out.size(), offset);
+  ::close(fd);
+  out.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  return out;
+}
+
+// New bytes of one stream's log from *offset, moving *offset past what it
+// returns. A file smaller than the offset was rotated (RotatingLog): the
+// rest of path.1 comes first, then the fresh file from its start.
+std::string ReadNewLog(const std::string& path, int64_t* offset, int64_t max) {
+  size_t used = 0;
+  if (FileSize(path) < *offset) {
+    const std::string raw = ReadFrom(path + ".1", *offset, max);
+    std::string text = protocol::ValidUtf8Prefix(raw, &used);
+    // All of path.1 read: on in the fresh file (a character split across
+    // the two files is lost).
+    *offset = static_cast<int64_t>(raw.size()) < max ? 0 : *offset + static_cast<int64_t>(used);
+    return text;
+  }
+  const std::string raw = ReadFrom(path, *offset, max);
+  std::string text = protocol::ValidUtf8Prefix(raw, &used);
+  *offset += static_cast<int64_t>(used);
+  return text;
+}
 
 }  // namespace
 
@@ -182,6 +223,10 @@ void Agent::RestorePods() {
       if (std::string_view(list) == "retiring" || pods_.count(key)) {
         retiring_.push_back(LocalPod{std::move(pod).value()});
       } else {
+        // The earlier agent uploaded up to somewhere short of the end; going
+        // on from the end loses that little rather than repeating it all.
+        const std::string dir = (*pod)->options().pod_dir;
+        log_cursors_[key] = LogCursor{dir, FileSize(dir + "/stdout.log"), FileSize(dir + "/stderr.log")};
         pods_.emplace(key, LocalPod{std::move(pod).value()});
       }
     }
@@ -449,6 +494,51 @@ void Agent::SendEvents(std::unique_lock<std::mutex>& lock) {
   }
 }
 
+void Agent::ShipLogs(std::unique_lock<std::mutex>& lock) {
+  for (const auto& [key, lp] : pods_) {
+    auto [it, fresh] = log_cursors_.try_emplace(key);
+    LogCursor& c = it->second;
+    if (fresh || c.pod_dir != lp.pod->options().pod_dir) c = LogCursor{lp.pod->options().pod_dir};
+    c.idle_syncs = 0;
+  }
+  protocol::PodLogBatch batch;
+  std::map<PodKey, LogCursor> advanced;
+  int64_t total = 0;
+  for (const auto& [key, cursor] : log_cursors_) {
+    if (total >= kMaxLogUploadBytes) break;
+    LogCursor next = cursor;
+    std::string data = ReadNewLog(cursor.pod_dir + "/stdout.log", &next.stdout_offset, kMaxLogBytesPerStream);
+    data += ReadNewLog(cursor.pod_dir + "/stderr.log", &next.stderr_offset, kMaxLogBytesPerStream);
+    if (!pods_.count(key) && data.empty()) ++next.idle_syncs;
+    if (!data.empty()) {
+      total += static_cast<int64_t>(data.size());
+      batch.chunks.push_back({key, std::move(data)});
+    }
+    advanced.emplace(key, std::move(next));
+  }
+  Status sent = Status::Ok();
+  if (!batch.chunks.empty()) {
+    const json body = protocol::PodLogBatchToJson(batch);
+    lock.unlock();
+    sent = server_.ShipLogs(config_.name, body);
+    lock.lock();
+  }
+  // A rejected upload would be rejected again: move on past it too.
+  if (!sent.ok() && sent.code() != StatusCode::kInvalidArgument) {
+    fmt::print(stderr, "agent {}: pod logs: {}\n", config_.name, sent.message());
+    return;
+  }
+  for (auto& [key, next] : advanced) {
+    auto it = log_cursors_.find(key);
+    if (it == log_cursors_.end() || it->second.pod_dir != next.pod_dir) continue;
+    if (next.idle_syncs >= kLogIdleSyncsAfterExit) {
+      log_cursors_.erase(it);
+    } else {
+      it->second = std::move(next);
+    }
+  }
+}
+
 void Agent::Step(int64_t now_ms) {
   Tick(now_ms);
   Sync(now_ms);
@@ -457,6 +547,9 @@ void Agent::Step(int64_t now_ms) {
 void Agent::Sync(int64_t now_ms) {
   std::unique_lock lock(mu_);
   if (heartbeat_now_ || now_ms >= next_heartbeat_ms_) Heartbeat(now_ms, lock);
+  // Logs before events: the server takes a pod's output while the pod is
+  // placed, which its exit event ends.
+  if (registered_) ShipLogs(lock);
   SendEvents(lock);
   // The files are Tick's to write: what a reply changed shows on the next.
 }

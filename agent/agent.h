@@ -152,6 +152,9 @@ class Agent {
   nlohmann::json HeartbeatBody() const;
   void Heartbeat(int64_t now_ms, std::unique_lock<std::mutex>& lock);
   void SendEvents(std::unique_lock<std::mutex>& lock);
+  // Uploads what the pods wrote to stdout/stderr since the last upload
+  // (bounded per call); releases mu_ around the server call.
+  void ShipLogs(std::unique_lock<std::mutex>& lock);
   void Reconcile(const std::vector<PodSpec>& desired, int64_t now_ms);
   void Sample(int64_t now_ms);
   void ReportLoad(int64_t now_ms);
@@ -179,6 +182,16 @@ class Agent {
   std::map<int, GpuFault> last_fault_;
   std::vector<GpuSample> samples_;
   std::deque<PodEvent> outbox_;
+  // How far each pod's log files were uploaded. A cursor outlives its pod
+  // for a few syncs: the log pump may still be writing a pod's last output
+  // when its exit is reported.
+  struct LogCursor {
+    std::string pod_dir;
+    int64_t stdout_offset = 0;
+    int64_t stderr_offset = 0;
+    int idle_syncs = 0;  // uploads in a row that found nothing, once the pod is gone
+  };
+  std::map<PodKey, LogCursor> log_cursors_;
   bool registered_ = false;
   bool heartbeat_now_ = false;
   int64_t next_heartbeat_ms_ = 0;

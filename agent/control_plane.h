@@ -1,7 +1,7 @@
-// The agent's view of the server: the three agent endpoints of docs/api.md
+// The agent's view of the server: the agent endpoints of docs/api.md
 // behind an interface, so the agent loop is tested against an in-memory fake
 // and run against HTTP. The bodies are the protocol codecs' JSON
-// (protocol/node_registration.h, heartbeat.h, pod_event.h).
+// (protocol/node_registration.h, heartbeat.h, pod_event.h, pod_log.h).
 #ifndef TIDAL_AGENT_CONTROL_PLANE_H_
 #define TIDAL_AGENT_CONTROL_PLANE_H_
 
@@ -30,6 +30,9 @@ class ControlPlane {
                                              const nlohmann::json& body) = 0;
   // POST /v1/agent/nodes/{node}/pods/status with {"events": [...]}.
   virtual Status ReportEvents(const std::string& node, const nlohmann::json& body) = 0;
+  // POST /v1/agent/nodes/{node}/pods/logs with a protocol::PodLogBatch. A
+  // control plane that keeps no logs (most test fakes) takes and drops them.
+  virtual Status ShipLogs(const std::string& /*node*/, const nlohmann::json& /*body*/) { return Status::Ok(); }
 };
 
 // `server_url` like "http://127.0.0.1:8080". Replies outside 2xx become a

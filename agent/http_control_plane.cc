@@ -74,6 +74,11 @@ class HttpControlPlane final : public ControlPlane {
     return reply.ok() ? Status::Ok() : reply.status();
   }
 
+  Status ShipLogs(const std::string& node, const json& body) override {
+    auto reply = NodeCall(fmt::format("/v1/agent/nodes/{}/pods/logs", node), body);
+    return reply.ok() ? Status::Ok() : reply.status();
+  }
+
  private:
   std::string Token() const {
     std::lock_guard lock(mu_);

@@ -17,6 +17,7 @@
 #include <memory>
 #include <regex>
 #include <set>
+#include <thread>
 #include <tuple>
 
 #include <CLI/CLI.hpp>
@@ -29,6 +30,7 @@
 #include "cli/command_registry.h"
 #include "cli/human_time.h"
 #include "config/yaml_document.h"
+#include "protocol/pod_log.h"
 #include "server/build_info.h"
 
 namespace tidal::cli {
@@ -386,10 +388,46 @@ std::string WorkloadIdArg(const std::string& id) {
   return id;
 }
 
-void ListWorkloads(const ClientFlags& f, const std::map<std::string, std::string>& filters) {
+// -w/--watch of get, list, audit and events: poll, and print again when
+// the API's answer changed (not the rendering: "3s ago" changes every
+// second). Ctrl-C stops it (the default SIGINT action ends the process).
+struct WatchFlags {
+  bool watch = false;
+  int count = 0;  // stop after this many prints (0 = never); for tests and scripts
+  int interval_ms = 2000;
+  void Add(CLI::App* c) {
+    c->add_flag("-w,--watch", watch, "Print again whenever it changes, until Ctrl-C");
+    c->add_option("--watch-count", count, "With -w: stop after this many prints")
+        ->check(CLI::NonNegativeNumber)
+        ->group("");
+    c->add_option("--watch-interval-ms", interval_ms, "With -w: how often to ask")
+        ->check(CLI::Range(10, 600000))
+        ->group("");
+  }
+};
+
+void Watch(const WatchFlags& w, const std::function<json()>& fetch, const std::function<void(const json&)>& print) {
+  json last;
+  int printed = 0;
+  while (true) {
+    json now = fetch();
+    if (printed == 0 || now != last) {
+      if (printed > 0) std::cout << "\n";
+      print(now);
+      std::cout << std::flush;
+      last = std::move(now);
+      ++printed;
+      if (!w.watch || (w.count > 0 && printed >= w.count)) return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(w.interval_ms));
+  }
+}
+
+void ListWorkloads(const ClientFlags& f, const std::map<std::string, std::string>& filters,
+                   const WatchFlags& watch) {
   std::vector<std::pair<std::string, std::string>> q(filters.begin(), filters.end());
-  json j = CallJson(f, "GET", "/v1/workloads" + Query(q));
-  Output(f, j, [&](const json& x) { PrintWorkloads(x["workloads"], f.wide()); });
+  Watch(watch, [&] { return CallJson(f, "GET", "/v1/workloads" + Query(q)); },
+        [&](const json& j) { Output(f, j, [&](const json& x) { PrintWorkloads(x["workloads"], f.wide()); }); });
 }
 
 void AddListFilters(CLI::App* c, std::map<std::string, std::string>& filters) {
@@ -438,9 +476,11 @@ RegisterCommand reg([](CLI::App& root) {
     auto f = std::make_shared<ClientFlags>();
     auto args = std::make_shared<std::vector<std::string>>();
     auto filters = std::make_shared<std::map<std::string, std::string>>();
+    auto watch = std::make_shared<WatchFlags>();
     CLI::App* c = root.add_subcommand("get", "Show one workload (get ID, get workload ID) or list them (get workloads)");
     AddCommon(c, f);
     AddListFilters(c, *filters);
+    watch->Add(c);
     c->add_option("what", *args, "ID, `workload ID`, or `workloads`")->required()->expected(1, 2);
     c->callback([=] {
       Guard([&] {
@@ -449,12 +489,13 @@ RegisterCommand reg([](CLI::App& root) {
         if (plural || rest.front() == "workload") rest.erase(rest.begin());
         if (rest.empty()) {
           if (!plural) throw UsageError("get workload: which one? (get workload ID, or get workloads)");
-          ListWorkloads(*f, *filters);
+          ListWorkloads(*f, *filters, *watch);
           return;
         }
         if (rest.size() > 1) throw UsageError("get: expected one workload id");
         const std::string id = WorkloadIdArg(rest.front());
-        Output(*f, CallJson(*f, "GET", "/v1/workloads/" + id), PrintWorkload);
+        Watch(*watch, [&] { return CallJson(*f, "GET", "/v1/workloads/" + id); },
+              [&](const json& j) { Output(*f, j, PrintWorkload); });
       });
     });
   }
@@ -531,10 +572,12 @@ RegisterCommand reg([](CLI::App& root) {
   {
     auto f = std::make_shared<ClientFlags>();
     auto filters = std::make_shared<std::map<std::string, std::string>>();
+    auto watch = std::make_shared<WatchFlags>();
     CLI::App* c = root.add_subcommand("list", "List workloads (the same as get workloads)");
     AddCommon(c, f);
     AddListFilters(c, *filters);
-    c->callback([=] { Guard([&] { ListWorkloads(*f, *filters); }); });
+    watch->Add(c);
+    c->callback([=] { Guard([&] { ListWorkloads(*f, *filters, *watch); }); });
   }
   // dry-run: exit 3 when a workload can never start as written
   {
@@ -620,34 +663,98 @@ RegisterCommand reg([](CLI::App& root) {
       });
     });
   }
-  // audit
-  {
+  // audit, and events (one workload's audit rows, as kubectl's events)
+  for (const std::string verb : {"audit", "events"}) {
     auto f = std::make_shared<ClientFlags>();
     auto filters = std::make_shared<std::map<std::string, std::string>>();
-    CLI::App* c = root.add_subcommand("audit", "The audit log");
+    auto watch = std::make_shared<WatchFlags>();
+    auto id = std::make_shared<std::string>();
+    CLI::App* c = verb == "audit" ? root.add_subcommand("audit", "The audit log")
+                                  : root.add_subcommand("events", "What happened to one workload (its audit rows)");
     AddCommon(c, f);
     auto range = std::make_shared<TimeRange>();
-    for (const char* k : {"workload", "tenant", "limit"}) {
+    if (verb == "audit") {
+      c->add_option("--workload", (*filters)["workload"], "Filter by workload");
+    } else {
+      c->add_option("id", *id, "Workload id")->required();
+    }
+    for (const char* k : {"tenant", "limit"}) {
       c->add_option(std::string("--") + k, (*filters)[k], std::string("Filter by ") + k);
     }
     c->add_option("--action", (*filters)["action"], "Filter by action")->check(CLI::IsMember(kAuditActions));
     range->Add(c);
+    watch->Add(c);
     c->callback([=] {
       Guard([&] {
+        if (!id->empty()) (*filters)["workload"] = WorkloadIdArg(*id);
         std::vector<std::pair<std::string, std::string>> q(filters->begin(), filters->end());
         range->AppendTo(q);
-        Output(*f, CallJson(*f, "GET", "/v1/audit" + Query(q)), [](const json& j) {
-          const int64_t now = WallNowMs();
-          Table t({"SEQ", "TIME", "AGE", "ACTOR", "ACTION", "WORKLOAD", "TENANT", "DETAIL"});
-          for (const json& a : j["audit"]) {
-            std::string detail = a["detail"].is_object() && a["detail"].contains("reason") ? Str(a["detail"]["reason"]) : "";
-            if (detail.empty() && a["detail"].is_object() && a["detail"].contains("cause")) detail = Str(a["detail"]["cause"]);
-            t.Add({Str(a["seq"]), Rfc3339(Ms(a["time_ms"])), Relative(Ms(a["time_ms"]), now), Str(a["actor"]), Str(a["action"]),
-                   Ms(a["workload"]) > 0 ? Str(a["workload"]) : "-", a["tenant"] == "" ? "-" : Str(a["tenant"]),
-                   detail.empty() ? "-" : HumanizeDetail(detail, now)});
-          }
-          std::cout << t.Render();
+        Watch(*watch, [&] { return CallJson(*f, "GET", "/v1/audit" + Query(q)); }, [&](const json& reply) {
+          Output(*f, reply, [](const json& j) {
+            const int64_t now = WallNowMs();
+            Table t({"SEQ", "TIME", "AGE", "ACTOR", "ACTION", "WORKLOAD", "TENANT", "DETAIL"});
+            for (const json& a : j["audit"]) {
+              std::string detail = a["detail"].is_object() && a["detail"].contains("reason") ? Str(a["detail"]["reason"]) : "";
+              if (detail.empty() && a["detail"].is_object() && a["detail"].contains("cause")) detail = Str(a["detail"]["cause"]);
+              t.Add({Str(a["seq"]), Rfc3339(Ms(a["time_ms"])), Relative(Ms(a["time_ms"]), now), Str(a["actor"]), Str(a["action"]),
+                     Ms(a["workload"]) > 0 ? Str(a["workload"]) : "-", a["tenant"] == "" ? "-" : Str(a["tenant"]),
+                     detail.empty() ? "-" : HumanizeDetail(detail, now)});
+            }
+            std::cout << t.Render();
+          });
         });
+      });
+    });
+  }
+  // logs: a pod's output as its agent uploaded it; -f polls on from the
+  // last offset until the workload has ended and nothing more comes.
+  {
+    auto f = std::make_shared<ClientFlags>();
+    auto id = std::make_shared<std::string>();
+    auto rank = std::make_shared<int>(0);
+    auto follow = std::make_shared<bool>(false);
+    auto poll_ms = std::make_shared<int>(1000);
+    CLI::App* c = root.add_subcommand(
+        "logs", "A pod's stdout and stderr as its agent uploaded them (the server keeps the last 1 MiB per rank)");
+    AddCommon(c, f);
+    c->add_option("id", *id, "Workload id")->required();
+    c->add_option("--rank", *rank, "Which pod (rank) of the workload")->check(CLI::NonNegativeNumber);
+    c->add_flag("-f,--follow", *follow, "Keep printing new output until the workload has ended (Ctrl-C stops)");
+    c->add_option("--poll-interval-ms", *poll_ms, "With -f: how often to ask for more")
+        ->check(CLI::Range(10, 60000))
+        ->group("");
+    c->callback([=] {
+      Guard([&] {
+        const std::string path = "/v1/workloads/" + WorkloadIdArg(*id) + "/logs";
+        int64_t offset = 0;
+        bool first = true;
+        int quiet_after_end = 0;
+        while (true) {
+          const json reply =
+              CallJson(*f, "GET", path + Query({{"rank", std::to_string(*rank)}, {"offset", std::to_string(offset)}}));
+          auto page = protocol::PodLogPageFromJson(reply);
+          if (!page.ok()) throw ClientError("the server's log page: " + page.status().message());
+          if (f->output == "json" || f->output == "yaml") {
+            Output(*f, reply, [](const json&) {});
+          } else {
+            if (first && page->truncated) {
+              std::cerr << fmt::format("tidal: earlier output of rank {} is gone (the server keeps the last 1 MiB)\n", *rank);
+            }
+            std::cout << page->data << std::flush;
+          }
+          first = false;
+          offset = page->next_offset;
+          if (!*follow) break;
+          if (page->data.empty()) {
+            // Ended, and one more poll brought nothing: the agent's last
+            // upload (a sync after the exit) has come.
+            const std::string state = Str(Field(CallJson(*f, "GET", "/v1/workloads/" + *id), {"state"}));
+            const bool ended = state == "succeeded" || state == "failed" || state == "cancelled";
+            quiet_after_end = ended ? quiet_after_end + 1 : 0;
+            if (quiet_after_end >= 3) break;
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(*poll_ms));
+        }
       });
     });
   }

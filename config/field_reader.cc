@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "core/common/did_you_mean.h"
+
 namespace tidal::config {
 
 using nlohmann::json;
@@ -47,8 +49,10 @@ StatusOr<ObjectReader> ObjectReader::Open(const json& value, std::string path,
     }
     std::string list;
     for (std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+    const std::string guess = ClosestName(key, allowed);
     return FieldError(JoinPath(path, key),
-                      fmt::format("unknown field '{}' (known fields: {})", key, list));
+                      guess.empty() ? fmt::format("unknown field '{}' (known fields: {})", key, list)
+                                    : fmt::format("unknown field '{}': did you mean '{}'? (known fields: {})", key, guess, list));
   }
   return ObjectReader(value, std::move(path));
 }

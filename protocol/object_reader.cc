@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "core/common/did_you_mean.h"
+
 namespace tidal::protocol {
 
 using nlohmann::json;
@@ -36,7 +38,10 @@ StatusOr<ObjectReader> ObjectReader::Open(const json& value, std::string path,
       if (known) continue;
       std::string list;
       for (std::string_view a : *allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-      return FieldError(JoinPath(path, key), "unknown field '" + key + "' (known fields: " + list + ")");
+      const std::string guess = ClosestName(key, *allowed);
+      return FieldError(JoinPath(path, key), "unknown field '" + key + "'" +
+                                                 (guess.empty() ? "" : ": did you mean '" + guess + "'?") +
+                                                 " (known fields: " + list + ")");
     }
   }
   return ObjectReader(value, std::move(path));

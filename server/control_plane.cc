@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <set>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -255,8 +256,71 @@ PreemptionRecord* ControlPlane::OpenPreemption(WorkloadRecord& r) {
 
 // ---- admission ----
 
+// Impossible requests, refused at submit as a bad field: no node is large
+// enough, the cluster is smaller than the gang minimum, or no node has the
+// GPU model or the labels asked for. Against every node the cluster knows,
+// whatever its health or use now (those pass).
+Status ControlPlane::CheckFeasible(const Workload& w) const {
+  const auto& nodes = config_.catalog.cluster.nodes;
+  if (nodes.empty()) return Status::Ok();  // no cluster yet: nothing to judge by
+  int largest_node = 0;
+  int total = 0;
+  for (const Node& n : nodes) {
+    largest_node = std::max(largest_node, n.gpu_count);
+    total += n.gpu_count;
+  }
+  if (w.gpus_per_pod > largest_node) {
+    return InvalidArgument(fmt::format("gpus_per_replica: {} GPUs per replica, but the largest node has {}",
+                                       w.gpus_per_pod, largest_node));
+  }
+  if (w.min_gpus() > total) {
+    return InvalidArgument(fmt::format("min_replicas: the gang needs {} GPUs ({} x {}), but the cluster has {}",
+                                       w.min_gpus(), w.min_pods, w.gpus_per_pod, total));
+  }
+  const PlacementConstraints& c = w.constraints;
+  if (!c.required_gpu_models.empty()) {
+    std::set<std::string> models;
+    for (const Node& n : nodes) models.insert(n.gpu_model);
+    bool any = false;
+    for (const std::string& m : c.required_gpu_models) any = any || models.count(m);
+    if (!any) {
+      std::string want, have;
+      for (const std::string& m : c.required_gpu_models) want += (want.empty() ? "" : " or ") + m;
+      for (const std::string& m : models) have += (have.empty() ? "" : ", ") + m;
+      return InvalidArgument(fmt::format("gpu_models.required: no node has {} (the cluster has {})", want, have));
+    }
+  }
+  for (const auto& [key, value] : c.node_selector) {
+    bool any = false;
+    for (const Node& n : nodes) {
+      auto it = n.labels.find(key);
+      any = any || (it != n.labels.end() && it->second == value);
+    }
+    if (!any) return InvalidArgument(fmt::format("node_selector.{}: no node has the label {}={}", key, key, value));
+  }
+  // Each label and model exists somewhere, but maybe not together.
+  bool any_node = false;
+  for (const Node& n : nodes) {
+    if (!c.required_gpu_models.empty() &&
+        std::find(c.required_gpu_models.begin(), c.required_gpu_models.end(), n.gpu_model) == c.required_gpu_models.end()) {
+      continue;
+    }
+    bool labels = true;
+    for (const auto& [key, value] : c.node_selector) {
+      auto it = n.labels.find(key);
+      labels = labels && it != n.labels.end() && it->second == value;
+    }
+    if (labels && n.gpu_count >= w.gpus_per_pod) any_node = true;
+  }
+  if (!any_node) {
+    return InvalidArgument(fmt::format("node_selector: no node with {} GPUs has all of these labels{}", w.gpus_per_pod,
+                                       c.required_gpu_models.empty() ? "" : " and one of the required GPU models"));
+  }
+  return Status::Ok();
+}
+
 StatusOr<ControlPlane::Admitted> ControlPlane::Admit(const Principal& who, const json& body,
-                                                     Time now) const {
+                                                     Time now, bool check_feasible) const {
   TIDAL_ASSIGN_OR_RETURN(SubmitNames names, ReadSubmitNames(body));
   const Catalog& cat = config_.catalog;
   // Tenant: a user submits only as its own tenant.
@@ -362,26 +426,7 @@ StatusOr<ControlPlane::Admitted> ControlPlane::Admit(const Principal& who, const
   if (w.kind == WorkloadKind::kInference && w.inference.replica_capacity_rps <= 0) {
     return InvalidArgument("replica_capacity_rps: required for inference (requests/s one replica serves)");
   }
-  // Impossible requests: no node is large enough, or the cluster is smaller
-  // than the gang minimum.
-  int largest_node = 0;
-  int total = 0;
-  for (const Node& n : cat.cluster.nodes) {
-    largest_node = std::max(largest_node, n.gpu_count);
-    total += n.gpu_count;
-  }
-  if (!cat.cluster.nodes.empty()) {
-    if (w.gpus_per_pod > largest_node) {
-      return InvalidArgument(fmt::format(
-          "gpus_per_replica: {} GPUs per replica, but the largest node has {}", w.gpus_per_pod,
-          largest_node));
-    }
-    if (w.min_gpus() > total) {
-      return InvalidArgument(fmt::format(
-          "min_replicas: the gang needs {} GPUs ({} x {}), but the cluster has {}", w.min_gpus(),
-          w.min_pods, w.gpus_per_pod, total));
-    }
-  }
+  if (check_feasible) TIDAL_RETURN_IF_ERROR(CheckFeasible(w));
   // Priority: derived, never given.
   const Queue& q = cat.queue(queue);
   // The project as the state has it: its spend accrues as its workloads run.

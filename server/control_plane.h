@@ -43,6 +43,7 @@
 #include "protocol/pod_assignment.h"
 #include "server/auth.h"
 #include "server/metrics.h"
+#include "server/pod_log_store.h"
 #include "server/server_config.h"
 #include "server/store.h"
 #include "server/workload_record.h"
@@ -110,6 +111,14 @@ class ControlPlane {
   StatusOr<Principal> AuthenticateNode(std::string_view authorization_header) const;
   StatusOr<nlohmann::json> PodStatus(const Principal& who, const std::string& node,
                                      const nlohmann::json& body);
+  // Pod output (control_plane_logs.cc): an agent's upload
+  // (protocol::PodLogBatch), taken for ranks placed on its node (or whose
+  // log that node began); and a page of one rank's output for a caller who
+  // may see the workload.
+  StatusOr<nlohmann::json> PodLogs(const Principal& who, const std::string& node,
+                                   const nlohmann::json& body);
+  StatusOr<nlohmann::json> WorkloadLogs(const Principal& who, uint64_t id, int rank,
+                                        int64_t from_offset) const;
 
   Metrics& metrics() { return metrics_; }
   // Counters, histograms and the state gauges, in Prometheus text format.
@@ -163,7 +172,11 @@ class ControlPlane {
   };
 
   // Private helpers expect mu_ held unless they say otherwise.
-  StatusOr<Admitted> Admit(const Principal& who, const nlohmann::json& body, Time now) const;
+  // `check_feasible` false: the caller (a dry run) calls CheckFeasible
+  // itself, to answer "never" rather than refuse.
+  StatusOr<Admitted> Admit(const Principal& who, const nlohmann::json& body, Time now,
+                           bool check_feasible = true) const;
+  Status CheckFeasible(const Workload& w) const;
   // The engine's view of the stored records at recovery.
   Snapshot RecoveredSnapshot(Time now) const;
   // Applies one edit at the clock's now (mu_ held, inside an ApplyScope).
@@ -251,6 +264,7 @@ class ControlPlane {
   void LoopMain();
 
   ServerConfig config_;
+  PodLogStore pod_logs_;  // its own lock; not under mu_
   std::unique_ptr<Store> store_;
   const Clock& clock_;
   // Mutable: a scrape (const) adds the 0 series of queues and nodes it finds.

@@ -137,7 +137,21 @@ StatusOr<json> ControlPlane::DryRun(const Principal& who, const json& body) cons
     std::lock_guard lock(mu_);
     colocation.emplace(colocation_);
     const Time now = clock_.Now();
-    TIDAL_ASSIGN_OR_RETURN(Admitted a, Admit(who, body, now));
+    TIDAL_ASSIGN_OR_RETURN(Admitted a, Admit(who, body, now, /*check_feasible=*/false));
+    // What a submit would refuse can never start: the answer is "never",
+    // which is what a dry run is asked for (`tidal dry-run` exits 3).
+    if (Status feasible = CheckFeasible(a.record.w); !feasible.ok()) {
+      const std::string& msg = feasible.message();
+      return json{{"would_start", false},
+                  {"reason", msg.starts_with("gpu_models") || msg.starts_with("node_selector") ? "constraints" : "capacity"},
+                  {"detail", "rejected: " + msg},
+                  {"field", msg.substr(0, msg.find(':'))},
+                  {"estimated_start_ms", nullptr},
+                  {"placement", json::array()},
+                  {"preempts", json::array()},
+                  {"priority", PriorityToJson(a.record.w.priority)},
+                  {"state", "rejected"}};
+    }
     probe = std::move(a.record);
     probe.w.id = WorkloadId(next_id_ + (uint64_t{1} << 40));  // never a real id
     copy.emplace(machine_->state());

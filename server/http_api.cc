@@ -83,6 +83,7 @@ const std::vector<ApiRoute>& ApiRoutes() {
       {"POST", "/v1/workloads/{id}/resize", R"(/v1/workloads/([^/]+)/resize)"},
       {"POST", "/v1/workloads/{id}/approve", R"(/v1/workloads/([^/]+)/approve)"},
       {"GET", "/v1/workloads/{id}/explain", R"(/v1/workloads/([^/]+)/explain)"},
+      {"GET", "/v1/workloads/{id}/logs", R"(/v1/workloads/([^/]+)/logs)"},
       {"POST", "/v1/dry-run", "/v1/dry-run"},
       {"GET", "/v1/queues", "/v1/queues"},
       {"GET", "/v1/nodes", "/v1/nodes"},
@@ -92,6 +93,7 @@ const std::vector<ApiRoute>& ApiRoutes() {
       {"POST", "/v1/agent/nodes/{node}/heartbeat", R"(/v1/agent/nodes/([^/]+)/heartbeat)"},
       {"GET", "/v1/agent/nodes/{node}/pods", R"(/v1/agent/nodes/([^/]+)/pods)"},
       {"POST", "/v1/agent/nodes/{node}/pods/status", R"(/v1/agent/nodes/([^/]+)/pods/status)"},
+      {"POST", "/v1/agent/nodes/{node}/pods/logs", R"(/v1/agent/nodes/([^/]+)/pods/logs)"},
   };
   return routes;
 }
@@ -320,6 +322,15 @@ void HttpApi::Routes() {
     TIDAL_ASSIGN_OR_RETURN(uint64_t id, ParseId(req.matches[1]));
     return cp_.Explain(p, id);
   }));
+  add("GET", "/v1/workloads/{id}/logs", route("/v1/workloads/{id}/logs", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+    TIDAL_RETURN_IF_ERROR(user_or_admin(p));
+    TIDAL_ASSIGN_OR_RETURN(uint64_t id, ParseId(req.matches[1]));
+    TIDAL_RETURN_IF_ERROR(OnlyParams(req, {"rank", "offset"}));
+    int64_t rank = 0, offset = 0;
+    TIDAL_RETURN_IF_ERROR(ParamInt(req, "rank", &rank, 0, 1 << 20));
+    TIDAL_RETURN_IF_ERROR(ParamInt(req, "offset", &offset, 0, INT64_MAX));
+    return cp_.WorkloadLogs(p, id, static_cast<int>(rank), offset);
+  }));
   add("POST", "/v1/dry-run", route("/v1/dry-run", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
     TIDAL_RETURN_IF_ERROR(user_or_admin(p));
     TIDAL_ASSIGN_OR_RETURN(json body, ParseBody(req, limit));
@@ -401,6 +412,10 @@ void HttpApi::Routes() {
   add("POST", "/v1/agent/nodes/{node}/pods/status", route("/v1/agent/nodes/{node}/pods/status", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
     TIDAL_ASSIGN_OR_RETURN(json body, ParseBody(req, limit));
     return cp_.PodStatus(p, req.matches[1], body);
+  }));
+  add("POST", "/v1/agent/nodes/{node}/pods/logs", route("/v1/agent/nodes/{node}/pods/logs", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+    TIDAL_ASSIGN_OR_RETURN(json body, ParseBody(req, limit));
+    return cp_.PodLogs(p, req.matches[1], body);
   }));
 
   // The dashboard: every other GET outside /v1 is a file of the bundle. It

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -21,6 +22,7 @@
 #include "protocol/heartbeat.h"
 #include "protocol/node_registration.h"
 #include "protocol/pod_event.h"
+#include "protocol/pod_log.h"
 #include "tests/support/agent_fixtures.h"
 
 namespace tidal::agent {
@@ -76,6 +78,15 @@ class FakeServer final : public ControlPlane {
     }
     return Status::Ok();
   }
+  Status ShipLogs(const std::string& node, const json& body) override {
+    EXPECT_EQ(node, "n1");
+    auto batch = protocol::PodLogBatchFromJson(body);
+    EXPECT_TRUE(batch.ok()) << batch.status().ToString();
+    if (!batch.ok()) return batch.status();
+    for (const protocol::PodLogChunk& c : batch->chunks) logs[{c.key.workload, c.key.rank}] += c.data;
+    ++log_uploads;
+    return Status::Ok();
+  }
   std::vector<PodEvent> PhaseEvents(const std::string& phase, int rank = -1) const {
     std::vector<PodEvent> out;
     for (const PodEvent& e : events) {
@@ -89,6 +100,8 @@ class FakeServer final : public ControlPlane {
   std::vector<PodEvent> events;
   std::vector<PodSpec> pods;
   std::set<std::pair<uint64_t, int>> exited;
+  std::map<std::pair<uint64_t, int>, std::string> logs;  // what ShipLogs got, per rank
+  int log_uploads = 0;
   int fail_reports = 0;
   bool unknown_node = false;
 };
@@ -184,6 +197,28 @@ TEST_F(AgentTest, RunsDesiredPodsWithLocalRanksAndReportsExits) {
   // Listed again (the job was requeued and placed here again): a new run.
   server_.exited.clear();
   ASSERT_TRUE(StepUntil([&] { return server_.PhaseEvents("running").size() == 4; }));
+}
+
+// What a pod writes reaches the server (both streams, every byte once),
+// including what it wrote just before it exited; invalid UTF-8 arrives as
+// U+FFFD.
+TEST_F(AgentTest, UploadsPodOutputOnceIncludingTheLastLines) {
+  server_.pods = {TrainPod(0, {"/bin/sh", "-c", "echo out-1; echo err-1 >&2; printf 'bad-\\377\\n'; echo last"}, {0})};
+  ASSERT_TRUE(StepUntil([&] {
+    const std::string& log = server_.logs[{5, 0}];
+    return server_.PhaseEvents("exited").size() == 1 && log.find("last\n") != std::string::npos &&
+           log.find("err-1\n") != std::string::npos;
+  })) << server_.logs[{5, 0}];
+  const std::string log = server_.logs[{5, 0}];
+  // Each stream in order; the two interleave by upload.
+  std::string out_lines, err_lines;
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);) (line.starts_with("err") ? err_lines : out_lines) += line + "\n";
+  EXPECT_EQ(out_lines, "out-1\nbad-\xEF\xBF\xBD\nlast\n") << log;
+  EXPECT_EQ(err_lines, "err-1\n") << log;
+  // More syncs upload nothing again.
+  for (int i = 0; i < 10; ++i) agent_->Step(WallClockMs());
+  EXPECT_EQ((server_.logs[{5, 0}]), log);
 }
 
 TEST_F(AgentTest, StopNoticeFromServerAndUnlistedPodsAreStopped) {

@@ -4,6 +4,7 @@
 // token come from, and that errors are one line with a non-zero exit.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "protocol/pod_log.h"
 #include "tests/support/server_fixture.h"
 
 namespace tidal::testing {
@@ -296,6 +298,9 @@ TEST_F(CliTest, HumanOutputShowsTimesNotEpochNumbers) {
 
 TEST_F(CliTest, TimeFlagsTakeDurationsAndRfc3339) {
   ASSERT_EQ(Tidal("submit -f " + SourceDir() + "/tests/cli/workloads.yaml").exit_code, 0);
+  // The first pass audits placements: counted before it, the total could
+  // grow between two queries.
+  WaitForPass();
   auto rows = [&](const std::string& flags) {
     CliRun r = Tidal("audit -o json " + flags, kAdminToken);
     EXPECT_EQ(r.exit_code, 0) << flags << ": " << r.err;
@@ -313,6 +318,9 @@ TEST_F(CliTest, TimeFlagsTakeDurationsAndRfc3339) {
 TEST_F(CliTest, DryRunNamesTheBlockerAndExitsThreeWhenItCanNeverStart) {
   std::ofstream(server_->dir() + "/tpu.yaml")
       << "name: tpu-job\nproject: vision\ngpus_per_replica: 1\ngpu_models: {required: [TPU-v5]}\n";
+  CliRun refused = Tidal("submit -f " + server_->dir() + "/tpu.yaml");
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("gpu_models.required: no node has TPU-v5"), std::string::npos) << refused.err;
   CliRun never = Tidal("dry-run -f " + server_->dir() + "/tpu.yaml");
   EXPECT_EQ(never.exit_code, 3) << never.out << never.err;
   EXPECT_NE(never.out.find("NAME     VERDICT"), std::string::npos) << never.out;
@@ -322,6 +330,167 @@ TEST_F(CliTest, DryRunNamesTheBlockerAndExitsThreeWhenItCanNeverStart) {
   CliRun starts = Tidal("dry-run -f " + server_->dir() + "/small.yaml");
   EXPECT_EQ(starts.exit_code, 0) << starts.err;
   EXPECT_NE(starts.out.find("small  starts now"), std::string::npos) << starts.out;
+}
+
+// `tidal logs` prints what the node uploaded; `-f` prints what comes later
+// and ends once the workload has ended. The node's side is played here with
+// the protocol codec, as an agent would.
+TEST_F(CliTest, LogsPrintsAndFollowsWhatTheNodeUploaded) {
+  nlohmann::json reg = {{"name", "gpu-logs"}, {"pool", "training"}, {"gpu_model", "A100-80GB"},
+                        {"gpu_memory_gib", 80}, {"gpus", nlohmann::json::array({nlohmann::json{{"index", 0}}})},
+                        {"labels", {{"host", "gpu-logs"}}}};
+  HttpReply r = server_->PostJson("/v1/agent/register", kAdminToken, reg);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string node_token = r.json()["credential"];
+  std::ofstream(server_->dir() + "/logged.yaml")
+      << "name: logged\nproject: vision\ngpus_per_replica: 1\nnode_selector: {host: gpu-logs}\ncommand: [/bin/true]\n";
+  ASSERT_EQ(Tidal("submit -f " + server_->dir() + "/logged.yaml").exit_code, 0);
+  const std::string id = "1";
+  for (int i = 0; i < 300 && server_->Get("/v1/workloads/1", kAdminToken).json()["state"] != "running"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  auto upload = [&](const std::string& data) {
+    protocol::PodLogBatch b{{{{1, 0, 0}, data}}};
+    HttpReply u = server_->PostJson("/v1/agent/nodes/gpu-logs/pods/logs", node_token, protocol::PodLogBatchToJson(b));
+    ASSERT_EQ(u.status, 200) << u.body;
+    ASSERT_EQ(u.json()["accepted"], 1) << u.body;
+  };
+  upload("step 1\n");
+  CliRun once = Tidal("logs " + id);
+  EXPECT_EQ(once.exit_code, 0) << once.err;
+  EXPECT_EQ(once.out, "step 1\n");
+  EXPECT_EQ(Tidal("logs " + id, kAdsToken).exit_code, 1);  // another tenant's workload
+  EXPECT_EQ(Tidal("logs " + id + " --rank -1").exit_code, 2);
+
+  // -f: the first line, then what is uploaded while it follows, then the end.
+  const std::string cmd = "env -u TIDAL_CONFIG HOME=" + home_ + " TIDAL_SERVER=" + server_->url() +
+                          " TIDAL_TOKEN=" + kResearchToken + " " + server_->tidal_binary() + " logs " + id +
+                          " -f --poll-interval-ms 20";
+  FILE* follow = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(follow, nullptr);
+  char line[256];
+  ASSERT_NE(std::fgets(line, sizeof(line), follow), nullptr);
+  EXPECT_STREQ(line, "step 1\n");
+  upload("step 2\n");
+  ASSERT_NE(std::fgets(line, sizeof(line), follow), nullptr);  // blocks until -f printed it
+  EXPECT_STREQ(line, "step 2\n");
+  upload("done\n");
+  HttpReply st = server_->PostJson(
+      "/v1/agent/nodes/gpu-logs/pods/status", node_token,
+      nlohmann::json{{"events", nlohmann::json::array({nlohmann::json{{"workload", 1}, {"rank", 0}, {"phase", "exited"}, {"exit_code", 0}}})}});
+  ASSERT_EQ(st.status, 200) << st.body;
+  std::string rest;
+  while (std::fgets(line, sizeof(line), follow)) rest += line;  // EOF: -f ended by itself
+  EXPECT_EQ(rest, "done\n");
+  const int status = ::pclose(follow);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+// -w prints again when the answer changes and --watch-count ends it; the
+// test reads the output as it comes (a pipe), so it waits on the output, not
+// on time.
+TEST_F(CliTest, WatchPrintsAgainWhenTheAnswerChanges) {
+  auto start = [&](const std::string& args) {
+    const std::string cmd = "env -u TIDAL_CONFIG HOME=" + home_ + " TIDAL_SERVER=" + server_->url() +
+                            " TIDAL_TOKEN=" + kResearchToken + " " + server_->tidal_binary() + " " + args;
+    return ::popen(cmd.c_str(), "r");
+  };
+  auto read_until = [](FILE* in, const std::string& needle) {
+    std::string got;
+    char line[512];
+    while (got.find(needle) == std::string::npos && std::fgets(line, sizeof(line), in)) got += line;
+    return got;
+  };
+  for (const std::string args : {"list -w --watch-count 2 --watch-interval-ms 20",
+                                 "get workloads -w --watch-count 2 --watch-interval-ms 20 --project vision",
+                                 "audit -w --watch-count 2 --watch-interval-ms 20 --action admit"}) {
+    // Nothing changes on its own while it watches: every workload so far runs.
+    nlohmann::json before;
+    for (int i = 0; i < 300; ++i) {
+      before = server_->Get("/v1/workloads", kAdminToken).json();
+      bool all_running = true;
+      for (const auto& w : before["workloads"]) all_running = all_running && w["state"] == "running";
+      if (all_running) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    FILE* watch = start(args);
+    ASSERT_NE(watch, nullptr);
+    // The first print: the header (the workloads so far).
+    const std::string first = read_until(watch, "\n");
+    EXPECT_TRUE(first.starts_with("ID ") || first.starts_with("SEQ ")) << args << ": " << first;
+    const std::string name = "watched-" + std::to_string(before["workloads"].size());
+    std::ofstream(server_->dir() + "/w.yaml") << "name: " << name << "\nproject: vision\ngpus_per_replica: 1\n";
+    ASSERT_EQ(Tidal("submit -f " + server_->dir() + "/w.yaml").exit_code, 0);
+    const std::string rest = read_until(watch, "\x01");  // to EOF: the second print ends it
+    if (args.starts_with("audit")) {
+      // One admit row per workload: k in the first print, k + 1 in the second.
+      const std::string all = first + rest;
+      size_t admits = 0;
+      for (size_t at = all.find(" admit "); at != std::string::npos; at = all.find(" admit ", at + 1)) ++admits;
+      EXPECT_EQ(admits, 2 * before["workloads"].size() + 1) << all;
+    } else {
+      EXPECT_NE(rest.find(name), std::string::npos) << args << ": " << rest;
+    }
+    const int status = ::pclose(watch);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << args;
+  }
+  // events ID: one workload's rows.
+  CliRun events = Tidal("events 1");
+  EXPECT_EQ(events.exit_code, 0) << events.err;
+  EXPECT_NE(events.out.find("admit"), std::string::npos) << events.out;
+  EXPECT_EQ(Tidal("events x").exit_code, 2);
+}
+
+// The bash script offers every subcommand `tidal --help` lists (it is
+// generated from the same app tree), parses, and completes.
+TEST(CliCompletionTest, BashScriptHasEverySubcommandParsesAndCompletes) {
+  const char* bin_dir = std::getenv("TIDAL_BINARY_DIR");
+  const std::string tidal = std::string(bin_dir ? bin_dir : ".") + "/tidal";
+  const std::string dir = std::filesystem::temp_directory_path() / ("tidal_completion_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  auto run = [&](const std::string& cmd) {
+    const int status = std::system((cmd + " > " + dir + "/out 2>&1").c_str());
+    std::ifstream in(dir + "/out");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return std::make_pair(WIFEXITED(status) ? WEXITSTATUS(status) : -1, ss.str());
+  };
+  auto [rc, script] = run(tidal + " completion bash");
+  ASSERT_EQ(rc, 0) << script;
+  std::ofstream(dir + "/tidal.bash") << script;
+  auto [help_rc, help] = run(tidal + " --help");
+  ASSERT_EQ(help_rc, 0);
+  // CLI11's help: "SUBCOMMANDS:" (or "Subcommands:"), then "  name  description".
+  std::istringstream lines(help);
+  std::vector<std::string> subcommands;
+  bool in_list = false;
+  for (std::string line; std::getline(lines, line);) {
+    if (line == "SUBCOMMANDS:" || line == "Subcommands:") {
+      in_list = true;
+    } else if (in_list && line.starts_with("  ") && line.size() > 2 && line[2] != ' ') {
+      subcommands.push_back(line.substr(2, line.find(' ', 2) - 2));
+    } else if (in_list && !line.empty() && !line.starts_with(" ")) {
+      in_list = false;
+    }
+  }
+  ASSERT_GT(subcommands.size(), 10u) << help;
+  for (const std::string& sub : subcommands) {
+    EXPECT_NE(script.find("\"/" + sub + "\")"), std::string::npos) << sub << " missing from\n" << script;
+  }
+  EXPECT_EQ(run("bash -n " + dir + "/tidal.bash").first, 0);
+  // Completing `tidal lo<TAB>`, `tidal logs 1 --r<TAB>` and `tidal sim re<TAB>`.
+  auto complete = [&](const std::string& words, int cword) {
+    return run("bash -c 'source " + dir + "/tidal.bash; COMP_WORDS=(" + words + "); COMP_CWORD=" +
+               std::to_string(cword) + "; _tidal; echo \"${COMPREPLY[*]}\"'").second;
+  };
+  EXPECT_EQ(complete("tidal lo", 1), "logs\n");
+  EXPECT_EQ(complete("tidal logs 1 --ra", 3), "--rank\n");
+  EXPECT_EQ(complete("tidal sim repl", 2), "replay\n");
+  auto [zsh_rc, zsh] = run(tidal + " completion zsh");
+  EXPECT_EQ(zsh_rc, 0);
+  EXPECT_NE(zsh.find("bashcompinit"), std::string::npos);
+  EXPECT_EQ(run(tidal + " completion fish").first, 2);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(CliTest, ConfigFileContextsAndUnknownKeys) {

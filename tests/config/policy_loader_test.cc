@@ -78,8 +78,8 @@ TEST(PolicyLoaderTest, ErrorsNameLineAndField) {
   EXPECT_EQ(ErrorOf(kPolicy, "mode: reactive", "mode: magic"),
             "policy.yaml:10: colocation.mode: expected one of static|reactive|predictive, got \"magic\"");
   EXPECT_EQ(ErrorOf(kPolicy, "backfill: false", "backfil: false"),
-            "policy.yaml:11: backfil: unknown field 'backfil' (known fields: templates, preemption, "
-            "colocation, backfill)");
+            "policy.yaml:11: backfil: unknown field 'backfil': did you mean 'backfill'? (known fields: "
+            "templates, preemption, colocation, backfill)");
   EXPECT_EQ(ErrorOf(kPolicy, "min_runtime_s: 0", "min_runtime_s: -1"),
             "policy.yaml:9: preemption.min_runtime_s: expected a number from 0 to 1000000000, got -1");
 }

@@ -204,6 +204,7 @@ TEST_F(StoreFaultTest, EverythingAcknowledgedBeforeTheFaultSurvivesARestart) {
 
 TEST_F(StoreFaultTest, ACorruptPageAtLoadIsAClearError) {
   ASSERT_TRUE(Open(/*faulty=*/false).ok());
+  Register("x", 1);  // a submit for host=x needs a node that has the label
   for (int i = 0; i < 3; ++i) Submit("w" + std::to_string(i));
   cp_.reset();  // the last connection checkpoints the WAL into the file
   // Damage the workloads table's root page: its page-type byte becomes one
@@ -241,6 +242,7 @@ TEST_F(StoreFaultTest, ACorruptPageAtLoadIsAClearError) {
 
 TEST_F(StoreFaultTest, ATornRowAtLoadIsAClearError) {
   ASSERT_TRUE(Open(/*faulty=*/false).ok());
+  Register("x", 1);  // a submit for host=x needs a node that has the label
   Submit("w0");
   cp_.reset();
   // A record that is not text (a blob, half a JSON object), and a node row
@@ -252,10 +254,10 @@ TEST_F(StoreFaultTest, ATornRowAtLoadIsAClearError) {
 
   cp_.reset();
   ExecOnStoreFile(db_path(), "DELETE FROM workloads WHERE id = 7;"
-                        "INSERT INTO nodes(name, record) VALUES ('x', '{\"regis');");
+                        "INSERT INTO nodes(name, record) VALUES ('torn', '{\"regis');");
   s = Open(/*faulty=*/false);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("node x"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("node torn"), std::string::npos) << s.message();
 }
 
 TEST_F(StoreFaultTest, ASlowStoreDelaysTheReplyButLosesNothing) {
