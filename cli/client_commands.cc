@@ -277,6 +277,19 @@ void PrintWorkload(const json& w) {
       std::cout << fmt::format("  rank {}: {} GPUs {}\n", Str(p["rank"]), Str(p["node"]), p["gpus"].dump());
     }
   }
+  if (Str(w["kind"]) == "inference") {
+    // What a service owner looks for first: load and latency against target.
+    const json& target = Field(w, {"target_p99_ms"});
+    const std::string against =
+        target.is_number() && target.get<double>() > 0 ? fmt::format(" (target P99 {} ms)", Str(target)) : "";
+    const json& load = Field(w, {"load"});
+    if (load.is_object() && (load.value("rps", 0.0) > 0 || load.value("slo_samples", 0) > 0)) {
+      std::cout << fmt::format("Load:      {:.1f} req/s, P95 {:.0f} ms, P99 {:.0f} ms{}\n", load.value("rps", 0.0),
+                               load.value("p95_ms", 0.0), load.value("p99_ms", 0.0), against);
+    } else {
+      std::cout << fmt::format("Load:      none reported yet{}\n", against);
+    }
+  }
   if (Field(w, {"wait"}).is_object()) {
     std::cout << fmt::format("Waiting:   {}: {}\n", Str(Field(w, {"wait", "reason"})), Detail(Field(w, {"wait", "detail"}), now));
     if (int64_t e = Ms(Field(w, {"wait", "estimated_start_ms"}))) {

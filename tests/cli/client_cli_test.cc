@@ -178,6 +178,23 @@ TEST_F(CliTest, ErrorsAreOneLineWithNonZeroExit) {
   EXPECT_EQ(std::count(nowhere.err.begin(), nowhere.err.end(), '\n'), 1) << nowhere.err;
 }
 
+TEST_F(CliTest, GetOnAServiceShowsItsLoadAgainstTarget) {
+  // No agent reports load here: the line says so, with the target.
+  std::ofstream(server_->dir() + "/chat.yaml")
+      << "name: chat\nproject: chat-serving\nkind: inference\ngpus_per_replica: 1\n"
+         "target_p99_ms: 500\nreplica_capacity_rps: 10\n";
+  CliRun chat = Tidal("submit -f " + server_->dir() + "/chat.yaml", kAdminToken);
+  ASSERT_EQ(chat.exit_code, 0) << chat.err;
+  std::string chat_id;
+  const nlohmann::json list = server_->Get("/v1/workloads", kAdminToken).json();
+  for (const nlohmann::json& w : list["workloads"]) {
+    if (w["name"] == "chat") chat_id = std::to_string(w["id"].get<uint64_t>());
+  }
+  ASSERT_FALSE(chat_id.empty()) << list.dump();
+  CliRun chat_get = Tidal("get " + chat_id, kAdminToken);
+  EXPECT_NE(chat_get.out.find("Load:      none reported yet (target P99 500 ms)\n"), std::string::npos) << chat_get.out;
+}
+
 TEST_F(CliTest, AddressAndTokenFromFlagsEnvOrConfigFile) {
   // Config file only.
   std::filesystem::create_directories(home_ + "/.config/tidal");

@@ -262,6 +262,7 @@ TEST_F(StoreFaultTest, ATornRowAtLoadIsAClearError) {
 
 TEST_F(StoreFaultTest, ASlowStoreDelaysTheReplyButLosesNothing) {
   ASSERT_TRUE(Open(/*faulty=*/true).ok());
+  Register("x", 1);  // a submit for host=x needs a node that has the label
   faulty_->Hold();
   std::atomic<bool> replied{false};
   StatusOr<SubmitResult> result = Internal("not run");
