@@ -31,7 +31,9 @@ ControlPlane::ControlPlane(ServerConfig config, std::unique_ptr<Store> store, co
       store_(std::move(store)),
       clock_(clock),
       scheduler_(config_.policy),
-      colocation_(config_.policy) {
+      colocation_(config_.policy),
+      overload_(OverloadLimits{config_.http_threads, config_.tenant_submit_rate_per_s, config_.tenant_submit_burst,
+                               config_.auth_failure_burst, config_.auth_failure_rate_per_s}) {
   DefineMetrics();
 }
 
@@ -89,6 +91,7 @@ Status ControlPlane::Recover() {
     auto [it, inserted] = records_.emplace(id, std::move(r).value());
     if (it->second.active()) {
       active_.insert(id);
+      ++unfinished_by_tenant_[it->second.w.tenant];
     }
     IndexAllocation(it->second, true);
     const WorkloadRecord& rec_w = it->second;
@@ -469,6 +472,14 @@ StatusOr<SubmitResult> ControlPlane::Submit(const Principal& who, const json& bo
       const Time now = clock_.Now();
       TIDAL_ASSIGN_OR_RETURN(Admitted admitted, Admit(who, body, now));
       WorkloadRecord& r = admitted.record;
+      int& unfinished = unfinished_by_tenant_[r.w.tenant];
+      if (unfinished >= config_.tenant_max_unfinished) {
+        metrics_.Inc("tidal_http_rejected_total", {{"reason", std::string(RejectionName(Rejection::kUnfinishedCap))}});
+        return ResourceExhausted(fmt::format(
+            "tenant {} has {} unfinished workloads, the server's limit (tenant_max_unfinished); "
+            "submit more as these finish",
+            r.w.tenant, unfinished));
+      }
       r.w.id = WorkloadId(next_id_++);
       Mutation m;
       AddAudit(m, who.name, "admit", &r,
@@ -496,6 +507,7 @@ StatusOr<SubmitResult> ControlPlane::Submit(const Principal& who, const json& bo
       const uint64_t id = r.w.id.value();
       r.queued_ms = ToMillis(now);
       active_.insert(id);
+      ++unfinished;
       // One copy of the workload, for the edit (the record keeps its own).
       const state::Edit submit = state::SubmitEdit{r.w};
       records_.emplace(id, std::move(r));
@@ -598,7 +610,9 @@ void ControlPlane::ReleaseView(WorkloadRecord& r, WorkloadState state, std::stri
   r.w.state = state;
   if (IsTerminal(state)) {
     r.finish_time_ms = now_ms;
-    active_.erase(r.w.id.value());
+    if (active_.erase(r.w.id.value()) > 0 && --unfinished_by_tenant_[r.w.tenant] == 0) {
+      unfinished_by_tenant_.erase(r.w.tenant);
+    }
   } else {
     r.queued_ms = now_ms;  // requeued: waits again from now
   }

@@ -43,6 +43,7 @@
 #include "protocol/pod_assignment.h"
 #include "server/auth.h"
 #include "server/metrics.h"
+#include "server/overload_guard.h"
 #include "server/pod_log_store.h"
 #include "server/server_config.h"
 #include "server/store.h"
@@ -121,6 +122,9 @@ class ControlPlane {
                                         int64_t from_offset) const;
 
   Metrics& metrics() { return metrics_; }
+  // Seats, submit rates and failed-authentication budgets (the HTTP layer
+  // asks it; node-access refusals are audited within it).
+  OverloadGuard& overload() { return overload_; }
   // Counters, histograms and the state gauges, in Prometheus text format.
   std::string MetricsText() const;
   const ServerConfig& config() const { return config_; }
@@ -269,6 +273,7 @@ class ControlPlane {
   const Clock& clock_;
   // Mutable: a scrape (const) adds the 0 series of queues and nodes it finds.
   mutable Metrics metrics_;
+  OverloadGuard overload_;
   Scheduler scheduler_;
   ColocationController colocation_;  // under pass_mu_
 
@@ -276,6 +281,9 @@ class ControlPlane {
   bool ready_ = false;
   std::map<uint64_t, WorkloadRecord> records_;
   std::set<uint64_t> active_;
+  // Unfinished workloads (those in active_) by tenant: what
+  // tenant_max_unfinished bounds.
+  std::map<std::string, int> unfinished_by_tenant_;
   std::set<uint64_t> allocated_;  // ids holding GPUs, kept by IndexAllocation
   std::set<uint64_t> to_persist_;  // ids whose record the next Enqueue writes
   std::vector<std::set<uint64_t>> node_workloads_;  // by NodeId

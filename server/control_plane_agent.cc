@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 
 #include <fmt/format.h>
 
@@ -52,6 +53,12 @@ Status ControlPlane::CheckNodeCaller(const Principal& who, const std::string& no
   if (allowed.ok()) return allowed;
   // A refused node access is a probe or a misconfigured agent: either way
   // an operator wants to see it.
+  // Within the caller's failure budget only: a hostile pod holding some
+  // node's credential must not be able to grow the audit log without bound.
+  if (!overload_.NoteAuthFailure("principal:" + who.name, std::chrono::steady_clock::now())) {
+    metrics_.Inc("tidal_http_rejected_total", {{"reason", std::string(RejectionName(Rejection::kAuthFailures))}});
+    return allowed;
+  }
   std::lock_guard lock(mu_);
   if (Writable().ok()) {
     Mutation m;

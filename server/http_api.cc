@@ -15,6 +15,7 @@
 
 #include "config/input_limits.h"
 #include "protocol/json_writer.h"
+#include "server/overload_guard.h"
 #include "server/report.h"
 #include "server/static_files.h"
 
@@ -31,14 +32,14 @@ int HttpStatusFor(StatusCode code) {
     case StatusCode::kNotFound: return 404;
     case StatusCode::kAlreadyExists: return 409;
     case StatusCode::kFailedPrecondition: return 409;
-    case StatusCode::kResourceExhausted: return 413;
+    case StatusCode::kResourceExhausted: return 429;
     case StatusCode::kUnavailable: return 503;
     case StatusCode::kInternal: return 500;
   }
   return 500;
 }
 
-std::string ErrorBody(const Status& status) {
+std::string ErrorBody(const Status& status, std::string_view code_name) {
   const std::string& msg = status.message();
   std::string field;
   // A message that starts with a path ("replicas: ...", "gpus[2].index: ...")
@@ -48,9 +49,8 @@ std::string ErrorBody(const Status& status) {
       msg.find_first_of(" \"'") > colon) {
     field = msg.substr(0, colon);
   }
-  std::string code(StatusCodeName(status.code()));
+  std::string code(code_name.empty() ? StatusCodeName(status.code()) : code_name);
   for (char& c : code) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (status.code() == StatusCode::kResourceExhausted) code = "payload_too_large";
   json j = {{"error", {{"code", code}, {"message", msg}}}};
   j["error"]["field"] = field.empty() ? json(nullptr) : json(field);
   return j.dump();
@@ -114,7 +114,7 @@ void Reply(httplib::Response& res, const StatusOr<json>& r, int ok_status = 200)
 
 StatusOr<json> ParseBody(const httplib::Request& req, size_t limit) {
   if (req.body.size() > limit) {
-    return ResourceExhausted(fmt::format("body: {} bytes is above the limit of {}", req.body.size(), limit));
+    return InvalidArgument(fmt::format("body: {} bytes is above the limit of {}", req.body.size(), limit));
   }
   if (req.body.empty()) return InvalidArgument("body: expected a JSON object, got nothing");
   // Before parsing: a body of 150,000 '[' would exhaust the stack of the
@@ -194,12 +194,13 @@ HttpApi::HttpApi(ControlPlane& cp, const Authenticator& auth, const ServerConfig
     res.status = 500;
     res.set_content(ErrorBody(Internal(what)), "application/json");
   });
-  svr_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+  svr_->set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     if (res.status == 404) {
       res.set_content(ErrorBody(NotFound(fmt::format("no route for {} {}", req.method, req.path))), "application/json");
     } else if (res.status == 413) {
-      res.set_content(ErrorBody(ResourceExhausted("body: above the size limit")), "application/json");
+      cp_.metrics().Inc("tidal_http_rejected_total", {{"reason", std::string(RejectionName(Rejection::kBodyTooLarge))}});
+      res.set_content(ErrorBody(InvalidArgument("body: above the size limit"), "payload_too_large"), "application/json");
     } else {
       res.set_content(ErrorBody(Status(StatusCode::kInvalidArgument, fmt::format("request: HTTP {}", res.status))),
                       "application/json");
@@ -238,22 +239,69 @@ StatusOr<Principal> HttpApi::Authenticate(const std::string& authorization_heade
   return node.ok() ? node : who;
 }
 
+HttpApi::Admission::~Admission() {
+  if (guard != nullptr) guard->Leave(tenant);
+}
+
+StatusOr<Principal> HttpApi::Admit(const httplib::Request& req, bool submit, Admission* admission) {
+  OverloadGuard& guard = cp_.overload();
+  const auto now = std::chrono::steady_clock::now();
+  auto who = Authenticate(req.get_header_value("Authorization"));
+  if (!who.ok()) {
+    if (guard.NoteAuthFailure(req.remote_addr, now)) return who;
+    return Rejected(Rejection::kAuthFailures, admission,
+                    fmt::format("too many failed authentications from {}; retry after {} s", req.remote_addr,
+                                guard.RetryAfterS(Rejection::kAuthFailures)));
+  }
+  // Admins and nodes pass: the operator and the agents' leases must get
+  // through an overload (server/overload_guard.h).
+  if (who->role != Role::kUser) return who;
+  if (!guard.TryEnter(who->tenant)) {
+    return Rejected(Rejection::kFairShare, admission,
+                    fmt::format("server busy: tenant {} holds its fair share of the server's request seats; "
+                                "retry after {} s",
+                                who->tenant, guard.RetryAfterS(Rejection::kFairShare)));
+  }
+  admission->guard = &guard;
+  admission->tenant = who->tenant;
+  if (submit && !guard.TakeSubmit(who->tenant, now)) {
+    return Rejected(Rejection::kSubmitRate, admission,
+                    fmt::format("tenant {} is over its submit rate (tenant_submit_rate_per_s); retry after {} s",
+                                who->tenant, guard.RetryAfterS(Rejection::kSubmitRate)));
+  }
+  return who;
+}
+
+Status HttpApi::Rejected(Rejection why, Admission* admission, std::string message) {
+  cp_.metrics().Inc("tidal_http_rejected_total", {{"reason", std::string(RejectionName(why))}});
+  admission->retry_after_s = cp_.overload().RetryAfterS(why);
+  return ResourceExhausted(std::move(message));
+}
+
+void HttpApi::Finish(const std::string& route_name, const std::string& method,
+                     std::chrono::steady_clock::time_point start, const Admission& admission,
+                     httplib::Response& res) {
+  if (admission.retry_after_s > 0) res.set_header("Retry-After", std::to_string(admission.retry_after_s));
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  cp_.metrics().Observe("tidal_api_request_seconds", {{"route", route_name}, {"method", method}}, s);
+  cp_.metrics().Inc("tidal_api_requests_total", {{"route", route_name}, {"method", method}, {"code", std::to_string(res.status)}});
+}
+
 void HttpApi::Routes() {
   using Req = httplib::Request;
   using Res = httplib::Response;
   using Handler = std::function<StatusOr<json>(const Req&, const Principal&, int* ok_status)>;
   // Wraps a handler with auth, timing and error mapping.
   auto route = [this](const std::string& route_name, Handler h) {
-    return [this, route_name, h](const Req& req, Res& res) {
+    const bool submits = route_name == "/v1/workloads" || route_name == "/v1/dry-run";
+    return [this, route_name, h, submits](const Req& req, Res& res) {
       const auto start = std::chrono::steady_clock::now();
-      auto who = Authenticate(req.get_header_value("Authorization"));
+      Admission admission;
+      auto who = Admit(req, submits && req.method == "POST", &admission);
       int ok_status = 200;
       StatusOr<json> out = who.ok() ? h(req, *who, &ok_status) : StatusOr<json>(who.status());
       Reply(res, out, ok_status);
-      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      cp_.metrics().Observe("tidal_api_request_seconds", {{"route", route_name}, {"method", req.method}}, s);
-      cp_.metrics().Inc("tidal_api_requests_total",
-                        {{"route", route_name}, {"method", req.method}, {"code", std::to_string(res.status)}});
+      Finish(route_name, req.method, start, admission, res);
     };
   };
   const size_t limit = config_.max_body_bytes;
@@ -359,7 +407,8 @@ void HttpApi::Routes() {
   }));
   add("GET", "/v1/reports", [=, this](const Req& req, Res& res) {
     const auto start = std::chrono::steady_clock::now();
-    auto who = Authenticate(req.get_header_value("Authorization"));
+    Admission admission;
+    auto who = Admit(req, false, &admission);
     std::string format = req.has_param("format") ? req.get_param_value("format") : "json";
     StatusOr<json> out = json();
     if (!who.ok()) {
@@ -387,9 +436,7 @@ void HttpApi::Routes() {
     } else {
       Reply(res, out);
     }
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    cp_.metrics().Observe("tidal_api_request_seconds", {{"route", "/v1/reports"}, {"method", "GET"}}, s);
-    cp_.metrics().Inc("tidal_api_requests_total", {{"route", "/v1/reports"}, {"method", "GET"}, {"code", std::to_string(res.status)}});
+    Finish("/v1/reports", "GET", start, admission, res);
   });
 
   // Agent endpoints. The control plane checks who may call them (the

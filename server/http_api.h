@@ -4,15 +4,19 @@
 #ifndef TIDAL_SERVER_HTTP_API_H_
 #define TIDAL_SERVER_HTTP_API_H_
 
+#include <chrono>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/common/status.h"
 #include "server/control_plane.h"
+#include "server/overload_guard.h"
 
 namespace httplib {
 class Server;
+struct Request;
 struct Response;
 }
 
@@ -32,8 +36,9 @@ const std::vector<ApiRoute>& ApiRoutes();
 
 // HTTP status for a Status code.
 int HttpStatusFor(StatusCode code);
-// {"error": {"code", "message", "field"}}; field = the message's leading path.
-std::string ErrorBody(const Status& status);
+// {"error": {"code", "message", "field"}}; field = the message's leading
+// path; code = the status code's name unless `code_name` is given.
+std::string ErrorBody(const Status& status, std::string_view code_name = {});
 
 class HttpApi {
  public:
@@ -50,6 +55,28 @@ class HttpApi {
   void Routes();
   // A configured token, else a node credential; 401 when neither.
   StatusOr<Principal> Authenticate(const std::string& authorization_header) const;
+
+  // What one request holds while it is served: a user's seat (given back
+  // when the reply is written) and, for a 429, its Retry-After.
+  struct Admission {
+    OverloadGuard* guard = nullptr;
+    std::string tenant;
+    int retry_after_s = 0;
+    Admission() = default;
+    Admission(const Admission&) = delete;
+    Admission& operator=(const Admission&) = delete;
+    ~Admission();
+  };
+  // Authentication, then the overload guard: the caller, or the 401/429 to
+  // answer. `submit`: a submit or dry-run, which also draws on the tenant's
+  // submit rate.
+  StatusOr<Principal> Admit(const httplib::Request& req, bool submit, Admission* admission);
+  // Counts a rejection in tidal_http_rejected_total and sets its Retry-After.
+  Status Rejected(Rejection why, Admission* admission, std::string message);
+  // Retry-After and the route's metrics, once the reply is written.
+  void Finish(const std::string& route_name, const std::string& method,
+              std::chrono::steady_clock::time_point start, const Admission& admission,
+              httplib::Response& res);
   // GET of a dashboard file (config_.web_dir) or its how-to-build page.
   void ServeStatic(const std::string& path, httplib::Response& res) const;
 

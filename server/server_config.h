@@ -64,6 +64,14 @@ struct ServerConfig {
   double idle_utilization = 0.05;
   size_t max_body_bytes = 1 << 20;
   int http_threads = 64;
+  // Overload protection (server/overload_guard.h): a tenant's unfinished
+  // (pending or running) workloads, its submit rate (0 = unlimited) and each
+  // client address's failed-authentication budget.
+  int tenant_max_unfinished = 100000;
+  double tenant_submit_rate_per_s = 0;
+  double tenant_submit_burst = 0;  // 0 = twice the rate
+  double auth_failure_burst = 100;
+  double auth_failure_rate_per_s = 10;
 };
 
 // Parses the YAML text of a server config; relative file names resolve
