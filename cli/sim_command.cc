@@ -160,24 +160,27 @@ void RunCompare(const std::vector<std::string>& dirs, const std::string& out_htm
 }
 
 // The co-location example's inputs (examples/colocation/README.md).
-sim::SimFiles DemoFiles(const std::string& dir) {
+// The example's load repeats one day, so its history (the day before the
+// run) is that same day: load.csv, fed before t = 0 (--load-history).
+sim::SimFiles DemoFiles(const std::string& dir, bool load_history) {
   sim::SimFiles f;
   f.cluster = dir + "/cluster.yaml";
   f.policy = dir + "/policy.yaml";
   f.workload = dir + "/workloads.yaml";
   f.load = dir + "/load.csv";
   f.load_period_s = 86400;
+  if (load_history) f.load_history = dir + "/load.csv";
   f.traces = {"philly:" + dir +
               "/philly_sample.csv,project=research,time_scale=1,checkpoint_interval_s=1800"};
   return f;
 }
 
 void RunDemo(const std::string& example, const std::string& out, uint64_t seed, double days,
-             const std::string& web_dir) {
+             const std::string& web_dir, bool load_history) {
   std::vector<std::string> dirs;
   for (const char* mode : {"static", "reactive", "predictive"}) {
     SimArgs a;
-    a.files = DemoFiles(example);
+    a.files = DemoFiles(example, load_history);
     a.out = out + "/" + mode;
     a.colocation = mode;
     a.seed = seed;
@@ -230,6 +233,8 @@ RegisterCommand reg([](CLI::App& root) {
   sim->add_option("--policy", args->files.policy, "Policy file; default: the built-in policy");
   sim->add_option("--workload", args->files.workload, "Workload file");
   sim->add_option("--load", args->files.load, "LOAD CSV: time_s,service,rps");
+  sim->add_option("--load-history", args->files.load_history,
+                  "LOAD CSV of the load before the run, fed to the forecaster (docs/formats.md)");
   sim->add_option("--load-period", args->files.load_period_s,
                   "Repeat the load curve with this period (s), e.g. 86400");
   sim->add_option("--trace", args->files.traces,
@@ -261,6 +266,7 @@ RegisterCommand reg([](CLI::App& root) {
     uint64_t seed = 1;
     double days = 3;
     std::string web_dir;
+    bool no_load_history = false;
   };
   auto demo = std::make_shared<DemoArgs>();
   CLI::App* demo_cmd =
@@ -270,7 +276,11 @@ RegisterCommand reg([](CLI::App& root) {
   demo_cmd->add_option("--seed", demo->seed, "Seed");
   demo_cmd->add_option("--days", demo->days, "Simulated days");
   demo_cmd->add_option("--web-dir", demo->web_dir, "Folder with report.js (web/dist); default: found next to the binary");
-  demo_cmd->callback([demo] { RunDemo(demo->example, demo->out, demo->seed, demo->days, demo->web_dir); });
+  demo_cmd->add_flag("--no-load-history", demo->no_load_history,
+                     "Start the forecaster cold (no load before the run), as before --load-history");
+  demo_cmd->callback([demo] {
+    RunDemo(demo->example, demo->out, demo->seed, demo->days, demo->web_dir, !demo->no_load_history);
+  });
 
   auto load_specs = std::make_shared<std::vector<std::string>>();
   auto load_out = std::make_shared<std::string>();

@@ -10,6 +10,7 @@
 
 #include "config/field_reader.h"
 #include "core/priority/priority_deriver.h"
+#include "protocol/journal_record.h"
 #include "protocol/json_writer.h"
 #include "server/workload_codec.h"
 
@@ -114,6 +115,12 @@ Status ControlPlane::Recover() {
   machine_->set_sink([this](Time at, state::EditOrigin origin, const state::Edit& edit) {
     OnApplied(at, origin, edit);
   });
+  // The forecaster's daily profile survives the restart: without it the
+  // first day after every restart is reactive.
+  TIDAL_ASSIGN_OR_RETURN(const int64_t samples, WarmStartForecaster(now));
+  if (samples > 0)
+    std::fprintf(stderr, "tidal: forecaster warm start from %lld stored load samples\n",
+                 static_cast<long long>(samples));
   // The configuration this history runs under, for `tidal sim replay`.
   Mutation meta;
   // A replay restarts where the server did (sim/journal_replay.h).
@@ -123,6 +130,39 @@ Status ControlPlane::Recover() {
   Enqueue(std::move(meta));
   ready_ = true;
   return Status::Ok();
+}
+
+StatusOr<int64_t> ControlPlane::WarmStartForecaster(Time now) {
+  int64_t fed = 0;
+  int64_t after = 0;
+  while (true) {
+    TIDAL_ASSIGN_OR_RETURN(std::vector<JournalRow> rows, store_->ReadJournal(after, 10000));
+    if (rows.empty()) break;
+    for (const JournalRow& row : rows) {
+      after = row.seq;
+      // Most rows are edits and markers; decode only the load samples.
+      if (row.entry.find("\"load\"") == std::string::npos) continue;
+      auto record = protocol::JournalRecordFromText(row.entry);
+      if (!record.ok()) {
+        return Internal(fmt::format("journal row {}: {}", row.seq, record.status().message()));
+      }
+      const auto* sample = std::get_if<protocol::LoadSample>(&*record);
+      if (sample == nullptr || !InLoadHistoryWindow(sample->at, now)) continue;
+      colocation_.ObserveLoad(sample->workload, sample->at, sample->rps);
+      ++fed;
+    }
+  }
+  return fed;
+}
+
+double ControlPlane::PeakLoadForecast(WorkloadId service, Time from, Time to) const {
+  std::lock_guard pass_lock(pass_mu_);
+  return colocation_.forecaster().PeakForecast(service, from, to);
+}
+
+bool ControlPlane::HasDailyLoadProfile(WorkloadId service) const {
+  std::lock_guard pass_lock(pass_mu_);
+  return colocation_.forecaster().HasDailyProfile(service);
 }
 
 // ---- helpers (mu_ held) ----

@@ -76,6 +76,11 @@ class ControlPlane {
   // Loads the store into memory. Call once before anything else.
   Status Recover();
   bool ready() const;
+  // The co-location forecaster's peak over [from, to] and whether its daily
+  // profile is in use (a warm start from the stored load samples makes it so
+  // after a restart).
+  double PeakLoadForecast(WorkloadId service, Time from, Time to) const;
+  bool HasDailyLoadProfile(WorkloadId service) const;
 
   // The scheduling loop thread: passes on Kick() (at most every
   // min_pass_gap) and every schedule_interval.
@@ -183,6 +188,9 @@ class ControlPlane {
   Status CheckFeasible(const Workload& w) const;
   // The engine's view of the stored records at recovery.
   Snapshot RecoveredSnapshot(Time now) const;
+  // Feeds the journal's load samples of the last kLoadHistoryWindow to the
+  // co-location forecaster (Recover); returns how many.
+  StatusOr<int64_t> WarmStartForecaster(Time now);
   // Applies one edit at the clock's now (mu_ held, inside an ApplyScope).
   Status ApplyEdit(const state::Edit& edit, state::EditOrigin origin = state::EditOrigin::kWorld);
   // The machine's sink: journals the edit and updates the records.

@@ -169,6 +169,9 @@ Status JournalReplay::Feed(const protocol::JournalRecord& record) {
   CloseStep();
   if (const auto* load = std::get_if<protocol::LoadSample>(&record)) {
     controller_->ObserveLoad(load->workload, load->at, load->rps);
+    load_history_.push_back(*load);
+    while (!load_history_.empty() && !InLoadHistoryWindow(load_history_.front().at, load->at))
+      load_history_.pop_front();
     return Status::Ok();
   }
   if (const auto* start = std::get_if<protocol::ServerStart>(&record)) {
@@ -182,6 +185,9 @@ Status JournalReplay::Feed(const protocol::JournalRecord& record) {
     }
     ++report_.restarts;
     Start(*std::move(restarted));
+    for (const protocol::LoadSample& s : load_history_) {
+      if (InLoadHistoryWindow(s.at, start->at)) controller_->ObserveLoad(s.workload, s.at, s.rps);
+    }
     return Status::Ok();
   }
   const auto& marker = std::get<protocol::PassMarker>(record);

@@ -113,6 +113,9 @@ class JournalReplay {
   std::optional<state::StateMachine> machine_;
   std::optional<ColocationController> controller_;
   std::optional<Scheduler> scheduler_;
+  // Load samples of the last kLoadHistoryWindow: a restart's warm start
+  // feeds them to the new controller, as the server does from its store.
+  std::deque<protocol::LoadSample> load_history_;
   std::vector<bool> registered_;  // by NodeId: nodes whose agent registered
   // What the replay's own calls applied, encoded, while capturing.
   bool capturing_ = false;

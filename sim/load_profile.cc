@@ -124,6 +124,8 @@ StatusOr<LoadProfile> LoadLoadFile(const std::string& path) {
   return ParseLoadCsv(ss.str(), path);
 }
 
+double HistoryShiftS(double end_s) { return (std::floor(end_s / 86400.0) + 1) * 86400.0; }
+
 void ApplyDiurnal(LoadSeries& series, double trough, double peak_s, double period_s) {
   for (size_t i = 0; i < series.rps.size(); ++i) {
     const double t = (static_cast<double>(i) + 0.5) * series.step_s;

@@ -53,6 +53,12 @@ class LoadProfile {
 StatusOr<LoadProfile> ParseLoadCsv(std::string_view text, std::string_view name);
 StatusOr<LoadProfile> LoadLoadFile(const std::string& path);
 
+// Where a LOAD HISTORY file's times land before the simulation start: a
+// point at time_s is observed at time_s - HistoryShiftS(end_s), end_s the
+// history's last time. The shift is whole days (the time of day is kept, so a
+// daily profile lines up) and more than end_s (every point is in the past).
+double HistoryShiftS(double end_s);
+
 // Multiplies a series by a daily cycle: factor(t) = trough + (1 - trough) *
 // (1 + cos(2 pi (t - peak_s) / period_s)) / 2, so the factor is 1 at the peak
 // hour and `trough` half a period away.

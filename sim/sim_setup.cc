@@ -371,6 +371,16 @@ StatusOr<SimInput> LoadSimInput(const SimFiles& files) {
     TIDAL_RETURN_IF_ERROR(AddLoadTrace(spec, in.load));
   }
   in.load.set_period_s(files.load_period_s);
+  if (!files.load_history.empty()) {
+    TIDAL_ASSIGN_OR_RETURN(in.load_history, LoadLoadFile(files.load_history));
+  }
+  for (const std::string& service : in.load_history.services()) {
+    if (!in.load.Has(service))
+      return InvalidArgument(fmt::format(
+          "load history: service '{}' has no load curve (--load or --load-trace); only scored services "
+          "are forecast",
+          service));
+  }
   for (const std::string& service : in.load.services()) {
     const bool known = std::any_of(in.workloads.begin(), in.workloads.end(), [&](const SimWorkload& w) {
       return w.workload.kind == WorkloadKind::kInference && w.workload.name == service;

@@ -68,6 +68,9 @@ struct SimFiles {
   std::vector<std::string> traces;       // workload traces
   std::vector<std::string> load_traces;  // load traces
   double load_period_s = 0;
+  // LOAD CSV of load before the run (--load-history), fed to the forecaster
+  // so that day one is not reactive; may be empty.
+  std::string load_history;
 };
 
 StatusOr<SimInput> LoadSimInput(const SimFiles& files);

@@ -127,6 +127,7 @@ class Run final : public state::StateObserver {
   void HandleReplicaReady(size_t job_index);
   void HandleCheckpoint(size_t job_index, Time at);
   void HandleLoadStep();
+  void FeedLoadHistory();
   void HandlePass();
   bool Done() const;
 
@@ -202,6 +203,7 @@ class Run final : public state::StateObserver {
   Time end_ = kInfiniteFuture;
   Time cap_ = kInfiniteFuture;
   double load_end_s_ = 0;
+  int64_t history_samples_ = 0;  // load history samples fed before t = 0
   double horizon_s_ = 0;  // for progress reports: where the run is expected to stop
   uint64_t events_handled_ = 0;
   size_t unarrived_ = 0;
@@ -322,6 +324,7 @@ Status Run::Init() {
   colocation_relevant_ = std::find(node_shared_.begin(), node_shared_.end(), true) != node_shared_.end();
   for (const SimWorkload& sw : input_.workloads)
     if (sw.workload.kind != WorkloadKind::kTraining) colocation_relevant_ = true;
+  FeedLoadHistory();
   queue_.Push(Time(), EventKind::kLoadStep);
   next_pass_ = Time();
   queue_.Push(Time(), EventKind::kPass);
@@ -329,6 +332,29 @@ Status Run::Init() {
   return Status::Ok();
 }
 
+
+// The history is observed the way live load is, one sample per load step,
+// so the forecaster cannot tell it from load it saw itself: its profile is
+// trusted from t = 0 once the history spans a day.
+void Run::FeedLoadHistory() {
+  const LoadProfile& h = input_.load_history;
+  if (h.services().empty()) return;
+  const double shift_s = HistoryShiftS(h.end_s());
+  const int64_t step_ms = options_.load_step.count();
+  for (const ServiceTrack& s : services_) {
+    if (!h.Has(s.name)) continue;
+    const WorkloadId id(static_cast<uint64_t>(s.job) + 1);
+    const double first_s = h.points(s.name).front().time_s;
+    const int64_t shift_ms = std::llround(shift_s * 1000);
+    // Steps on the load-step grid of the run (t = -k x step), from the
+    // history's first point to just before the start.
+    int64_t t_ms = -((shift_ms - std::llround(first_s * 1000)) / step_ms) * step_ms;
+    for (; t_ms < 0; t_ms += step_ms) {
+      controller_.ObserveLoad(id, TimeFromMillis(t_ms), h.Rps(s.name, (t_ms + shift_ms) / 1000.0));
+      ++history_samples_;
+    }
+  }
+}
 
 bool Run::Done() const {
   if (end_ != kInfiniteFuture) return false;  // runs to end_
@@ -1063,6 +1089,7 @@ StatusOr<SimResult> Run::Go() {
   if (judged > 0) s.inference.scale_up_success_rate = static_cast<double>(scale_up_ok_) / judged;
   s.inference.time_to_capacity_p50_s = Percentile(ttc_s_, 0.50);
   s.inference.time_to_capacity_p99_s = Percentile(ttc_s_, 0.99);
+  s.inference.load_history_samples = history_samples_;
 
   s.batch_inference.deadline_met_rate =
       s.batch_inference.jobs > 0 ? static_cast<double>(batch_met) / s.batch_inference.jobs : 1.0;

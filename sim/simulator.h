@@ -73,6 +73,9 @@ struct SimInput {
   PolicyConfig policy;
   std::vector<SimWorkload> workloads;
   LoadProfile load;
+  // Load observed before the run (--load-history): fed to the forecaster
+  // before t = 0, ending at the start (see HistoryShiftS).
+  LoadProfile load_history;
   Summary::Traces traces;  // what the trace loaders kept and left out
 };
 

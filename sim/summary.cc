@@ -66,6 +66,7 @@ nlohmann::ordered_json Summary::ToJson() const {
       {"scale_up_success_rate", R(inference.scale_up_success_rate)},
       {"time_to_capacity_p50_s", R(inference.time_to_capacity_p50_s)},
       {"time_to_capacity_p99_s", R(inference.time_to_capacity_p99_s)},
+      {"load_history_samples", inference.load_history_samples},
   };
   j["batch_inference"] = {
       {"jobs", batch_inference.jobs},

@@ -60,6 +60,8 @@ struct Summary {
     std::optional<double> scale_up_success_rate;  // empty when no scale-up was judged
     double time_to_capacity_p50_s = 0;
     double time_to_capacity_p99_s = 0;
+    // Load samples of --load-history fed to the forecaster before t = 0.
+    int64_t load_history_samples = 0;
   } inference;
 
   struct Batch {

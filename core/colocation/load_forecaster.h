@@ -18,6 +18,10 @@
 // both return the max observed over the last `fallback_window` times
 // (1 + fallback_margin); a service never observed forecasts 0.
 // Everything is a function of the observations, so it is deterministic.
+// Warm start: a restarted server (and `tidal sim replay` at each restart)
+// feeds the load samples it stored within kLoadHistoryWindow before the
+// restart through Observe, in order, so the profile survives a restart; the
+// simulator feeds --load-history the same way before t = 0.
 #ifndef TIDAL_CORE_COLOCATION_LOAD_FORECASTER_H_
 #define TIDAL_CORE_COLOCATION_LOAD_FORECASTER_H_
 
@@ -32,6 +36,18 @@
 #include "core/common/time.h"
 
 namespace tidal {
+
+// How far back a warm start reads stored load samples: with alpha = 0.5 a
+// day eight days old weighs under 1/256 in the profile, so older samples
+// cost start-up time and change nothing.
+inline constexpr Duration kLoadHistoryWindow = std::chrono::hours(7 * 24);
+
+// True when a sample taken at `sample` belongs to the warm start of a
+// forecaster (re)started at `start`. The server and the replay both use it,
+// so they rebuild the same forecaster.
+inline bool InLoadHistoryWindow(Time sample, Time start) {
+  return sample <= start && start - sample <= kLoadHistoryWindow;
+}
 
 struct ForecasterOptions {
   Duration bucket = minutes(5);

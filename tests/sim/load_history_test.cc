@@ -1,0 +1,145 @@
+// Issue #10, forecaster warm start: load history from a file (--load-history)
+// in the simulator, and from the store's load samples in a restarted server
+// (and in `tidal sim replay` of that server's journal), so that day one is not
+// reactive.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "core/colocation/load_forecaster.h"
+#include "server/control_plane.h"
+#include "server/server_config.h"
+#include "server/store.h"
+#include "sim/load_profile.h"
+#include "sim/sim_setup.h"
+#include "sim/simulator.h"
+#include "tests/support/sim_fixtures.h"
+
+namespace tidal::sim {
+namespace {
+
+TEST(LoadHistoryTest, HistoryEndsBeforeTheStartOnWholeDays) {
+  EXPECT_DOUBLE_EQ(HistoryShiftS(0), 86400);
+  EXPECT_DOUBLE_EQ(HistoryShiftS(86340), 86400);  // a one-day file ends at -60 s
+  EXPECT_DOUBLE_EQ(HistoryShiftS(86400), 2 * 86400);  // its last point stays in the past
+  EXPECT_DOUBLE_EQ(HistoryShiftS(100000), 2 * 86400);
+}
+
+// A quiet service (30 req/s) that jumps to 120 req/s from 12:00 to 13:00 every
+// day; 10 req/s per replica and a 3-minute cold start. Day one only.
+SimInput StepInput() {
+  SimInput in = testing::SmallSimInput(1, 3, 1);
+  in.workloads.push_back(testing::SimService(in, "chat", 10, 24, milliseconds(1000), seconds(180)));
+  auto load = ParseLoadCsv("time_s,service,rps\n0,chat,30\n43200,chat,120\n46800,chat,30\n", "load.csv");
+  EXPECT_TRUE(load.ok()) << load.status().ToString();
+  in.load = *load;
+  in.load.set_period_s(86400);
+  return in;
+}
+
+Summary RunDayOne(const SimInput& in) {
+  SimOptions o;
+  o.wall_times = false;
+  o.end_s = 86400;
+  o.colocation = ColocationMode::kPredictive;
+  auto r = RunSimulation(in, o, nullptr);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? r->summary : Summary{};
+}
+
+TEST(LoadHistoryTest, YesterdaysLoadMakesDayOnePredictive) {
+  SimInput cold = StepInput();
+  const Summary without = RunDayOne(cold);
+  // Without history the forecaster trusts only the last hour: the noon step
+  // arrives while the new replicas are still starting.
+  EXPECT_GT(without.inference.slo_miss_minutes, 0);
+  EXPECT_EQ(without.inference.load_history_samples, 0);
+
+  SimInput warm = StepInput();
+  warm.load_history = warm.load;  // yesterday ran like today
+  warm.load_history.set_period_s(0);
+  const Summary with = RunDayOne(warm);
+  EXPECT_EQ(with.inference.load_history_samples, 1440);  // one a minute over the day before
+  // The daily profile is in use from t = 0: capacity is there before noon.
+  EXPECT_EQ(with.inference.slo_miss_minutes, 0);
+  EXPECT_DOUBLE_EQ(with.inference.scale_up_success_rate.value_or(0), 1.0);
+}
+
+TEST(LoadHistoryTest, FileOfAnUnscoredServiceIsRefused) {
+  const std::string dir = testing::MakeScratchDir("load-history");
+  SimFiles f;
+  f.cluster = testing::WriteScratchFile(dir, "cluster.yaml", testing::SmallClusterYaml(1, 1, 1));
+  f.workload = testing::WriteScratchFile(
+      dir, "workloads.yaml",
+      "workloads:\n  - {name: chat, kind: inference, project: online, gpus_per_replica: 1, replicas: 1,\n"
+      "     replica_capacity_rps: 10}\n");
+  f.load = testing::WriteScratchFile(dir, "load.csv", "time_s,service,rps\n0,chat,5\n");
+  f.load_history = testing::WriteScratchFile(dir, "history.csv", "time_s,service,rps\n0,chat,5\n0,other,3\n");
+  auto in = LoadSimInput(f);
+  ASSERT_FALSE(in.ok());
+  EXPECT_NE(in.status().message().find("load history: service 'other'"), std::string::npos)
+      << in.status().ToString();
+  f.load_history = testing::WriteScratchFile(dir, "history.csv", "time_s,service,rps\n0,chat,5\n");
+  auto ok = LoadSimInput(f);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_TRUE(ok->load_history.Has("chat"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(LoadHistoryTest, WindowKeepsAWeekBeforeTheStart) {
+  const Time start = TimeFromMillis(10LL * 86400 * 1000);
+  EXPECT_TRUE(InLoadHistoryWindow(start, start));
+  EXPECT_TRUE(InLoadHistoryWindow(start - kLoadHistoryWindow, start));
+  EXPECT_FALSE(InLoadHistoryWindow(start - kLoadHistoryWindow - milliseconds(1), start));
+  EXPECT_FALSE(InLoadHistoryWindow(start + milliseconds(1), start));
+}
+
+// The server: load samples journaled before a restart warm the new
+// forecaster, within the window and no further.
+TEST(LoadHistoryTest, RestartedServerForecastsFromStoredLoadSamples) {
+  const std::string dir = testing::MakeScratchDir("load-history-server");
+  auto config = server::ParseServerConfig("cluster_file: cluster.yaml\npolicy_file: policy.yaml\nstore: sqlite:" +
+                                              dir + "/tidal.db\n",
+                                          "test.yaml", testing::SourceDir() + "/tests/server/testdata");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  ManualClock clock;
+  const Time start = TimeFromMillis(1'764'000'000'000);
+  clock.Set(start);
+  const WorkloadId chat(7), stale(8);
+  {
+    auto store = server::OpenStore(config->store);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    server::Mutation m;
+    // Two days of chat at 5-minute steps: 20 req/s, 80 from 12:00 to 13:00
+    // of each day (relative to the restart).
+    for (int64_t t_s = -2 * 86400; t_s < 0; t_s += 300) {
+      const int64_t of_day = ((t_s % 86400) + 86400) % 86400;
+      const double rps = of_day >= 43200 && of_day < 46800 ? 80 : 20;
+      m.journal.push_back(protocol::JournalRecordToText(
+          protocol::LoadSample{start + milliseconds(t_s * 1000), chat, rps}));
+    }
+    // Older than the window: not fed.
+    for (int64_t t_s = -10 * 86400; t_s < -9 * 86400; t_s += 300)
+      m.journal.push_back(protocol::JournalRecordToText(
+          protocol::LoadSample{start + milliseconds(t_s * 1000), stale, 50.0}));
+    const uint64_t seq = (*store)->Enqueue(std::move(m));
+    ASSERT_TRUE((*store)->WaitDurable(seq).ok());
+  }
+  auto store = server::OpenStore(config->store);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  server::ControlPlane cp(*config, std::move(store).value(), clock);
+  ASSERT_TRUE(cp.Recover().ok());
+  EXPECT_TRUE(cp.HasDailyLoadProfile(chat));
+  EXPECT_FALSE(cp.HasDailyLoadProfile(stale));
+  // The noon peak is forecast ahead of time, though the last hour ran at 20.
+  const Time noon = start + hours(12);
+  EXPECT_GT(cp.PeakLoadForecast(chat, noon - minutes(10), noon + minutes(10)), 60);
+  EXPECT_LT(cp.PeakLoadForecast(chat, start + hours(2), start + hours(3)), 30);
+  EXPECT_DOUBLE_EQ(cp.PeakLoadForecast(stale, start, start + hours(1)), 0);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace tidal::sim
