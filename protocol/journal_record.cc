@@ -71,6 +71,10 @@ const EnumTable<Health> kHealths = {
     {"failed", Health::kFailed},
     {"not_ready", Health::kNotReady}};
 
+const EnumTable<state::EndCause> kEndCauses = {{"reported", state::EndCause::kReported},
+                                               {"grace_expired", state::EndCause::kGraceExpired},
+                                               {"node_lost", state::EndCause::kNodeLost}};
+
 // Every enum value is in its table (a new one without a name is a codec
 // bug, caught by the round-trip test), so the fallback is never written.
 template <typename E>
@@ -85,7 +89,8 @@ std::string_view NameOf(const EnumTable<E>& table, E value) {
 constexpr std::string_view kEditNames[] = {
     "submit", "approve", "set_priority", "set_target", "place",   "grow",
     "notice", "shrink",  "pod_exit",     "checkpoint", "requeue", "release",
-    "lend",   "return",  "register_node", "node_health", "gpu_fault", "cordon"};
+    "lend",   "return",  "register_node", "node_health", "gpu_fault", "cordon",
+    "lease",  "idle"};
 static_assert(std::size(kEditNames) == std::variant_size_v<Edit>);
 
 // Times are exact milliseconds; the infinite future (no deadline) is null.
@@ -233,10 +238,24 @@ json EditJson(const Edit& edit) {
                    j["workload"] = e.workload.value();
                    j["checkpoint_ms"] = TimeJson(e.at);
                  },
-                 [&](const state::RequeueEdit& e) { j["workload"] = e.workload.value(); },
+                 // `cause` only when the lifecycle ended it: the world's
+                 // (most) requeues and releases stay as they were written.
+                 [&](const state::RequeueEdit& e) {
+                   j["workload"] = e.workload.value();
+                   if (e.cause != state::EndCause::kReported) j["cause"] = NameOf(kEndCauses, e.cause);
+                 },
                  [&](const state::ReleaseEdit& e) {
                    j["workload"] = e.workload.value();
                    j["final_state"] = NameOf(kStates, e.final_state);
+                   if (e.cause != state::EndCause::kReported) j["cause"] = NameOf(kEndCauses, e.cause);
+                 },
+                 [&](const state::LeaseEdit& e) {
+                   j["node"] = e.node.value();
+                   j["until_ms"] = TimeJson(e.until);
+                 },
+                 [&](const state::IdleEdit& e) {
+                   j["workload"] = e.workload.value();
+                   j["reclaim_at_ms"] = TimeJson(e.reclaim_at);
                  },
                  [&](const state::LendEdit& e) { j["node"] = e.node.value(); },
                  [&](const state::ReturnEdit& e) { j["node"] = e.node.value(); },
@@ -618,7 +637,8 @@ StatusOr<state::RegisterNodeEdit> ReadRegisterNode(const ObjectReader& r) {
 
 // The fields each edit has after "record", "at_ms", "origin" and "edit".
 Keys EditFields(std::string_view name) {
-  if (name == "submit" || name == "approve" || name == "requeue") return {"workload"};
+  if (name == "submit" || name == "approve") return {"workload"};
+  if (name == "requeue") return {"workload", "cause"};
   if (name == "set_priority") return {"workload", "priority"};
   if (name == "set_target") return {"workload", "pods", "min_pods", "max_pods"};
   if (name == "register_node") return {"node", "zones", "racks"};
@@ -628,7 +648,9 @@ Keys EditFields(std::string_view name) {
   if (name == "shrink") return {"workload", "pods", "beneficiary", "grace_deadline_ms"};
   if (name == "pod_exit") return {"workload", "pod"};
   if (name == "checkpoint") return {"workload", "checkpoint_ms"};
-  if (name == "release") return {"workload", "final_state"};
+  if (name == "release") return {"workload", "final_state", "cause"};
+  if (name == "lease") return {"node", "until_ms"};
+  if (name == "idle") return {"workload", "reclaim_at_ms"};
   if (name == "lend" || name == "return") return {"node"};
   if (name == "node_health") return {"node", "health"};
   if (name == "gpu_fault") return {"node", "gpus"};
@@ -637,10 +659,14 @@ Keys EditFields(std::string_view name) {
 }
 
 StatusOr<Edit> ReadEdit(const ObjectReader& r, const json& j, std::string_view name) {
-  // Every listed field is required; a deadline may be null (none).
+  // Every listed field is required but a requeue's or release's `cause`
+  // (absent = reported); a deadline may be null (none).
   for (std::string_view k : EditFields(name)) {
+    if (k == "cause" && (name == "requeue" || name == "release")) continue;
     if (!Present(j, k)) return r.Missing(k);
-    if (j.at(k).is_null() && k != "grace_deadline_ms") return r.Missing(k);
+    if (j.at(k).is_null() && k != "grace_deadline_ms" && k != "until_ms" && k != "reclaim_at_ms") {
+      return r.Missing(k);
+    }
   }
   WorkloadId w;
   if (Present(j, "workload") && name != "submit") TIDAL_RETURN_IF_ERROR(ReadWorkloadId(r, "workload", &w));
@@ -704,9 +730,24 @@ StatusOr<Edit> ReadEdit(const ObjectReader& r, const json& j, std::string_view n
     TIDAL_RETURN_IF_ERROR(ReadAt(r, "checkpoint_ms", &e.at));
     return Edit(e);
   }
-  if (name == "requeue") return Edit(state::RequeueEdit{w});
+  if (name == "requeue") {
+    state::RequeueEdit e{w};
+    if (Present(j, "cause")) TIDAL_RETURN_IF_ERROR(ReadEnum(r, "cause", kEndCauses, &e.cause));
+    return Edit(e);
+  }
+  if (name == "lease") {
+    state::LeaseEdit e{node};
+    TIDAL_RETURN_IF_ERROR(ReadNullableTime(r, j, "until_ms", &e.until));
+    return Edit(e);
+  }
+  if (name == "idle") {
+    state::IdleEdit e{w};
+    TIDAL_RETURN_IF_ERROR(ReadNullableTime(r, j, "reclaim_at_ms", &e.reclaim_at));
+    return Edit(e);
+  }
   if (name == "release") {
     state::ReleaseEdit e{w, WorkloadState::kSucceeded};
+    if (Present(j, "cause")) TIDAL_RETURN_IF_ERROR(ReadEnum(r, "cause", kEndCauses, &e.cause));
     TIDAL_RETURN_IF_ERROR(ReadEnum(r, "final_state", kStates, &e.final_state));
     if (e.final_state != WorkloadState::kSucceeded && e.final_state != WorkloadState::kFailed &&
         e.final_state != WorkloadState::kCancelled) {

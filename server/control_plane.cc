@@ -75,7 +75,8 @@ Status ControlPlane::Recover() {
       node_rt_[id.value()].credential_sha256 = digest;
       node_by_credential_[digest] = id;
     }
-    // A restarted server gives every registered node a fresh lease.
+    // A restarted server gives every registered node a fresh lease (the
+    // LeaseEdits below, once the machine exists).
     node_rt_[id.value()].last_heartbeat_ms = ToMillis(now);
     if (node.failed_gpus != 0) node.health = Health::kDegraded;
   }
@@ -118,9 +119,18 @@ Status ControlPlane::Recover() {
   // The forecaster's daily profile survives the restart: without it the
   // first day after every restart is reactive.
   TIDAL_ASSIGN_OR_RETURN(const int64_t samples, WarmStartForecaster(now));
-  if (samples > 0)
+  if (samples > 0) {
     std::fprintf(stderr, "tidal: forecaster warm start from %lld stored load samples\n",
                  static_cast<long long>(samples));
+  }
+  // Every registered node's fresh lease, journaled after the server_start
+  // record below (Enqueue puts this mutation's records first), so a replay
+  // restarts with the same leases.
+  for (size_t i = 0; i < node_rt_.size(); ++i) {
+    if (node_rt_[i].registered) {
+      (void)machine_->Apply(state::LeaseEdit{NodeId(static_cast<uint32_t>(i)), now + config_.node_lease});
+    }
+  }
   // The configuration this history runs under, for `tidal sim replay`.
   Mutation meta;
   // A replay restarts where the server did (sim/journal_replay.h).

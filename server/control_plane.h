@@ -248,7 +248,21 @@ class ControlPlane {
   // Ends a stopped workload whose pods are gone: requeued, or cancelled when
   // its notice (or a cancel during it) said it ends for good.
   void EndStopped(WorkloadRecord& r);
-  void MarkNodeLost(NodeId n, Time now);
+  // The record's side of the lifecycle declaring `n` lost (its lease ran
+  // out): the runtime flag, the metric and the audit, before the lifecycle's
+  // requeues of its work apply.
+  void ReactNodeLost(NodeId n, Time now);
+  // The lease inputs of the lifecycle: before each pass's tick, a node whose
+  // applied lease falls due and that heartbeated since gets a LeaseEdit to
+  // its last heartbeat plus the lease (journaled). Heartbeats between two
+  // due leases change memory only, so the journal grows by about one lease
+  // per node per lease period, not one record per heartbeat.
+  void RenewLeases(Time now);
+  // The idle input of the lifecycle: a debug session whose smoothed
+  // utilization crossed idle_utilization gets an IdleEdit (reclaim at now +
+  // debug_idle_limit when it went idle, none when it is busy again); a
+  // sample that crosses nothing changes memory only.
+  void ReportUtilization(WorkloadRecord& r, Time now);
   // Every pod on `n` is gone: gangs with a pod there requeue whole, pods a
   // shrink was removing just exit. Inside an ApplyScope; applying_.reason
   // says why.
@@ -258,7 +272,8 @@ class ControlPlane {
   Status CheckNodeCaller(const Principal& who, const std::string& node);
   // A fresh credential for `n`, replacing the one issued before.
   void IssueCredential(NodeId n, std::string* credential);
-  void ExpireAndReap(Time now);
+  // The scale-up timeout (audit and metric only; not a state edit yet).
+  void ExpireScaleUps(Time now);
   void ApplyDecisions(const Decisions& d);
   std::vector<protocol::PodAssignment> PodsFor(NodeId node) const;
   // The node's desired pods, once the store has everything they reflect.

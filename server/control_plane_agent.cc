@@ -275,6 +275,8 @@ StatusOr<json> ControlPlane::RegisterNode(const Principal& who, const json& body
         !s.ok()) {
       return Internal("register: " + s.message());
     }
+    // Its first lease; heartbeats renew it (ControlPlane::RenewLeases).
+    (void)ApplyEdit(state::LeaseEdit{id, now + config_.node_lease});
     const Node& node = config_.catalog.cluster.nodes[id.value()];
     AddAudit(m, who.name, "register", nullptr,
              {{"node", node.name}, {"gpus", node.gpu_count}, {"gpu_model", node.gpu_model},
@@ -327,6 +329,7 @@ StatusOr<json> ControlPlane::Heartbeat(const Principal& who, const std::string& 
       rt.lost = false;
       AddAudit(m, who.name, "node_back", nullptr, {{"node", node.name}}, now);
       (void)ApplyEdit(state::NodeHealthEdit{*id, node.failed_gpus ? Health::kDegraded : Health::kHealthy});
+      (void)ApplyEdit(state::LeaseEdit{*id, now + config_.node_lease});
       changed = true;
     }
     GpuMask newly_failed = 0;
@@ -340,8 +343,10 @@ StatusOr<json> ControlPlane::Heartbeat(const Principal& who, const std::string& 
         AddAudit(m, who.name, "gpu_fault", nullptr, {{"node", node.name}, {"gpu", s.index}, {"xid", s.xid}}, now);
       }
     }
-    // Per-workload utilization: the mean over the GPUs it holds here.
-    for (uint64_t wid : node_workloads_[id->value()]) {
+    // Per-workload utilization: the mean over the GPUs it holds here. A
+    // copy of the ids: an idle report applies an edit, which may reindex.
+    for (uint64_t wid : std::vector<uint64_t>(node_workloads_[id->value()].begin(),
+                                              node_workloads_[id->value()].end())) {
       WorkloadRecord* w = Find(wid);
       if (!w || !w->allocation) continue;
       double sum = 0;
@@ -355,7 +360,10 @@ StatusOr<json> ControlPlane::Heartbeat(const Principal& who, const std::string& 
           }
         }
       }
-      if (n > 0) w->utilization = w->utilization < 0 ? sum / n : 0.8 * w->utilization + 0.2 * (sum / n);
+      if (n > 0) {
+        w->utilization = w->utilization < 0 ? sum / n : 0.8 * w->utilization + 0.2 * (sum / n);
+        ReportUtilization(*w, now);
+      }
     }
     if (newly_failed) {
       // A GPU fault drains the node: nothing new lands there and its
@@ -486,6 +494,7 @@ StatusOr<json> ControlPlane::PodStatus(const Principal& who, const std::string& 
       if (ev.utilization) {
         const double util = *ev.utilization;
         w->utilization = w->utilization < 0 ? util : 0.8 * w->utilization + 0.2 * util;
+        ReportUtilization(*w, now);
       }
       if (ev.load && ev.load->rps >= 0 && w->w.kind == WorkloadKind::kInference) {
         RecordReplicaLoad(*w, rank, ev.load->rps, ev.load->p95_ms, ev.load->p99_ms, at);

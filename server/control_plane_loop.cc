@@ -50,18 +50,16 @@ Snapshot ControlPlane::RecoveredSnapshot(Time now) const {
   return s;
 }
 
-void ControlPlane::MarkNodeLost(NodeId n, Time now) {
-  Node& node = config_.catalog.cluster.nodes[n.value()];
+void ControlPlane::ReactNodeLost(NodeId n, Time now) {
+  const Node& node = config_.catalog.cluster.nodes[n.value()];
   NodeRuntime& rt = node_rt_[n.value()];
   rt.lost = true;
   metrics_.Inc("tidal_nodes_lost_total", {});
+  // The lifecycle's requeues of the node's work follow this edit, so the
+  // index still lists its victims.
   std::vector<uint64_t> victims(node_workloads_[n.value()].begin(), node_workloads_[n.value()].end());
   AddAudit(*applying_.m, "scheduler", "node_lost", nullptr,
            {{"node", node.name}, {"last_heartbeat_ms", rt.last_heartbeat_ms}, {"victims", victims}}, now);
-  (void)ApplyEdit(state::NodeHealthEdit{n, Health::kNotReady});
-  applying_.reason = "node_lost";
-  EvictPods(n);
-  applying_.reason.clear();
 }
 
 void ControlPlane::EvictPods(NodeId n) {
@@ -97,15 +95,30 @@ void ControlPlane::EndStopped(WorkloadRecord& r) {
   }
 }
 
-void ControlPlane::ExpireAndReap(Time now) {
-  const int64_t now_ms = ToMillis(now);
+void ControlPlane::RenewLeases(Time now) {
   for (size_t i = 0; i < node_rt_.size(); ++i) {
-    NodeRuntime& rt = node_rt_[i];
-    if (rt.registered && !rt.lost &&
-        now_ms - rt.last_heartbeat_ms > config_.node_lease.count()) {
-      MarkNodeLost(NodeId(i), now);
-    }
+    const NodeRuntime& rt = node_rt_[i];
+    const NodeId n(static_cast<uint32_t>(i));
+    if (!rt.registered || rt.lost) continue;
+    // Not due yet: the applied lease still holds, whatever came since.
+    if (machine_->state().lease_until(n) >= now) continue;
+    const Time until = TimeFromMillis(rt.last_heartbeat_ms) + config_.node_lease;
+    // No heartbeat within a lease: the lifecycle declares the node lost.
+    if (until < now) continue;
+    (void)ApplyEdit(state::LeaseEdit{n, until});
   }
+}
+
+void ControlPlane::ReportUtilization(WorkloadRecord& r, Time now) {
+  if (r.w.kind != WorkloadKind::kDebug || !r.allocation || r.stop || r.utilization < 0) return;
+  const bool idle = r.utilization < config_.idle_utilization;
+  const bool was_idle = machine_->state().idle_reclaim_at(r.w.id) != kInfiniteFuture;
+  if (idle == was_idle) return;
+  (void)ApplyEdit(state::IdleEdit{r.w.id, idle ? now + config_.debug_idle_limit : kInfiniteFuture});
+}
+
+void ControlPlane::ExpireScaleUps(Time now) {
+  const int64_t now_ms = ToMillis(now);
   std::vector<uint64_t> ids(allocated_.begin(), allocated_.end());
   for (uint64_t id : ids) {
     WorkloadRecord* rp = Find(id);
@@ -123,17 +136,6 @@ void ControlPlane::ExpireAndReap(Time now) {
                  {{"from", su.from_pods}, {"to", su.to_pods}, {"requested_ms", su.requested_ms}}, now);
         MarkChanged(r);
       }
-    }
-    // Debug sessions idle past the limit are reclaimed.
-    if (r.w.kind == WorkloadKind::kDebug && r.allocation && !r.stop && r.utilization >= 0 &&
-        r.utilization < config_.idle_utilization && r.pod_started_ms > 0 &&
-        now_ms - r.pod_started_ms > config_.debug_idle_limit.count()) {
-      state::NoticeEdit idle;
-      idle.workload = r.w.id;
-      idle.cause = PreemptCause::kIdle;
-      idle.grace_deadline = now + config_.policy.preemption.default_grace;
-      idle.requeue = false;
-      (void)ApplyEdit(idle);
     }
   }
 }
@@ -160,8 +162,11 @@ void ControlPlane::RunPass() {
     Mutation m;
     {
       ApplyScope scope(*this, m, "scheduler");
-      ExpireAndReap(now);
-      // The lifecycle's timers: grace deadlines, leaving pods, max runtime.
+      ExpireScaleUps(now);
+      // The lifecycle's inputs first (world edits, before the tick marker),
+      // then its timers: grace deadlines, leaving pods, max runtime, node
+      // leases, idle debug sessions.
+      RenewLeases(now);
       JournalMarker(protocol::PassPhase::kTick);
       machine_->Tick();
       // A derivation fails only for a stored workload that the policy no
@@ -255,9 +260,14 @@ void ControlPlane::React(state::EditOrigin origin, const state::Edit& edit) {
                    now);
         } else if constexpr (std::is_same_v<E, state::RegisterNodeEdit>) {
           ReactNode(e.node.id);
-        } else if constexpr (std::is_same_v<E, state::NodeHealthEdit> || std::is_same_v<E, state::GpuFaultEdit> ||
-                             std::is_same_v<E, state::CordonEdit>) {
+        } else if constexpr (std::is_same_v<E, state::NodeHealthEdit>) {
+          // The lifecycle makes a node not ready only when its lease ran out.
+          if (origin == state::EditOrigin::kLifecycle && e.health == Health::kNotReady) ReactNodeLost(e.node, now);
           ReactNode(e.node);
+        } else if constexpr (std::is_same_v<E, state::GpuFaultEdit> || std::is_same_v<E, state::CordonEdit>) {
+          ReactNode(e.node);
+        } else if constexpr (std::is_same_v<E, state::LeaseEdit>) {
+          // Memory has the heartbeat already; the edit is the lifecycle's input.
         } else if constexpr (std::is_same_v<E, state::SubmitEdit>) {
           // The record exists already (Submit makes it, then the edit).
         } else {
@@ -282,8 +292,8 @@ void ControlPlane::React(state::EditOrigin origin, const state::Edit& edit) {
             SyncRecord(*r);
           } else if constexpr (std::is_same_v<E, state::RequeueEdit>) {
             const bool cancel_after = r->stop && !r->stop->requeue;
-            std::string reason = !applying_.reason.empty() ? applying_.reason
-                                 : origin == state::EditOrigin::kLifecycle ? "grace_expired"
+            std::string reason = e.cause != state::EndCause::kReported ? std::string(state::EndCauseName(e.cause))
+                                 : !applying_.reason.empty() ? applying_.reason
                                  : r->stop ? r->stop->cause
                                            : "requeued";
             ReleaseView(*r, WorkloadState::kPending, std::move(reason), now);
@@ -292,8 +302,8 @@ void ControlPlane::React(state::EditOrigin origin, const state::Edit& edit) {
             // requeue): it ends now instead of waiting again.
             if (cancel_after) (void)ApplyEdit(state::ReleaseEdit{e.workload, WorkloadState::kCancelled});
           } else if constexpr (std::is_same_v<E, state::ReleaseEdit>) {
-            std::string reason = !applying_.reason.empty() ? applying_.reason
-                                 : origin == state::EditOrigin::kLifecycle ? "grace_expired"
+            std::string reason = e.cause != state::EndCause::kReported ? std::string(state::EndCauseName(e.cause))
+                                 : !applying_.reason.empty() ? applying_.reason
                                  : e.final_state == WorkloadState::kFailed ? "rejected"
                                  : r->stop ? r->stop->cause
                                            : std::string(WorkloadStateName(e.final_state));
@@ -320,6 +330,8 @@ void ControlPlane::React(state::EditOrigin origin, const state::Edit& edit) {
               AddAudit(*applying_.m, "autoscaler", "scale", r, {{"from", r->w.pods}, {"to", e.pods}}, now);
             }
             SyncRecord(*r);
+          } else if constexpr (std::is_same_v<E, state::IdleEdit>) {
+            // The lifecycle's input; the records show the utilization itself.
           } else if constexpr (std::is_same_v<E, state::SetPriorityEdit>) {
             const int previous = r->w.priority.value;
             SyncRecord(*r);

@@ -27,7 +27,9 @@ enum class EventKind : uint8_t {
   kArrival = 3,      // a workload is submitted
   kLoadStep = 4,     // a new load minute starts
   kCheckpoint = 5,   // a running job saved a checkpoint (before a pass prices victims)
-  kPass = 6,         // a scheduling pass
+  kAgentLost = 6,    // a node's agent stopped heartbeating (its last lease)
+  kIdle = 7,         // a debug session's GPUs went idle
+  kPass = 8,         // a scheduling pass
 };
 
 struct Event {

@@ -47,6 +47,8 @@ struct Job {
   double checkpoint_progress_s = 0;
   Time run_start;
   uint64_t generation = 0;    // finish and exit events carry it
+  uint64_t runs = 0;          // placements so far; idle events carry it
+  double idle_after_s = -1;   // debug: GPUs idle this long after each start
 
   std::optional<Time> first_start;
   std::optional<Time> noticed_at;  // the preemption notice, for recovery time
@@ -128,6 +130,8 @@ class Run final : public state::StateObserver {
   void HandleCheckpoint(size_t job_index, Time at);
   void HandleLoadStep();
   void FeedLoadHistory();
+  void HandleAgentLost(size_t node);
+  void HandleIdle(size_t job_index, uint64_t run);
   void HandlePass();
   bool Done() const;
 
@@ -291,6 +295,7 @@ Status Run::Init() {
                                                               : Duration(0);
     j.deadline = w.batch.deadline;
     j.name_json = nlohmann::json(w.name).dump();
+    j.idle_after_s = sw.idle_after_s;
     if (j.work_s > 0) ++finite_left_;
     j.queue = w.queue;
     j.project = w.project;
@@ -312,6 +317,15 @@ Status Run::Init() {
     queue_.PushBulk(j.submit, EventKind::kArrival, i);
     ++unarrived_;
     last_arrival_s = std::max(last_arrival_s, sw.submit_s);
+  }
+  for (const NodeLoss& loss : input_.node_losses) {
+    const auto node = std::find_if(s.cluster.nodes.begin(), s.cluster.nodes.end(),
+                                   [&](const Node& n) { return n.name == loss.node; });
+    if (node == s.cluster.nodes.end())
+      return InvalidArgument(fmt::format("node loss: no node named {}", loss.node));
+    if (!(loss.at_s >= 0)) return InvalidArgument(fmt::format("node loss of {}: time must be >= 0", loss.node));
+    queue_.Push(TimeFromMillis(static_cast<int64_t>(std::llround(loss.at_s * 1000))), EventKind::kAgentLost,
+                static_cast<size_t>(node - s.cluster.nodes.begin()));
   }
   load_end_s_ = std::max(input_.load.end_s(), input_.load.period_s());
   horizon_s_ = options_.end_s > 0 ? options_.end_s : std::max(last_arrival_s, load_end_s_);
@@ -401,6 +415,8 @@ void Run::Loop() {
       case EventKind::kReplicaReady: HandleReplicaReady(e.subject); break;
       case EventKind::kCheckpoint: HandleCheckpoint(e.subject, e.at); break;
       case EventKind::kLoadStep: HandleLoadStep(); break;
+      case EventKind::kAgentLost: HandleAgentLost(e.subject); break;
+      case EventKind::kIdle: HandleIdle(e.subject, e.generation); break;
       case EventKind::kPass:
         if (e.at == next_pass_) HandlePass();
         break;
@@ -581,6 +597,24 @@ void Run::HandleVictimExit(size_t i, uint64_t generation) {
   }
 }
 
+// The agent's last heartbeat is now: its lease runs out one node_lease
+// later, and the lifecycle (at the first pass past it) declares the node
+// lost and requeues its work, the server's path exactly.
+void Run::HandleAgentLost(size_t node) {
+  const NodeId n(static_cast<uint32_t>(node));
+  LogEvent(fmt::format("\"event\":\"agent_lost\",\"node\":{}",
+                       nlohmann::json(snap().cluster.node(n).name).dump()));
+  ApplyWorld(state::LeaseEdit{n, clock_.Now() + options_.node_lease});
+}
+
+// A debug session of this run went idle: reported as the server's agent
+// would, with the reclaim time the server's idle limit gives.
+void Run::HandleIdle(size_t i, uint64_t run) {
+  Job& j = jobs_[i];
+  if (j.phase != Phase::kRunning || run != j.runs) return;
+  ApplyWorld(state::IdleEdit{IdOf(j), clock_.Now() + options_.debug_idle_limit});
+}
+
 void Run::RecountReady(Job& j) {
   int ready = 0;
   for (const auto& [pod, t] : j.pod_ready) ready += t <= clock_.Now() ? 1 : 0;
@@ -711,9 +745,10 @@ void Run::Sample() {
 void Run::HandlePass() {
   next_pass_ = kInfiniteFuture;
   const Time now = clock_.Now();
-  // Nothing changed, nothing waits, no load to follow and no debug clock
-  // running: the pass would decide nothing, so it is skipped.
-  if (!changed_since_pass_ && pending_count_ == 0 && running_debug_ == 0 && services_.empty()) {
+  // Nothing changed, nothing waits, no load to follow, no debug clock
+  // running and no timer due: the pass would decide nothing, so it is skipped.
+  if (!changed_since_pass_ && pending_count_ == 0 && running_debug_ == 0 && services_.empty() &&
+      machine_->lifecycle().next_deadline() > now) {
     next_pass_ = now + options_.pass_interval;
     queue_.Push(next_pass_, EventKind::kPass);
     return;
@@ -833,6 +868,12 @@ void Run::React(const state::Edit& edit) {
         else if constexpr (std::is_same_v<E, state::PodExitEdit>) ReactPodExit(e);
         else if constexpr (std::is_same_v<E, state::RequeueEdit>) ReactRequeue(e);
         else if constexpr (std::is_same_v<E, state::ReleaseEdit>) ReactRelease(e);
+        else if constexpr (std::is_same_v<E, state::NodeHealthEdit>) {
+          // Only the lifecycle makes a simulated node not ready: its lease ran out.
+          if (e.health == Health::kNotReady)
+            LogEvent(fmt::format("\"event\":\"node_lost\",\"node\":{}",
+                                 nlohmann::json(snap().cluster.node(e.node).name).dump()));
+        }
         // Priorities, targets, checkpoints and loans change nothing the
         // world models; AfterPrepare reads targets and loans.
       },
@@ -867,6 +908,11 @@ void Run::ReactPlace(const state::PlaceEdit& e) {
     if (static_cast<int>(e.pods.size()) < w.min_pods) ++gang_partial_;
   }
   SetPhase(j, Phase::kRunning);
+  ++j.runs;
+  if (j.kind == WorkloadKind::kDebug && j.idle_after_s >= 0) {
+    queue_.Push(now + Duration(static_cast<int64_t>(std::llround(j.idle_after_s * 1000))), EventKind::kIdle,
+                IndexOf(j), j.runs);
+  }
   if (j.checkpoint_interval.count() > 0) {
     j.next_checkpoint = now + j.checkpoint_interval;
     queue_.Push(j.next_checkpoint, EventKind::kCheckpoint, IndexOf(j));

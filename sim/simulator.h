@@ -42,6 +42,18 @@ namespace tidal::sim {
 struct SimWorkload {
   Workload workload;
   double submit_s = 0;
+  // A debug session's GPUs go idle this long after each start (the
+  // lifecycle then reclaims it after SimOptions::debug_idle_limit);
+  // negative = never idle.
+  double idle_after_s = -1;
+};
+
+// A node's agent stops at `at_s` (it crashed, the node lost power): its last
+// lease runs SimOptions::node_lease from then, and the lifecycle declares the
+// node lost once it ran out, as the server's does.
+struct NodeLoss {
+  std::string node;
+  double at_s = 0;
 };
 
 struct SimOptions {
@@ -50,6 +62,9 @@ struct SimOptions {
   Duration min_pass_gap = seconds(1);  // arrivals/exits trigger a pass at most this often
   Duration load_step = minutes(1);     // one scored "service-minute"
   Duration checkpoint_save = seconds(30);  // a checkpointing victim's shutdown time
+  // As the server's node_lease_s and debug_idle_limit_s (defaults alike).
+  Duration node_lease = seconds(30);
+  Duration debug_idle_limit = minutes(30);
   // Stop here; 0 = when all finite work is done and the load curve ended
   // (capped at the last arrival + load end + 7 days).
   double end_s = 0;
@@ -72,6 +87,7 @@ struct SimInput {
   config::ClusterConfig cluster;
   PolicyConfig policy;
   std::vector<SimWorkload> workloads;
+  std::vector<NodeLoss> node_losses;
   LoadProfile load;
   // Load observed before the run (--load-history): fed to the forecaster
   // before t = 0, ending at the start (see HistoryShiftS).

@@ -103,10 +103,20 @@ struct CheckpointEdit {
   Time at;
 };
 
+// Why an allocation ended when the world did not report it: the lifecycle
+// declared it gone. The server's run history and audit name it; an edit the
+// world reported (an exit, a cancel) says kReported.
+enum class EndCause : uint8_t {
+  kReported,      // the world said so (an exit report, a request)
+  kGraceExpired,  // its grace deadline passed (the agent SIGKILLs it)
+  kNodeLost,      // its node's lease ran out (Lifecycle: NodeHealth not ready)
+};
+
 // A running or terminating workload loses its GPUs and waits again
 // (a preempted victim exited, its node was lost).
 struct RequeueEdit {
   WorkloadId workload;
+  EndCause cause = EndCause::kReported;
 };
 
 // A workload leaves the live set for good, with its GPUs if it holds any.
@@ -114,6 +124,7 @@ struct RequeueEdit {
 struct ReleaseEdit {
   WorkloadId workload;
   WorkloadState final_state = WorkloadState::kSucceeded;
+  EndCause cause = EndCause::kReported;
 };
 
 // A shared-pool node is lent to training, or returned to inference.
@@ -134,8 +145,8 @@ struct RegisterNodeEdit {
   std::vector<Rack> racks;
 };
 
-// A node failed (kFailed), lost its agent's lease (kNotReady), or came back
-// (kHealthy, kDegraded).
+// A node failed (kFailed), lost its agent's lease (kNotReady, made by the
+// Lifecycle when the lease runs out), or came back (kHealthy, kDegraded).
 struct NodeHealthEdit {
   NodeId node;
   Health health = Health::kHealthy;
@@ -154,13 +165,38 @@ struct CordonEdit {
   bool cordoned = true;
 };
 
+// A node's agent lease runs until `until` (its last heartbeat plus the
+// lease); kInfiniteFuture = it never runs out (a node without an agent
+// lease: the simulator's nodes, tests). Once the clock passes `until` with no
+// newer lease, the Lifecycle declares the node lost. The server does not
+// apply one per heartbeat: it renews only when the lease it applied before
+// falls due (ControlPlane::RenewLeases), so the journal holds about one
+// renewal per node per lease, not one per heartbeat, and a replay sees every
+// lease that the server's lifecycle saw.
+struct LeaseEdit {
+  NodeId node;
+  Time until = kInfiniteFuture;
+};
+
+// A workload's GPUs went idle (its utilization fell below the idle
+// threshold) at the state's clock: if it is a debug session still idle at
+// `reclaim_at`, the Lifecycle reclaims it (notice, cause kIdle, no requeue).
+// kInfiniteFuture = busy again. Sent on a change only, never per sample, so
+// the journal grows with transitions, not with the utilization stream.
+struct IdleEdit {
+  WorkloadId workload;
+  Time reclaim_at = kInfiniteFuture;
+};
+
 using Edit = std::variant<SubmitEdit, ApproveEdit, SetPriorityEdit, SetTargetEdit, PlaceEdit,
                           GrowEdit, NoticeEdit, ShrinkEdit, PodExitEdit, CheckpointEdit,
                           RequeueEdit, ReleaseEdit, LendEdit, ReturnEdit, RegisterNodeEdit,
-                          NodeHealthEdit, GpuFaultEdit, CordonEdit>;
+                          NodeHealthEdit, GpuFaultEdit, CordonEdit, LeaseEdit, IdleEdit>;
 
 // "submit", "approve", ..., as written in the journal.
 std::string_view EditName(const Edit& edit);
+// "reported", "grace_expired", "node_lost".
+std::string_view EndCauseName(EndCause cause);
 
 // Who made an edit. A replay feeds the world's edits (and the priority
 // refresher's, when the policy is unchanged) back in, reruns the lifecycle,

@@ -40,8 +40,51 @@ StatusOr<State> RestartedState(Snapshot kept, const std::vector<bool>& registere
   return State::FromSnapshot(kept);
 }
 
-void Lifecycle::Arm(Time at, TimerKind kind, WorkloadId w, Time armed_for) {
-  timers_.push(Timer{at, next_seq_++, kind, w, armed_for});
+void Lifecycle::Arm(Time at, TimerKind kind, WorkloadId w, Time armed_for, NodeId node) {
+  timers_.push(Timer{at, next_seq_++, kind, w, armed_for, node});
+}
+
+// A lease holds through `until`: the node is lost only once the clock is
+// past it (as "more than a lease since the last heartbeat").
+void Lifecycle::ArmLease(NodeId n, Time until) {
+  if (until == kInfiniteFuture) return;
+  Arm(until + Duration(1), TimerKind::kLease, WorkloadId(), until, n);
+}
+
+void Lifecycle::ArmIdle(const Workload& w, Time reclaim_at) {
+  if (w.kind != WorkloadKind::kDebug || reclaim_at == kInfiniteFuture) return;
+  Arm(reclaim_at, TimerKind::kIdle, w.id, reclaim_at);
+}
+
+void Lifecycle::NodeLost(const State& state, NodeId n, std::vector<Edit>& out) const {
+  out.push_back(NodeHealthEdit{n, Health::kNotReady});
+  // A scan of the allocations: a node is lost rarely, and an index of the
+  // work per node would cost every placement.
+  for (const Allocation& a : state.snapshot().allocations) {
+    bool here = false;
+    bool only_leaving = true;
+    for (const PodPlacement& p : a.pods) {
+      if (p.node != n) continue;
+      here = true;
+      if (std::find(a.leaving.begin(), a.leaving.end(), p) == a.leaving.end()) only_leaving = false;
+    }
+    if (!here) continue;
+    if (only_leaving && !a.terminating) {
+      // Only pods a shrink was removing were there: they are gone early.
+      for (const PodPlacement& p : a.pods) {
+        if (p.node == n) out.push_back(PodExitEdit{a.workload, p});
+      }
+      continue;
+    }
+    // The pods are gone with the node: the whole gang restarts elsewhere,
+    // or, told to stop for good, ends.
+    const StopNotice* stop = state.stop(a.workload);
+    if (a.terminating && stop != nullptr && !stop->requeue) {
+      out.push_back(ReleaseEdit{a.workload, WorkloadState::kCancelled, EndCause::kNodeLost});
+    } else {
+      out.push_back(RequeueEdit{a.workload, EndCause::kNodeLost});
+    }
+  }
 }
 
 void Lifecycle::ArmMaxRuntime(const Workload& w, const Allocation& a) {
@@ -59,7 +102,14 @@ void Lifecycle::ArmExisting(const State& state) {
     if (!a.leaving.empty() && leaving != kInfiniteFuture) {
       Arm(leaving + options_.exit_report_slack, TimerKind::kLeaving, a.workload, leaving);
     }
-    if (const Workload* w = state.workload(a.workload); w != nullptr && !a.terminating) ArmMaxRuntime(*w, a);
+    if (const Workload* w = state.workload(a.workload); w != nullptr && !a.terminating) {
+      ArmMaxRuntime(*w, a);
+      ArmIdle(*w, state.idle_reclaim_at(a.workload));
+    }
+  }
+  for (size_t n = 0; n < state.snapshot().cluster.nodes.size(); ++n) {
+    const NodeId node(static_cast<uint32_t>(n));
+    ArmLease(node, state.lease_until(node));
   }
 }
 
@@ -78,6 +128,10 @@ void Lifecycle::Observe(const Edit& edit, const State& state) {
     const Workload* w = state.workload(place->workload);
     const Allocation* a = state.allocation(place->workload);
     if (w != nullptr && a != nullptr) ArmMaxRuntime(*w, *a);
+  } else if (const auto* lease = std::get_if<LeaseEdit>(&edit)) {
+    ArmLease(lease->node, lease->until);
+  } else if (const auto* idle = std::get_if<IdleEdit>(&edit)) {
+    if (const Workload* w = state.workload(idle->workload)) ArmIdle(*w, idle->reclaim_at);
   }
 }
 
@@ -86,6 +140,15 @@ std::vector<Edit> Lifecycle::Tick(const State& state, Time now) {
   while (!timers_.empty() && timers_.top().at <= now) {
     const Timer t = timers_.top();
     timers_.pop();
+    if (t.kind == TimerKind::kLease) {
+      // Renewed since (a newer lease), or already not ready: nothing to do.
+      if (state.lease_until(t.node) != t.armed_for ||
+          state.snapshot().cluster.node(t.node).health == Health::kNotReady) {
+        continue;
+      }
+      NodeLost(state, t.node, out);
+      continue;
+    }
     const Allocation* a = state.allocation(t.workload);
     if (a == nullptr) continue;  // exited, requeued or released meanwhile
     switch (t.kind) {
@@ -93,9 +156,9 @@ std::vector<Edit> Lifecycle::Tick(const State& state, Time now) {
         const StopNotice* stop = state.stop(t.workload);
         if (!a->terminating || stop == nullptr || a->grace_deadline != t.armed_for) break;
         if (stop->requeue) {
-          out.push_back(RequeueEdit{t.workload});
+          out.push_back(RequeueEdit{t.workload, EndCause::kGraceExpired});
         } else {
-          out.push_back(ReleaseEdit{t.workload, WorkloadState::kCancelled});
+          out.push_back(ReleaseEdit{t.workload, WorkloadState::kCancelled, EndCause::kGraceExpired});
         }
         break;
       }
@@ -119,6 +182,21 @@ std::vector<Edit> Lifecycle::Tick(const State& state, Time now) {
         out.push_back(std::move(n));
         break;
       }
+      case TimerKind::kIdle: {
+        const Workload* w = state.workload(t.workload);
+        // Busy again, or idle again since (a newer reclaim time): stale.
+        if (w == nullptr || a->terminating || state.idle_reclaim_at(t.workload) != t.armed_for) break;
+        NoticeEdit n;
+        n.workload = t.workload;
+        n.cause = PreemptCause::kIdle;
+        n.grace_deadline = now + options_.default_grace;
+        n.lost_gpu_seconds = a->gpu_count() * std::max(0.0, ToSeconds(now - a->last_checkpoint));
+        n.requeue = false;
+        out.push_back(std::move(n));
+        break;
+      }
+      case TimerKind::kLease:
+        break;  // handled above
     }
   }
   return out;

@@ -7,7 +7,16 @@
 //  - a debug session placed (PlaceEdit) arms its max runtime: one grace
 //    period before it, the session gets notice (cause kMaxRuntime, no
 //    requeue) so it ends exactly at its max runtime. A max runtime of 0 means
-//    unlimited, as it does to the engine.
+//    unlimited, as it does to the engine;
+//  - a lease (LeaseEdit) arms its expiry: a node whose lease ran out with no
+//    newer one is lost (NodeHealth not ready), and its work with it: each
+//    workload on it is requeued (released as cancelled when its notice said
+//    it stops for good), except that pods a shrink was removing just exit;
+//  - an idle report (IdleEdit) arms a debug session's reclaim: still idle
+//    then, it gets notice (cause kIdle, no requeue, the default grace).
+// The deadlines of the last two come with their edits (the server computes
+// them from its lease and idle limit), so a replay of its journal needs no
+// server config to fire them at the same instants.
 // Tick(now) pops every due timer, checks it against the state (a victim that
 // already exited, or a session that was preempted and placed again, leaves a
 // stale timer that is dropped), and returns the edits to apply. Timers live
@@ -57,18 +66,23 @@ class Lifecycle {
   Time next_deadline() const { return timers_.empty() ? kInfiniteFuture : timers_.top().at; }
 
  private:
-  enum class TimerKind : uint8_t { kGrace, kLeaving, kMaxRuntime };
+  enum class TimerKind : uint8_t { kGrace, kLeaving, kMaxRuntime, kLease, kIdle };
   struct Timer {
     Time at;
     uint64_t seq = 0;  // arming order: equal deadlines fire in that order
     TimerKind kind = TimerKind::kGrace;
-    WorkloadId workload;
+    WorkloadId workload;  // kLease: none
     Time armed_for;  // the deadline, or the allocation's start, it belongs to
+    NodeId node;     // kLease only
     bool operator>(const Timer& o) const { return at != o.at ? at > o.at : seq > o.seq; }
   };
 
-  void Arm(Time at, TimerKind kind, WorkloadId w, Time armed_for);
+  void Arm(Time at, TimerKind kind, WorkloadId w, Time armed_for, NodeId node = NodeId());
   void ArmMaxRuntime(const Workload& w, const Allocation& a);
+  void ArmLease(NodeId n, Time until);
+  void ArmIdle(const Workload& w, Time reclaim_at);
+  // The edits of a lost node: it is not ready, and its work is gone.
+  void NodeLost(const State& state, NodeId n, std::vector<Edit>& out) const;
 
   LifecycleOptions options_;
   uint64_t next_seq_ = 0;
@@ -84,8 +98,10 @@ Cluster ClusterAwaitingAgents(Cluster cluster);
 // The state a control plane restarts with, from what it kept: `kept`'s
 // workloads and allocations in workload-id order (the order its store gives
 // them back), and each node as a restart brings it back: one whose agent had
-// registered is ready (degraded with failed GPUs) under a fresh lease,
-// whatever its health was, and any other is not ready. The server recovers
+// registered is ready (degraded with failed GPUs), whatever its health was,
+// and any other is not ready. No leases: the server gives each registered
+// node a fresh one (LeaseEdit) right after, journaled after its
+// server_start, so a replay restarts with the same leases. The server recovers
 // through it, and a replay of the server's journal through it at the
 // server's restart (protocol::ServerStart), so the two cannot drift.
 // `registered` is indexed by NodeId (shorter = the rest not registered).

@@ -30,9 +30,19 @@ std::string_view EditName(const Edit& edit) {
   static constexpr std::string_view kNames[] = {
       "submit", "approve", "set_priority", "set_target", "place",   "grow",
       "notice", "shrink",  "pod_exit",     "checkpoint", "requeue", "release",
-      "lend",   "return",  "register_node", "node_health", "gpu_fault", "cordon"};
+      "lend",   "return",  "register_node", "node_health", "gpu_fault", "cordon",
+      "lease",  "idle"};
   static_assert(std::size(kNames) == std::variant_size_v<Edit>);
   return kNames[edit.index()];
+}
+
+std::string_view EndCauseName(EndCause cause) {
+  switch (cause) {
+    case EndCause::kReported: return "reported";
+    case EndCause::kGraceExpired: return "grace_expired";
+    case EndCause::kNodeLost: return "node_lost";
+  }
+  return "reported";
 }
 
 std::string_view EditOriginName(EditOrigin origin) {
@@ -166,6 +176,11 @@ const StopNotice* State::stop(WorkloadId id) const {
 Time State::leaving_deadline(WorkloadId id) const {
   const Slot* s = SlotOf(id);
   return s == nullptr || s->allocation < 0 ? kInfiniteFuture : meta_[s->allocation].leaving_deadline;
+}
+
+Time State::idle_reclaim_at(WorkloadId id) const {
+  const Slot* s = SlotOf(id);
+  return s == nullptr || s->allocation < 0 ? kInfiniteFuture : meta_[s->allocation].idle_reclaim_at;
 }
 
 StatusOr<int> State::LiveIndex(WorkloadId id, std::string_view edit) const {
@@ -535,6 +550,19 @@ Status State::ApplyEdit(const CordonEdit& e) {
   TIDAL_RETURN_IF_ERROR(CheckNode(e.node));
   snap_.cluster.nodes[e.node.value()].cordoned = e.cordoned;
   ++snap_.cluster_version;
+  return Status::Ok();
+}
+
+Status State::ApplyEdit(const LeaseEdit& e) {
+  TIDAL_RETURN_IF_ERROR(CheckNode(e.node));
+  if (lease_until_.size() <= e.node.value()) lease_until_.resize(snap_.cluster.nodes.size(), kInfiniteFuture);
+  lease_until_[e.node.value()] = e.until;
+  return Status::Ok();
+}
+
+Status State::ApplyEdit(const IdleEdit& e) {
+  TIDAL_ASSIGN_OR_RETURN(const int alloc, AllocationIndex(e.workload, "idle"));
+  meta_[alloc].idle_reclaim_at = e.reclaim_at;
   return Status::Ok();
 }
 

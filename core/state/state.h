@@ -75,6 +75,14 @@ class State {
   const StopNotice* stop(WorkloadId id) const;
   // When a shrink's leaving pods must be gone; kInfiniteFuture when none.
   Time leaving_deadline(WorkloadId id) const;
+  // When an idle workload is reclaimed if it stays idle (IdleEdit);
+  // kInfiniteFuture when it holds no GPUs or is not idle.
+  Time idle_reclaim_at(WorkloadId id) const;
+  // Until when the node's agent lease holds (LeaseEdit); kInfiniteFuture
+  // for a node no lease was given.
+  Time lease_until(NodeId n) const {
+    return n.value() < lease_until_.size() ? lease_until_[n.value()] : kInfiniteFuture;
+  }
   // GPUs held (running or terminating) by the queue's own workloads.
   int queue_used_gpus(QueueId q) const { return queue_used_[q.value()]; }
   GpuMask used_gpus(NodeId n) const { return used_[n.value()]; }
@@ -99,6 +107,7 @@ class State {
     StopNotice stop;
     bool has_stop = false;
     Time leaving_deadline = kInfiniteFuture;
+    Time idle_reclaim_at = kInfiniteFuture;
   };
 
   Status ApplyEdit(const SubmitEdit& e);
@@ -119,6 +128,8 @@ class State {
   Status ApplyEdit(const NodeHealthEdit& e);
   Status ApplyEdit(const GpuFaultEdit& e);
   Status ApplyEdit(const CordonEdit& e);
+  Status ApplyEdit(const LeaseEdit& e);
+  Status ApplyEdit(const IdleEdit& e);
 
   const Slot* SlotOf(WorkloadId id) const;
   Slot& MutableSlot(WorkloadId id);
@@ -139,6 +150,7 @@ class State {
   Snapshot snap_;
   std::vector<AllocationMeta> meta_;  // parallel to snap_.allocations
   std::vector<GpuMask> used_;         // by node
+  std::vector<Time> lease_until_;     // by node; grows on demand (kInfiniteFuture = none)
   std::vector<int> queue_used_;       // by queue
   std::vector<int> project_gpus_;     // GPUs held, by project
   std::vector<double> project_gpu_s_;       // GPU-seconds held since the state was made, by project

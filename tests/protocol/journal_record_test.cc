@@ -119,8 +119,11 @@ void ExpectSameEdit(const Edit& a, const Edit& b) {
         const T& y = std::get<T>(b);
         if constexpr (std::is_same_v<T, SubmitEdit>) {
           ExpectSameWorkload(x.workload, y.workload);
-        } else if constexpr (std::is_same_v<T, ApproveEdit> || std::is_same_v<T, RequeueEdit>) {
+        } else if constexpr (std::is_same_v<T, ApproveEdit>) {
           EXPECT_EQ(x.workload, y.workload);
+        } else if constexpr (std::is_same_v<T, RequeueEdit>) {
+          EXPECT_EQ(x.workload, y.workload);
+          EXPECT_EQ(x.cause, y.cause);
         } else if constexpr (std::is_same_v<T, SetPriorityEdit>) {
           EXPECT_EQ(x.workload, y.workload);
           ExpectSamePriority(x.priority, y.priority);
@@ -157,6 +160,13 @@ void ExpectSameEdit(const Edit& a, const Edit& b) {
         } else if constexpr (std::is_same_v<T, ReleaseEdit>) {
           EXPECT_EQ(x.workload, y.workload);
           EXPECT_EQ(x.final_state, y.final_state);
+          EXPECT_EQ(x.cause, y.cause);
+        } else if constexpr (std::is_same_v<T, LeaseEdit>) {
+          EXPECT_EQ(x.node, y.node);
+          EXPECT_EQ(x.until, y.until);
+        } else if constexpr (std::is_same_v<T, IdleEdit>) {
+          EXPECT_EQ(x.workload, y.workload);
+          EXPECT_EQ(x.reclaim_at, y.reclaim_at);
         } else if constexpr (std::is_same_v<T, LendEdit> || std::is_same_v<T, ReturnEdit>) {
           EXPECT_EQ(x.node, y.node);
         } else if constexpr (std::is_same_v<T, RegisterNodeEdit>) {
@@ -250,14 +260,16 @@ std::optional<Edit> SampleEdit(size_t index) {
     case 7: return ShrinkEdit{w, kPods, WorkloadId(78), TimeFromMillis(1'764'489'640'002)};
     case 8: return PodExitEdit{w, kPods[0]};
     case 9: return CheckpointEdit{w, TimeFromMillis(1'764'489'599'999)};
-    case 10: return RequeueEdit{w};
-    case 11: return ReleaseEdit{w, WorkloadState::kCancelled};
+    case 10: return RequeueEdit{w, EndCause::kNodeLost};
+    case 11: return ReleaseEdit{w, WorkloadState::kCancelled, EndCause::kGraceExpired};
     case 12: return LendEdit{NodeId(11)};
     case 13: return ReturnEdit{NodeId(12)};
     case 14: return SampleRegisterNode();
     case 15: return NodeHealthEdit{NodeId(13), Health::kFailed};
     case 16: return GpuFaultEdit{NodeId(14), 0b1000'0100};
     case 17: return CordonEdit{NodeId(15), false};
+    case 18: return LeaseEdit{NodeId(16), TimeFromMillis(1'764'489'630'003)};
+    case 19: return IdleEdit{w, TimeFromMillis(1'764'491'400'004)};
     default: return std::nullopt;
   }
 }

@@ -695,5 +695,60 @@ TEST_F(ControlPlaneTest, AChangedInventoryRequeuesTheNodesPodsAndIsAudited) {
   EXPECT_EQ(Pods("x")[0]["gpus"], json::array({0}));
 }
 
+// Idle debug reclaim is the lifecycle's (core/state/lifecycle.h): the
+// server reports only the crossing of idle_utilization (an Idle edit, with
+// the reclaim time now + debug_idle_limit_s, 30 min here), and the
+// lifecycle gives notice once the session stayed idle that long.
+TEST_F(ControlPlaneTest, AnIdleDebugSessionIsReclaimedOneIdleLimitAfterItWentIdle) {
+  Register("x", 1);
+  const uint64_t id = Submit({{"name", "nb"}, {"project", "sandbox"}, {"kind", "debug"}, {"max_runtime_s", 0},
+                              {"node_selector", {{"host", "x"}}}});
+  cp_->RunPass();
+  ASSERT_EQ(Get(id)["state"], "running");
+  const auto beat = [&](double util) {
+    ASSERT_TRUE(cp_->Heartbeat(NodeP("x"), "x", json{{"gpus", json::array({json{{"index", 0}, {"utilization", util}}})}})
+                    .ok());
+  };
+  beat(0.9);  // busy
+  // Heartbeats every 20 s keep the lease (30 s). The session goes idle at
+  // 100 s (the smoothed 0.9 falls below 0.05 only after 13 samples of 0:
+  // 0.9 x 0.8^13 = 0.049), so it is idle from the 13th zero sample on.
+  // 13 x 20 s = 260 s idle from; + 1800 s = 2060 s, a multiple of 20 s: the
+  // pass at 2060 s gives notice, cause idle, and it will not be requeued.
+  const Time reclaim = clock_.Now() + seconds(13 * 20) + minutes(30);
+  for (int i = 1; clock_.Now() < reclaim; ++i) {
+    ASSERT_EQ(Get(id)["state"], "running") << "at heartbeat " << i;
+    clock_.Advance(seconds(20));
+    beat(0.0);
+    cp_->RunPass();
+  }
+  ASSERT_EQ(clock_.Now(), reclaim);
+  const json w = Get(id);
+  EXPECT_EQ(w["state"], "terminating");
+  const json notice = AuditOf(id, "preempt");
+  ASSERT_EQ(notice.size(), 1u) << notice.dump();
+  EXPECT_EQ(notice[0]["detail"]["cause"], "idle");
+  // At its grace deadline (30 s) the lifecycle ends it for good.
+  clock_.Advance(seconds(31));
+  beat(0.0);
+  cp_->RunPass();
+  EXPECT_EQ(Get(id)["state"], "cancelled");
+}
+
+// A busy session is never reclaimed, however long it runs.
+TEST_F(ControlPlaneTest, ABusyDebugSessionIsNotReclaimed) {
+  Register("x", 1);
+  const uint64_t id = Submit({{"name", "nb"}, {"project", "sandbox"}, {"kind", "debug"}, {"max_runtime_s", 0},
+                              {"node_selector", {{"host", "x"}}}});
+  cp_->RunPass();
+  for (int i = 0; i < 150; ++i) {  // 50 min
+    clock_.Advance(seconds(20));
+    ASSERT_TRUE(cp_->Heartbeat(NodeP("x"), "x", json{{"gpus", json::array({json{{"index", 0}, {"utilization", 0.5}}})}})
+                    .ok());
+    cp_->RunPass();
+  }
+  EXPECT_EQ(Get(id)["state"], "running");
+}
+
 }  // namespace
 }  // namespace tidal::server

@@ -149,19 +149,11 @@ class JournalReplayTest : public ::testing::Test {
                                                 900, PreemptibilityClass::kPreemptible, T(t))});
       }
       if (t == 700) world(T(t), state::GpuFaultEdit{node(4), 0b1});
-      if (t == 800) {
-        // A lost node: the server marks it failed and requeues what ran there.
-        world(T(t), state::NodeHealthEdit{node(3), Health::kFailed});
-        std::vector<WorkloadId> there;  // collected first: a requeue changes the allocations
-        for (const Allocation& a : d.state().snapshot().allocations) {
-          for (const PodPlacement& p : a.pods) {
-            if (p.node == node(3)) {
-              there.push_back(a.workload);
-              break;
-            }
-          }
-        }
-        for (WorkloadId w : there) world(T(t), state::RequeueEdit{w});
+      if (t == 770) {
+        // A lost node: its agent's last lease holds through 795 s; the
+        // lifecycle declares it lost at the pass of 800 s and requeues what
+        // ran there (lifecycle edits, rerun and compared by the replay).
+        world(T(t), state::LeaseEdit{node(3), T(t) + seconds(25)});
       }
       // Load: low until the surge at 600 s (3 replicas' worth).
       const double rps = t < 600 ? 40 : 280;
@@ -180,11 +172,18 @@ class JournalReplayTest : public ::testing::Test {
     ASSERT_TRUE(store->WaitDurable(last).ok());
     testing::ExpectServerJournalOrder(d.records());
     records_ = static_cast<int64_t>(d.records().size());
+    for (const std::string& r : d.records()) {
+      if (r.find("\"origin\":\"lifecycle\"") == std::string::npos) continue;
+      if (r.find("\"health\":\"not_ready\"") != std::string::npos) ++nodes_lost_;
+      if (r.find("\"cause\":\"node_lost\"") != std::string::npos) ++node_lost_requeues_;
+    }
     placements_ = d.placements();
     notices_ = d.notices();
     lends_ = d.lends();
     returns_ = d.returns();
   }
+  int nodes_lost_ = 0;
+  int node_lost_requeues_ = 0;
 
   // What `tidal sim replay` does, in process.
   ReplayReport Replay() {
@@ -255,6 +254,8 @@ TEST_F(JournalReplayTest, AServerStyleJournalReplaysWithoutDifferences) {
   EXPECT_GE(notices_, 1);
   EXPECT_GE(lends_, 1);
   EXPECT_GE(returns_, 1);
+  EXPECT_EQ(nodes_lost_, 1);
+  EXPECT_GE(node_lost_requeues_, 1);
 
   const ReplayReport report = Replay();
   EXPECT_EQ(report.records, records_);
