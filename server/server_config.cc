@@ -142,7 +142,8 @@ StatusOr<ServerConfig> ParseServerConfig(std::string_view yaml, const std::strin
                                   "schedule_interval_ms", "min_pass_gap_ms", "node_lease_s",
                                   "heartbeat_interval_s", "debug_idle_limit_s", "idle_utilization",
                                   "max_body_bytes", "http_threads", "gpu_prices", "tokens",
-                                  "projects", "web_dir", "tls_cert_file", "tls_key_file"});
+                                  "projects", "web_dir", "tls_cert_file", "tls_key_file",
+                                  "snapshot_every_records"});
   if (!r_or.ok()) return locate(r_or.status());
   const ObjectReader& r = *r_or;
   auto step = [&](Status s) -> Status { return locate(s); };
@@ -189,6 +190,7 @@ StatusOr<ServerConfig> ParseServerConfig(std::string_view yaml, const std::strin
   TIDAL_RETURN_IF_ERROR(step(r.Int("max_body_bytes", &max_body, 1024, 256 << 20)));
   out.max_body_bytes = static_cast<size_t>(max_body);
   TIDAL_RETURN_IF_ERROR(step(r.Int("http_threads", &out.http_threads, 2, 4096)));
+  TIDAL_RETURN_IF_ERROR(step(r.Int64("snapshot_every_records", &out.snapshot_every_records, 10, 100'000'000)));
   if (r.Has("gpu_prices")) {
     const json& prices = r.at("gpu_prices");
     if (!prices.is_object()) return locate(config::FieldError("gpu_prices", "expected a map of GPU model to price per GPU-hour"));

@@ -64,6 +64,10 @@ struct ServerConfig {
   double idle_utilization = 0.05;
   size_t max_body_bytes = 1 << 20;
   int http_threads = 64;
+  // Every this many journal records the store writes a snapshot of the
+  // state and deletes the records it covers (docs/formats.md "Snapshots"),
+  // so the journal stays bounded; 10 to 100,000,000.
+  int64_t snapshot_every_records = 10000;
 };
 
 // Parses the YAML text of a server config; relative file names resolve
