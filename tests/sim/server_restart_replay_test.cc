@@ -228,7 +228,9 @@ TEST_F(ServerRestartReplayTest, DISABLED_MeasureCompaction) {
       auto r = cp_->Submit(kAlice, {{"name", "m" + std::to_string(i)}, {"project", "vision"}, {"gpus_per_replica", 1 + i % 8}}, "");
       ASSERT_TRUE(r.ok()) << r.status().ToString();
       ids.push_back(r->workload["id"].get<uint64_t>());
-      if (ids.size() > 3) ASSERT_TRUE(cp_->Cancel(kAdmin, ids[ids.size() - 4]).ok());
+      if (ids.size() > 3) {
+        ASSERT_TRUE(cp_->Cancel(kAdmin, ids[ids.size() - 4]).ok());
+      }
       clock_.Advance(seconds(2));
       Heartbeats("");
       cp_->RunPass();
