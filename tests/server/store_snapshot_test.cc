@@ -241,5 +241,17 @@ TEST_F(StoreSnapshotTest, ADamagedSnapshotIsRefusedWithAClearMessage) {
   EXPECT_NE(garbled.message().find("is damaged: journal snapshot: "), std::string::npos) << garbled.message();
 }
 
+TEST_F(StoreSnapshotTest, TheIntervalIsBounded) {
+  for (const char* value : {"9", "100000001", "\"often\""}) {
+    auto config = ParseServerConfig(std::string("snapshot_every_records: ") + value + "\n", "server.yaml", dir_);
+    ASSERT_FALSE(config.ok()) << value;
+    EXPECT_NE(config.status().message().find("snapshot_every_records"), std::string::npos)
+        << config.status().message();
+  }
+  auto fallback = ParseServerConfig("", "", "");
+  ASSERT_TRUE(fallback.ok()) << fallback.status().ToString();
+  EXPECT_EQ(fallback->snapshot_every_records, 10000);
+}
+
 }  // namespace
 }  // namespace tidal::server

@@ -199,6 +199,22 @@ TEST_F(ServerRestartReplayTest, ACompactedJournalReplaysExactlyFromItsSnapshot) 
   cp_->RunPass();
   const ReplayReport report = ReplayStore();
   EXPECT_GT(report.snapshot_seq, 0) << "the store was never compacted";
+  // `tidal sim replay` says where it started, and finds the same.
+  const char* bin = std::getenv("TIDAL_BINARY_DIR");
+  const std::string tidal = std::string(bin != nullptr ? bin : ".") + "/tidal";
+  if (std::filesystem::exists(tidal)) {
+    FILE* pipe = ::popen((tidal + " sim replay --store sqlite:" + dir_ + "/tidal.db 2>&1").c_str(), "r");
+    ASSERT_NE(pipe, nullptr);
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+    EXPECT_EQ(::pclose(pipe), 0) << out;
+    EXPECT_NE(out.find("started from the snapshot at seq " + std::to_string(report.snapshot_seq) + "\n"),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find("identical"), std::string::npos) << out;
+  }
   EXPECT_GT(report.compared, 0);
   EXPECT_TRUE(report.refused.empty()) << report.refused.front();
   for (const ReplayDifference& d : report.differences) ADD_FAILURE() << d.ToString();
