@@ -1,4 +1,5 @@
 #include "protocol/journal_record.h"
+#include "protocol/journal_snapshot.h"
 
 #include <algorithm>
 #include <bit>
@@ -1032,6 +1033,314 @@ StatusOr<JournalRecord> JournalRecordFromText(std::string_view text) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return InvalidArgument("journal record: not valid JSON");
   return JournalRecordFromJson(j);
+}
+
+// ---- Snapshots (protocol/journal_snapshot.h) ------------------------------
+
+namespace {
+
+json NodeIdsJson(const std::vector<bool>& set) {
+  json out = json::array();
+  for (size_t i = 0; i < set.size(); ++i) {
+    if (set[i]) out.push_back(i);
+  }
+  return out;
+}
+
+json AllocationJson(const Allocation& a, const state::State::AllocationExtras& x) {
+  json stop = nullptr;
+  if (x.has_stop) {
+    stop = {{"cause", NameOf(kCauses, x.stop.cause)},
+            {"preemptor", x.stop.preemptor.value()},
+            {"notice_time_ms", ToMillis(x.stop.notice_time)},
+            {"grace_deadline_ms", TimeJson(x.stop.grace_deadline)},
+            {"lost_gpu_seconds", x.stop.lost_gpu_seconds},
+            {"requeue", x.stop.requeue}};
+  }
+  return {{"workload", a.workload.value()},
+          {"pods", PodsJson(a.pods)},
+          {"start_ms", ToMillis(a.start_time)},
+          {"last_checkpoint_ms", ToMillis(a.last_checkpoint)},
+          {"terminating", a.terminating},
+          {"grace_deadline_ms", TimeJson(a.grace_deadline)},
+          {"borrowed", a.borrowed},
+          {"leaving", PodsJson(a.leaving)},
+          {"leaving_deadline_ms", TimeJson(x.leaving_deadline)},
+          {"idle_reclaim_at_ms", TimeJson(x.idle_reclaim_at)},
+          {"stop", std::move(stop)}};
+}
+
+// A list field of the snapshot: present, an array, within its bound.
+StatusOr<const json*> SnapshotList(const ObjectReader& r, std::string_view key) {
+  if (!r.Has(key)) return r.Missing(key);
+  const json& v = r.at(key);
+  TIDAL_RETURN_IF_ERROR(ExpectArray(v, r.FieldPath(key)));
+  TIDAL_RETURN_IF_ERROR(CheckSize(v, r.FieldPath(key), kMaxSnapshotEntries));
+  return &v;
+}
+
+// A set of node ids, increasing, each below `nodes`.
+Status ReadNodeSet(const ObjectReader& r, std::string_view key, size_t nodes, std::vector<bool>* out) {
+  TIDAL_ASSIGN_OR_RETURN(const json* v, SnapshotList(r, key));
+  out->assign(nodes, false);
+  std::vector<int64_t> ids;
+  const std::string path = r.FieldPath(key);
+  for (size_t i = 0; i < v->size(); ++i) {
+    const json& e = (*v)[i];
+    if (!e.is_number_integer() || e.get<int64_t>() < 0 || e.get<int64_t>() >= static_cast<int64_t>(nodes)) {
+      return FieldError(IndexPath(path, i), "expected a node id from 0 to " + std::to_string(nodes) +
+                                                " (exclusive), got " + Shown(e));
+    }
+    const auto id = static_cast<size_t>(e.get<int64_t>());
+    if ((*out)[id]) return FieldError(IndexPath(path, i), "node " + std::to_string(id) + " is listed twice");
+    (*out)[id] = true;
+  }
+  return Status::Ok();
+}
+
+StatusOr<Allocation> ReadAllocation(const json& v, const std::string& path,
+                                    state::State::AllocationExtras* x) {
+  static const Keys kKeys = {"workload", "pods",      "start_ms", "last_checkpoint_ms", "terminating",
+                             "grace_deadline_ms", "borrowed", "leaving", "leaving_deadline_ms",
+                             "idle_reclaim_at_ms", "stop"};
+  TIDAL_ASSIGN_OR_RETURN(ObjectReader r, Open(v, path, kKeys));
+  for (std::string_view k : kKeys) {
+    if (!Present(v, k)) return r.Missing(k);
+  }
+  Allocation a;
+  TIDAL_RETURN_IF_ERROR(ReadWorkloadId(r, "workload", &a.workload));
+  TIDAL_RETURN_IF_ERROR(ReadPods(r, "pods", &a.pods));
+  TIDAL_RETURN_IF_ERROR(ReadAt(r, "start_ms", &a.start_time));
+  TIDAL_RETURN_IF_ERROR(ReadAt(r, "last_checkpoint_ms", &a.last_checkpoint));
+  TIDAL_RETURN_IF_ERROR(r.Bool("terminating", &a.terminating));
+  TIDAL_RETURN_IF_ERROR(ReadNullableTime(r, v, "grace_deadline_ms", &a.grace_deadline));
+  TIDAL_RETURN_IF_ERROR(r.Bool("borrowed", &a.borrowed));
+  TIDAL_RETURN_IF_ERROR(ReadPods(r, "leaving", &a.leaving));
+  TIDAL_RETURN_IF_ERROR(ReadNullableTime(r, v, "leaving_deadline_ms", &x->leaving_deadline));
+  TIDAL_RETURN_IF_ERROR(ReadNullableTime(r, v, "idle_reclaim_at_ms", &x->idle_reclaim_at));
+  const json& stop = r.at("stop");
+  x->has_stop = !stop.is_null();
+  if (x->has_stop) {
+    static const Keys kStop = {"cause", "preemptor", "notice_time_ms", "grace_deadline_ms", "lost_gpu_seconds",
+                               "requeue"};
+    TIDAL_ASSIGN_OR_RETURN(ObjectReader sr, Open(stop, r.FieldPath("stop"), kStop));
+    for (std::string_view k : kStop) {
+      if (!Present(stop, k)) return sr.Missing(k);
+    }
+    TIDAL_RETURN_IF_ERROR(ReadEnum(sr, "cause", kCauses, &x->stop.cause));
+    TIDAL_RETURN_IF_ERROR(ReadWorkloadId(sr, "preemptor", &x->stop.preemptor, 0));
+    TIDAL_RETURN_IF_ERROR(ReadAt(sr, "notice_time_ms", &x->stop.notice_time));
+    TIDAL_RETURN_IF_ERROR(ReadNullableTime(sr, stop, "grace_deadline_ms", &x->stop.grace_deadline));
+    TIDAL_RETURN_IF_ERROR(sr.Double("lost_gpu_seconds", &x->stop.lost_gpu_seconds, 0, 1e18));
+    TIDAL_RETURN_IF_ERROR(sr.Bool("requeue", &x->stop.requeue));
+  }
+  return a;
+}
+
+}  // namespace
+
+JournalSnapshot SnapshotOf(int64_t seq, const state::State& st, std::vector<bool> registered) {
+  const Snapshot& s = st.snapshot();
+  state::State::Extras extras = st.extras();
+  JournalSnapshot out;
+  out.seq = seq;
+  out.at = st.now();
+  out.cluster_version = s.cluster_version;
+  out.zones = s.cluster.zones;
+  out.racks = s.cluster.racks;
+  out.nodes = s.cluster.nodes;
+  out.lent = s.lent_nodes;
+  out.lent.resize(s.cluster.nodes.size(), false);
+  registered.resize(s.cluster.nodes.size(), false);
+  out.registered = std::move(registered);
+  out.lease_until = extras.lease_until;
+  out.lease_until.resize(s.cluster.nodes.size(), kInfiniteFuture);
+  for (size_t p = 0; p < s.projects.size(); ++p) {
+    out.projects.push_back({s.projects[p].used_gpu_hours, extras.project_base_hours[p], extras.project_gpu_s[p]});
+  }
+  out.workloads = s.workloads;
+  out.allocations = s.allocations;
+  out.allocation_extras = std::move(extras.allocations);
+  return out;
+}
+
+StatusOr<state::State> RestoreState(const JournalSnapshot& snapshot, const Cluster& configured,
+                                    const std::vector<Queue>& queues, const std::vector<Project>& projects) {
+  if (snapshot.nodes.size() != configured.nodes.size()) {
+    return FailedPrecondition("snapshot: it holds " + std::to_string(snapshot.nodes.size()) +
+                              " nodes, the cluster file " + std::to_string(configured.nodes.size()));
+  }
+  if (snapshot.projects.size() != projects.size()) {
+    return FailedPrecondition("snapshot: it holds " + std::to_string(snapshot.projects.size()) +
+                              " projects, the cluster file " + std::to_string(projects.size()));
+  }
+  Snapshot s;
+  s.now = snapshot.at;
+  s.cluster.pools = configured.pools;
+  s.cluster.zones = snapshot.zones;
+  s.cluster.racks = snapshot.racks;
+  s.cluster.nodes = snapshot.nodes;
+  s.queues = queues;
+  s.projects = projects;
+  state::State::Extras extras;
+  for (size_t p = 0; p < projects.size(); ++p) {
+    s.projects[p].used_gpu_hours = snapshot.projects[p].used_gpu_hours;
+    extras.project_base_hours.push_back(snapshot.projects[p].base_gpu_hours);
+    extras.project_gpu_s.push_back(snapshot.projects[p].gpu_seconds);
+  }
+  s.workloads = snapshot.workloads;
+  s.allocations = snapshot.allocations;
+  s.lent_nodes = snapshot.lent;
+  s.cluster_version = snapshot.cluster_version;
+  extras.allocations = snapshot.allocation_extras;
+  extras.lease_until = snapshot.lease_until;
+  auto restored = state::State::Restore(s, extras);
+  if (!restored.ok()) return restored.status().WithContext("snapshot: ");
+  return restored;
+}
+
+json JournalSnapshotToJson(const JournalSnapshot& s) {
+  json zones = json::array(), racks = json::array(), nodes = json::array(), projects = json::array(),
+       workloads = json::array(), allocations = json::array();
+  for (const Zone& z : s.zones) zones.push_back({{"id", z.id.value()}, {"name", z.name}});
+  for (const Rack& k : s.racks) racks.push_back({{"id", k.id.value()}, {"name", k.name}, {"zone", k.zone.value()}});
+  for (const Node& n : s.nodes) nodes.push_back(NodeJson(n));
+  for (const ProjectSpend& p : s.projects) {
+    projects.push_back({{"used_gpu_hours", p.used_gpu_hours},
+                        {"base_gpu_hours", p.base_gpu_hours},
+                        {"gpu_seconds", p.gpu_seconds}});
+  }
+  for (const Workload& w : s.workloads) workloads.push_back(WorkloadJson(w));
+  json leases = json::array();
+  for (Time t : s.lease_until) leases.push_back(TimeJson(t));
+  for (size_t i = 0; i < s.allocations.size(); ++i) {
+    allocations.push_back(AllocationJson(s.allocations[i], i < s.allocation_extras.size()
+                                                               ? s.allocation_extras[i]
+                                                               : state::State::AllocationExtras{}));
+  }
+  return {{"record", "snapshot"},
+          {"seq", s.seq},
+          {"at_ms", ToMillis(s.at)},
+          {"cluster_version", s.cluster_version},
+          {"zones", std::move(zones)},
+          {"racks", std::move(racks)},
+          {"nodes", std::move(nodes)},
+          {"lent", NodeIdsJson(s.lent)},
+          {"registered", NodeIdsJson(s.registered)},
+          {"leases_until_ms", std::move(leases)},
+          {"projects", std::move(projects)},
+          {"workloads", std::move(workloads)},
+          {"allocations", std::move(allocations)}};
+}
+
+StatusOr<JournalSnapshot> JournalSnapshotFromJson(const json& j) {
+  static const Keys kKeys = {"record",   "seq",      "at_ms",      "cluster_version", "zones",
+                             "racks",    "nodes",    "lent",       "registered",      "leases_until_ms",
+                             "projects", "workloads", "allocations"};
+  TIDAL_ASSIGN_OR_RETURN(ObjectReader r, Open(j, "", kKeys));
+  for (std::string_view k : kKeys) {
+    if (!r.Has(k)) return r.Missing(k);
+  }
+  if (r.at("record") != "snapshot") {
+    return FieldError("record", "expected \"snapshot\", got " + Shown(r.at("record")));
+  }
+  JournalSnapshot s;
+  TIDAL_RETURN_IF_ERROR(r.Int64("seq", &s.seq, 1, kMaxMs));
+  TIDAL_RETURN_IF_ERROR(ReadAt(r, "at_ms", &s.at));
+  int64_t version = 0;
+  TIDAL_RETURN_IF_ERROR(r.Int64("cluster_version", &version, 0, std::numeric_limits<int64_t>::max()));
+  s.cluster_version = static_cast<uint64_t>(version);
+  // Zones and racks are read as a registration's are.
+  {
+    TIDAL_ASSIGN_OR_RETURN(const json* zones, SnapshotList(r, "zones"));
+    for (size_t i = 0; i < zones->size(); ++i) {
+      TIDAL_ASSIGN_OR_RETURN(ObjectReader zr, Open((*zones)[i], IndexPath(r.FieldPath("zones"), i), {"id", "name"}));
+      TIDAL_RETURN_IF_ERROR(Require(zr, {"id", "name"}));
+      Zone z;
+      TIDAL_RETURN_IF_ERROR(ReadId32(zr, "id", &z.id));
+      TIDAL_RETURN_IF_ERROR(ReadString(zr, "name", &z.name));
+      s.zones.push_back(std::move(z));
+    }
+    TIDAL_ASSIGN_OR_RETURN(const json* racks, SnapshotList(r, "racks"));
+    for (size_t i = 0; i < racks->size(); ++i) {
+      TIDAL_ASSIGN_OR_RETURN(ObjectReader kr,
+                             Open((*racks)[i], IndexPath(r.FieldPath("racks"), i), {"id", "name", "zone"}));
+      TIDAL_RETURN_IF_ERROR(Require(kr, {"id", "name", "zone"}));
+      Rack k;
+      TIDAL_RETURN_IF_ERROR(ReadId32(kr, "id", &k.id));
+      TIDAL_RETURN_IF_ERROR(ReadString(kr, "name", &k.name));
+      TIDAL_RETURN_IF_ERROR(ReadId32(kr, "zone", &k.zone));
+      s.racks.push_back(std::move(k));
+    }
+  }
+  TIDAL_ASSIGN_OR_RETURN(const json* nodes, SnapshotList(r, "nodes"));
+  for (size_t i = 0; i < nodes->size(); ++i) {
+    const std::string path = IndexPath(r.FieldPath("nodes"), i);
+    TIDAL_ASSIGN_OR_RETURN(Node n, ReadNode((*nodes)[i], path));
+    if (n.id.value() != i) return FieldError(path + ".id", "expected " + std::to_string(i) + " (nodes are listed by id)");
+    s.nodes.push_back(std::move(n));
+  }
+  TIDAL_RETURN_IF_ERROR(ReadNodeSet(r, "lent", s.nodes.size(), &s.lent));
+  TIDAL_RETURN_IF_ERROR(ReadNodeSet(r, "registered", s.nodes.size(), &s.registered));
+  {
+    TIDAL_ASSIGN_OR_RETURN(const json* leases, SnapshotList(r, "leases_until_ms"));
+    if (leases->size() != s.nodes.size()) {
+      return FieldError("leases_until_ms", "expected one per node (" + std::to_string(s.nodes.size()) + "), got " +
+                                               std::to_string(leases->size()));
+    }
+    for (size_t i = 0; i < leases->size(); ++i) {
+      const json& e = (*leases)[i];
+      if (e.is_null()) {
+        s.lease_until.push_back(kInfiniteFuture);
+        continue;
+      }
+      if (!e.is_number_integer() || e.get<int64_t>() < kMinMs || e.get<int64_t>() > kMaxMs) {
+        return FieldError(IndexPath("leases_until_ms", i), "expected null or a time in ms, got " + Shown(e));
+      }
+      s.lease_until.push_back(TimeFromMillis(e.get<int64_t>()));
+    }
+  }
+  TIDAL_ASSIGN_OR_RETURN(const json* projects, SnapshotList(r, "projects"));
+  for (size_t i = 0; i < projects->size(); ++i) {
+    const std::string path = IndexPath(r.FieldPath("projects"), i);
+    TIDAL_ASSIGN_OR_RETURN(ObjectReader pr, Open((*projects)[i], path, {"used_gpu_hours", "base_gpu_hours", "gpu_seconds"}));
+    TIDAL_RETURN_IF_ERROR(Require(pr, {"used_gpu_hours", "base_gpu_hours", "gpu_seconds"}));
+    ProjectSpend p;
+    TIDAL_RETURN_IF_ERROR(pr.Double("used_gpu_hours", &p.used_gpu_hours, 0, 1e18));
+    TIDAL_RETURN_IF_ERROR(pr.Double("base_gpu_hours", &p.base_gpu_hours, 0, 1e18));
+    TIDAL_RETURN_IF_ERROR(pr.Double("gpu_seconds", &p.gpu_seconds, 0, 1e18));
+    s.projects.push_back(p);
+  }
+  TIDAL_ASSIGN_OR_RETURN(const json* workloads, SnapshotList(r, "workloads"));
+  for (size_t i = 0; i < workloads->size(); ++i) {
+    TIDAL_ASSIGN_OR_RETURN(Workload w, ReadWorkload((*workloads)[i], IndexPath(r.FieldPath("workloads"), i)));
+    s.workloads.push_back(std::move(w));
+  }
+  TIDAL_ASSIGN_OR_RETURN(const json* allocations, SnapshotList(r, "allocations"));
+  for (size_t i = 0; i < allocations->size(); ++i) {
+    state::State::AllocationExtras x;
+    TIDAL_ASSIGN_OR_RETURN(Allocation a,
+                           ReadAllocation((*allocations)[i], IndexPath(r.FieldPath("allocations"), i), &x));
+    s.allocations.push_back(std::move(a));
+    s.allocation_extras.push_back(x);
+  }
+  return s;
+}
+
+std::string JournalSnapshotToText(const JournalSnapshot& snapshot) { return JournalSnapshotToJson(snapshot).dump(); }
+
+StatusOr<JournalSnapshot> JournalSnapshotFromText(std::string_view text) {
+  if (text.size() > kMaxSnapshotBytes) {
+    return InvalidArgument("journal snapshot: longer than " + std::to_string(kMaxSnapshotBytes) + " bytes");
+  }
+  if (NestingDepth(text) > kMaxDepth) {
+    return InvalidArgument("journal snapshot: nested deeper than " + std::to_string(kMaxDepth) + " levels");
+  }
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return InvalidArgument("journal snapshot: not valid JSON (a torn or garbled snapshot?)");
+  auto s = JournalSnapshotFromJson(j);
+  if (!s.ok()) return s.status().WithContext("journal snapshot: ");
+  return s;
 }
 
 }  // namespace tidal::protocol

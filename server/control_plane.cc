@@ -11,6 +11,7 @@
 #include "config/field_reader.h"
 #include "core/priority/priority_deriver.h"
 #include "protocol/journal_record.h"
+#include "protocol/journal_snapshot.h"
 #include "protocol/json_writer.h"
 #include "server/workload_codec.h"
 
@@ -47,7 +48,24 @@ bool ControlPlane::ready() const {
 
 Status ControlPlane::Recover() {
   TIDAL_ASSIGN_OR_RETURN(Recovered rec, store_->Load());
+  // The journal before the latest snapshot is gone: a snapshot that does
+  // not decode (a torn or garbled row) would leave its history unreadable,
+  // so the server says so instead of writing on.
+  TIDAL_ASSIGN_OR_RETURN(std::optional<SnapshotRow> snapshot, store_->ReadSnapshot());
+  if (snapshot) {
+    auto decoded = protocol::JournalSnapshotFromText(snapshot->snapshot);
+    if (!decoded.ok()) {
+      return Internal(fmt::format("the store's journal snapshot (row {}) is damaged: {}", snapshot->seq,
+                                  decoded.status().message()));
+    }
+    if (decoded->seq != snapshot->seq) {
+      return Internal(fmt::format("the store's journal snapshot (row {}) says it covers record {}", snapshot->seq,
+                                  decoded->seq));
+    }
+  }
   std::lock_guard lock(mu_);
+  journal_seq_ = rec.last_journal_seq;
+  since_snapshot_ = rec.journal_since_snapshot;
   const Time now = clock_.Now();
   node_rt_.resize(config_.catalog.cluster.nodes.size());
   // Not ready until its agent registers (again, for a stored registration).
@@ -242,6 +260,20 @@ uint64_t ControlPlane::Enqueue(Mutation m) {
     if (!entry.empty()) m.journal.push_back(std::move(entry));
   }
   journal_.clear();
+  journal_seq_ += static_cast<int64_t>(m.journal.size());
+  since_snapshot_ += static_cast<int64_t>(m.journal.size());
+  // The snapshot is of the state after the mutation's last record: every
+  // record is journaled as its edit applies, and the state lock is held.
+  if (!m.journal.empty() && machine_ && since_snapshot_ >= config_.snapshot_every_records) {
+    std::vector<bool> registered(node_rt_.size());
+    for (size_t i = 0; i < node_rt_.size(); ++i) registered[i] = node_rt_[i].registered;
+    m.snapshot = protocol::JournalSnapshotToText(protocol::SnapshotOf(journal_seq_, machine_->state(), registered));
+    m.snapshot_seq = journal_seq_;
+    // The forecaster's warm start at the next restart reads these.
+    m.keep_load_since_ms = ToMillis(machine_->state().now() - kLoadHistoryWindow);
+    since_snapshot_ = 0;
+    metrics_.Inc("tidal_journal_snapshots_total", {});
+  }
   if (!m.empty()) last_seq_ = store_->Enqueue(std::move(m));
   return last_seq_;
 }

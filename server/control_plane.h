@@ -317,6 +317,11 @@ class ControlPlane {
   uint64_t next_id_ = 1;
   int64_t next_audit_seq_ = 1;
   uint64_t last_seq_ = 0;
+  // The seq the store gave (or will give) the last journal record enqueued,
+  // and the records since the latest snapshot: Enqueue adds a snapshot to
+  // the mutation that brings it to config_.snapshot_every_records.
+  int64_t journal_seq_ = 0;
+  int64_t since_snapshot_ = 0;
   std::vector<std::tuple<WorkloadId, Time, double>> observed_load_;
   // The committed state (built at Recover); its sink is OnApplied.
   std::optional<state::StateMachine> machine_;

@@ -144,7 +144,7 @@ StatusOr<ServerConfig> ParseServerConfig(std::string_view yaml, const std::strin
                                   "max_body_bytes", "http_threads", "gpu_prices", "tokens",
                                   "projects", "web_dir", "tls_cert_file", "tls_key_file", "tenant_max_unfinished",
                                   "tenant_submit_rate_per_s", "tenant_submit_burst", "auth_failure_burst",
-                                  "auth_failure_rate_per_s"});
+                                  "auth_failure_rate_per_s", "snapshot_every_records"});
   if (!r_or.ok()) return locate(r_or.status());
   const ObjectReader& r = *r_or;
   auto step = [&](Status s) -> Status { return locate(s); };
@@ -196,6 +196,7 @@ StatusOr<ServerConfig> ParseServerConfig(std::string_view yaml, const std::strin
   TIDAL_RETURN_IF_ERROR(step(r.Double("tenant_submit_burst", &out.tenant_submit_burst, 0, 1e7)));
   TIDAL_RETURN_IF_ERROR(step(r.Double("auth_failure_burst", &out.auth_failure_burst, 1, 1e6)));
   TIDAL_RETURN_IF_ERROR(step(r.Double("auth_failure_rate_per_s", &out.auth_failure_rate_per_s, 0.001, 1e6)));
+  TIDAL_RETURN_IF_ERROR(step(r.Int64("snapshot_every_records", &out.snapshot_every_records, 10, 100'000'000)));
   if (r.Has("gpu_prices")) {
     const json& prices = r.at("gpu_prices");
     if (!prices.is_object()) return locate(config::FieldError("gpu_prices", "expected a map of GPU model to price per GPU-hour"));

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
+#include <algorithm>
 #include <cstdlib>
 #include <deque>
 #include <mutex>
@@ -112,6 +113,9 @@ CREATE TABLE IF NOT EXISTS idempotency (key TEXT PRIMARY KEY, workload INTEGER N
 -- order the state changed; AUTOINCREMENT so that a seq is never reused.
 CREATE TABLE IF NOT EXISTS journal (seq INTEGER PRIMARY KEY AUTOINCREMENT, entry TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+-- Journal snapshots (docs/formats.md "Snapshots"): the state after journal
+-- row seq. Only the latest is kept, and the journal rows it covers are gone.
+CREATE TABLE IF NOT EXISTS snapshots (seq INTEGER PRIMARY KEY, snapshot TEXT NOT NULL);
 )sql";
 
 // The writer's prepared statements, in one place so WriteBatch takes one.
@@ -124,6 +128,9 @@ struct Statements {
   Statement& put_key;
   Statement& put_journal;
   Statement& put_meta;
+  Statement& put_snapshot;
+  Statement& drop_journal;
+  Statement& drop_snapshots;
 };
 
 class SqliteStore final : public Store {
@@ -199,6 +206,20 @@ class SqliteStore final : public Store {
       TIDAL_RETURN_IF_ERROR(s.status());
       TIDAL_ASSIGN_OR_RETURN(bool row, NextRow(reader_, s, "audit"));
       if (row) r.last_audit_seq = sqlite3_column_int64(s.get(), 0);
+    }
+    {
+      // AUTOINCREMENT keeps the last seq ever given in sqlite_sequence, so
+      // it survives a compaction that deleted every row.
+      Statement s(reader_,
+                  "SELECT COALESCE((SELECT MAX(seq) FROM snapshots), 0), "
+                  "COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'journal'), 0), "
+                  "(SELECT COUNT(*) FROM journal WHERE seq > COALESCE((SELECT MAX(seq) FROM snapshots), 0))");
+      TIDAL_RETURN_IF_ERROR(s.status());
+      TIDAL_ASSIGN_OR_RETURN(bool row, NextRow(reader_, s, "journal"));
+      if (row) {
+        r.last_journal_seq = std::max(sqlite3_column_int64(s.get(), 0), sqlite3_column_int64(s.get(), 1));
+        r.journal_since_snapshot = sqlite3_column_int64(s.get(), 2);
+      }
     }
     return r;
   }
@@ -280,6 +301,18 @@ class SqliteStore final : public Store {
     return rows;
   }
 
+  StatusOr<std::optional<SnapshotRow>> ReadSnapshot() override {
+    std::lock_guard lock(reader_mu_);
+    Statement s(reader_, "SELECT seq, snapshot FROM snapshots ORDER BY seq DESC LIMIT 1");
+    TIDAL_RETURN_IF_ERROR(s.status());
+    TIDAL_ASSIGN_OR_RETURN(bool row, NextRow(reader_, s, "snapshots"));
+    if (!row) return std::optional<SnapshotRow>();
+    SnapshotRow out;
+    out.seq = sqlite3_column_int64(s.get(), 0);
+    TIDAL_ASSIGN_OR_RETURN(out.snapshot, TextColumn(s.get(), 1, "snapshots", std::to_string(out.seq)));
+    return std::optional<SnapshotRow>(std::move(out));
+  }
+
   StatusOr<std::optional<std::string>> ReadMeta(const std::string& key) override {
     std::lock_guard lock(reader_mu_);
     Statement s(reader_, "SELECT value FROM meta WHERE key = ?1");
@@ -338,9 +371,15 @@ class SqliteStore final : public Store {
     Statement put_meta(db_,
                        "INSERT INTO meta(key, value) VALUES (?1, ?2) "
                        "ON CONFLICT(key) DO UPDATE SET value = excluded.value");
-    Statements statements{begin, commit, put_workload, put_node, put_audit, put_key, put_journal, put_meta};
+    Statement put_snapshot(db_, "INSERT INTO snapshots(seq, snapshot) VALUES (?1, ?2)");
+    Statement drop_journal(db_,
+                           "DELETE FROM journal WHERE seq <= ?1 AND NOT (json_extract(entry, '$.record') = 'load' "
+                           "AND json_extract(entry, '$.at_ms') >= ?2)");
+    Statement drop_snapshots(db_, "DELETE FROM snapshots WHERE seq < ?1");
+    Statements statements{begin,       commit,   put_workload, put_node,     put_audit,     put_key,
+                          put_journal, put_meta, put_snapshot, drop_journal, drop_snapshots};
     for (const Statement* st : {&begin, &commit, &rollback, &put_workload, &put_node, &put_audit, &put_key,
-                                &put_journal, &put_meta}) {
+                                &put_journal, &put_meta, &put_snapshot, &drop_journal, &drop_snapshots}) {
       if (!st->status().ok()) {
         Fail(st->status());
         break;
@@ -377,7 +416,8 @@ class SqliteStore final : public Store {
   }
 
   Status WriteBatch(const std::vector<Mutation>& batch, Statements& st) {
-    auto& [begin, commit, put_workload, put_node, put_audit, put_key, put_journal, put_meta] = st;
+    auto& [begin, commit, put_workload, put_node, put_audit, put_key, put_journal, put_meta, put_snapshot,
+           drop_journal, drop_snapshots] = st;
     {
       std::lock_guard lock(mu_);
       if (!error_.ok()) return error_;
@@ -414,10 +454,26 @@ class SqliteStore final : public Store {
         put_journal.BindText(1, entry);
         TIDAL_RETURN_IF_ERROR(Check(put_journal.Run(), "journal"));
       }
+      // Before the meta upserts, which move the last insert rowid.
+      const int64_t last_record = m.journal.empty() ? -1 : sqlite3_last_insert_rowid(db_);
       for (const auto& [key, value] : m.meta) {
         put_meta.BindText(1, key);
         put_meta.BindText(2, value);
         TIDAL_RETURN_IF_ERROR(Check(put_meta.Run(), "meta"));
+      }
+      if (!m.snapshot.empty()) {
+        if (last_record != m.snapshot_seq) {
+          return Internal(fmt::format("store write failed (snapshot): it covers journal row {}, but the "
+                                      "mutation's last record is row {}", m.snapshot_seq, last_record));
+        }
+        put_snapshot.BindInt(1, m.snapshot_seq);
+        put_snapshot.BindText(2, m.snapshot);
+        TIDAL_RETURN_IF_ERROR(Check(put_snapshot.Run(), "snapshot"));
+        drop_journal.BindInt(1, m.snapshot_seq);
+        drop_journal.BindInt(2, m.keep_load_since_ms);
+        TIDAL_RETURN_IF_ERROR(Check(drop_journal.Run(), "journal compaction"));
+        drop_snapshots.BindInt(1, m.snapshot_seq);
+        TIDAL_RETURN_IF_ERROR(Check(drop_snapshots.Run(), "snapshot compaction"));
       }
     }
     TIDAL_RETURN_IF_ERROR(Check(commit.Run(), "COMMIT"));

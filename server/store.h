@@ -53,14 +53,30 @@ struct Mutation {
   // Upsert: key, value. The server keeps "cluster" and "policy" (JSON text)
   // here so that a replay finds the configuration the history ran under.
   std::vector<std::pair<std::string, std::string>> meta;
+  // A snapshot of the state after this mutation's last journal record
+  // (protocol/journal_snapshot.h text; "" = none), whose seq is
+  // `snapshot_seq`. The store writes it in the same transaction as the
+  // records, then compacts: the journal rows it covers (seq <= snapshot_seq)
+  // and every older snapshot are deleted. One transaction, so a crash or a
+  // failed write leaves either the old snapshot and the whole journal, or
+  // the new snapshot and its tail. A `snapshot_seq` that is not the seq
+  // the store gave the mutation's last record fails the write (the caller
+  // miscounted): a snapshot never claims records it does not cover.
+  std::string snapshot;
+  int64_t snapshot_seq = 0;
+  // Compaction keeps the load samples (`"record":"load"`) taken at or after
+  // this time: they are the co-location forecaster's memory, which a
+  // restarting server feeds from the journal (kLoadHistoryWindow).
+  int64_t keep_load_since_ms = 0;
   bool empty() const {
     return workloads.empty() && nodes.empty() && audit.empty() && idempotency.empty() &&
-           journal.empty() && meta.empty();
+           journal.empty() && meta.empty() && snapshot.empty();
   }
 };
 
 // One journal record and its position (1, 2, ...: gapless while the store
-// lives, strictly increasing always).
+// lives, strictly increasing always; after a compaction the first row left
+// is the one after the latest snapshot).
 struct JournalRow {
   int64_t seq = 0;
   std::string entry;
@@ -70,11 +86,22 @@ struct JournalRow {
 inline constexpr const char* kMetaCluster = "cluster";
 inline constexpr const char* kMetaPolicy = "policy";
 
+// The latest journal snapshot and the seq of the last record it covers.
+struct SnapshotRow {
+  int64_t seq = 0;
+  std::string snapshot;
+};
+
 struct Recovered {
   std::vector<std::pair<uint64_t, std::string>> workloads;  // by id
   std::vector<std::pair<std::string, std::string>> nodes;   // in first-insert order
   std::vector<IdempotencyRow> idempotency;
   int64_t last_audit_seq = 0;
+  // The seq of the last journal record ever written (0 = none), and how
+  // many records follow the latest snapshot (all of them when there is
+  // none): where the next snapshot's count starts.
+  int64_t last_journal_seq = 0;
+  int64_t journal_since_snapshot = 0;
 };
 
 struct AuditQuery {
@@ -103,6 +130,9 @@ class Store {
   // the last row's seq. Reads what is durable (committed), never a batch in
   // flight.
   virtual StatusOr<std::vector<JournalRow>> ReadJournal(int64_t after_seq, int limit) = 0;
+  // The latest snapshot (Mutation::snapshot); nullopt when none was written.
+  // The journal then holds exactly the records after it.
+  virtual StatusOr<std::optional<SnapshotRow>> ReadSnapshot() = 0;
   // The value of a meta key; nullopt when it was never written.
   virtual StatusOr<std::optional<std::string>> ReadMeta(const std::string& key) = 0;
   // Transactions committed and mutations in them, for metrics.

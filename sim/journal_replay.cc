@@ -46,6 +46,26 @@ JournalReplay::JournalReplay(const config::ClusterConfig& cluster, const PolicyC
   Start(InitialState(cluster));
 }
 
+Status JournalReplay::StartFromSnapshot(const config::ClusterConfig& cluster,
+                                        const protocol::JournalSnapshot& snapshot) {
+  if (report_.records != 0) {
+    return FailedPrecondition("journal replay: a snapshot must come before the first record");
+  }
+  auto restored = protocol::RestoreState(snapshot, cluster.cluster, cluster.queues, cluster.projects);
+  if (!restored.ok()) {
+    return restored.status().WithContext(fmt::format("the journal snapshot at seq {}: ", snapshot.seq));
+  }
+  registered_ = snapshot.registered;
+  Start(*std::move(restored));
+  for (const Workload& w : machine_->state().snapshot().workloads) submitted_.emplace(w.id, w.submit_time);
+  for (const Allocation& a : machine_->state().snapshot().allocations) {
+    placed_journal_.insert(a.workload);
+    placed_replay_.insert(a.workload);
+  }
+  report_.snapshot_seq = snapshot.seq;
+  return Status::Ok();
+}
+
 void JournalReplay::Start(state::State state) {
   machine_.emplace(std::move(state), state::ServerLifecycleOptions(policy_));
   machine_->set_sink([this](Time at, state::EditOrigin origin, const state::Edit& edit) {

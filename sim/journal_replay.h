@@ -46,6 +46,7 @@
 #include "core/model/policy.h"
 #include "core/state/state_machine.h"
 #include "protocol/journal_record.h"
+#include "protocol/journal_snapshot.h"
 
 namespace tidal::sim {
 
@@ -74,6 +75,7 @@ struct ReplayReport {
   int64_t records = 0;
   int passes = 0;         // tick markers
   int restarts = 0;       // server_start records (a fresh store starts with one)
+  int64_t snapshot_seq = 0;  // the snapshot the replay started from (0 = the first record)
   int64_t compared = 0;   // journaled vs replayed edit pairs (lifecycle, colocation, engine)
   int64_t world_edits = 0;
   std::vector<std::string> refused;  // world/priority edits the replayed state refused, with why
@@ -87,6 +89,15 @@ class JournalReplay {
  public:
   JournalReplay(const config::ClusterConfig& cluster, const PolicyConfig& policy);
 
+  // Starts from a journal snapshot instead of a fresh store, before the
+  // first Feed (of the record after `snapshot.seq`): the state is the one
+  // the snapshot holds, on `cluster`'s configuration, with its nodes'
+  // registrations; the lifecycle's timers are armed from it, and the
+  // co-location controller and the scheduler start afresh (the snapshot
+  // does not hold the controller's load history: see docs/formats.md).
+  // Tallies count from there; a workload placed before it is not counted
+  // again.
+  Status StartFromSnapshot(const config::ClusterConfig& cluster, const protocol::JournalSnapshot& snapshot);
   // Feeds the next record, in journal order. Fails only on a record that
   // breaks the format's order (an apply marker without its snapshot).
   Status Feed(const protocol::JournalRecord& record);

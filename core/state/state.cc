@@ -113,6 +113,48 @@ StatusOr<State> State::FromSnapshot(const Snapshot& snapshot) {
   return s;
 }
 
+State::Extras State::extras() const {
+  Extras e;
+  e.allocations.reserve(meta_.size());
+  for (const AllocationMeta& m : meta_) {
+    e.allocations.push_back({m.has_stop, m.stop, m.leaving_deadline, m.idle_reclaim_at});
+  }
+  e.lease_until = lease_until_;
+  e.project_base_hours = project_base_hours_;
+  e.project_gpu_s = project_gpu_s_;
+  return e;
+}
+
+StatusOr<State> State::Restore(const Snapshot& snapshot, const Extras& extras) {
+  if (extras.allocations.size() != snapshot.allocations.size()) {
+    return InvalidArgument("restore: " + std::to_string(extras.allocations.size()) + " allocation extras for " +
+                           std::to_string(snapshot.allocations.size()) + " allocations");
+  }
+  if (extras.project_base_hours.size() != snapshot.projects.size() ||
+      extras.project_gpu_s.size() != snapshot.projects.size()) {
+    return InvalidArgument("restore: project spend for " + std::to_string(extras.project_gpu_s.size()) +
+                           " projects, the state has " + std::to_string(snapshot.projects.size()));
+  }
+  TIDAL_ASSIGN_OR_RETURN(State s, FromSnapshot(snapshot));
+  for (size_t i = 0; i < extras.allocations.size(); ++i) {
+    const AllocationExtras& x = extras.allocations[i];
+    if (x.has_stop != s.snap_.allocations[i].terminating) {
+      return InvalidArgument("restore: allocation of workload " + Id(s.snap_.allocations[i].workload) +
+                             (x.has_stop ? " has a notice but is not terminating" : " is terminating without a notice"));
+    }
+    s.meta_[i] = AllocationMeta{x.stop, x.has_stop, x.leaving_deadline, x.idle_reclaim_at};
+  }
+  if (extras.lease_until.size() > snapshot.cluster.nodes.size()) {
+    return InvalidArgument("restore: leases for " + std::to_string(extras.lease_until.size()) + " nodes, the state has " +
+                           std::to_string(snapshot.cluster.nodes.size()));
+  }
+  s.lease_until_ = extras.lease_until;
+  s.project_base_hours_ = extras.project_base_hours;
+  s.project_gpu_s_ = extras.project_gpu_s;
+  s.snap_.cluster_version = snapshot.cluster_version;
+  return s;
+}
+
 void State::AdvanceTo(Time t) {
   if (t <= snap_.now) return;
   // Spend accrues with the clock: GPUs held × time, per project.

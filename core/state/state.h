@@ -58,6 +58,32 @@ class State {
   // taken to requeue, with its cause unknown (kPriority).
   static StatusOr<State> FromSnapshot(const Snapshot& snapshot);
 
+  // What a state holds beyond its Snapshot: each allocation's notice,
+  // leaving deadline and idle reclaim time (parallel to
+  // snapshot().allocations), each node's lease, and each project's
+  // spend as the state accrues it (the base it started from and the
+  // GPU-seconds since, kept apart because base + s/3600 is not associative
+  // in floating point). A journal snapshot (protocol/journal_snapshot.h)
+  // keeps them, so that a state restored from it is the state it was, and a
+  // replay from it decides exactly as the server did.
+  struct AllocationExtras {
+    bool has_stop = false;
+    StopNotice stop;
+    Time leaving_deadline = kInfiniteFuture;
+    Time idle_reclaim_at = kInfiniteFuture;
+  };
+  struct Extras {
+    std::vector<AllocationExtras> allocations;  // parallel to snapshot().allocations
+    std::vector<Time> lease_until;              // by node (LeaseEdit); may be shorter
+    std::vector<double> project_base_hours;     // by project
+    std::vector<double> project_gpu_s;          // by project
+  };
+  Extras extras() const;
+  // The state `snapshot` and `extras` describe, checked like FromSnapshot:
+  // Restore(s.snapshot(), s.extras()) equals `s` in everything it reads
+  // (the cluster version included).
+  static StatusOr<State> Restore(const Snapshot& snapshot, const Extras& extras);
+
   // The engine's input: always consistent with the edits applied so far.
   const Snapshot& snapshot() const { return snap_; }
   Time now() const { return snap_.now; }

@@ -8,11 +8,15 @@
 // the node back ready: the replay differed.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "protocol/journal_snapshot.h"
 #include "protocol/node_registration.h"
 #include "server/control_plane.h"
 #include "server/server_config.h"
@@ -86,6 +90,18 @@ class ServerRestartReplayTest : public ::testing::Test {
     EXPECT_TRUE(cluster.ok() && policy.ok());
     JournalReplay replay(*cluster, *policy);
     int64_t after = 0;
+    // A compacted journal starts after its latest snapshot, as in `tidal sim
+    // replay`.
+    auto snapshot_row = (*store)->ReadSnapshot();
+    EXPECT_TRUE(snapshot_row.ok()) << snapshot_row.status().ToString();
+    if (snapshot_row.ok() && snapshot_row->has_value()) {
+      auto snapshot = protocol::JournalSnapshotFromText((*snapshot_row)->snapshot);
+      EXPECT_TRUE(snapshot.ok()) << snapshot.status().ToString();
+      if (!snapshot.ok()) return {};
+      Status started = replay.StartFromSnapshot(*cluster, *snapshot);
+      EXPECT_TRUE(started.ok()) << started.ToString();
+      after = (*snapshot_row)->seq;
+    }
     while (true) {
       auto rows = (*store)->ReadJournal(after, 1000);
       EXPECT_TRUE(rows.ok()) << rows.status().ToString();
@@ -139,6 +155,131 @@ TEST_F(ServerRestartReplayTest, AJournalSpanningRestartsReplaysExactly) {
   EXPECT_GE(report.journal.loans, 2) << "the shared node was lent before and after restart 2";
   EXPECT_TRUE(report.refused.empty()) << report.refused.front();
   for (const ReplayDifference& d : report.differences) ADD_FAILURE() << d.ToString();
+}
+
+// Issue #9: a compacted journal replays exactly from its latest snapshot.
+// The same history, with a snapshot every 10 records: the store keeps only
+// the latest snapshot and the records after it, and the replay from there
+// makes every edit the server made after it.
+TEST_F(ServerRestartReplayTest, ACompactedJournalReplaysExactlyFromItsSnapshot) {
+  cp_.reset();
+  config_.snapshot_every_records = 10;
+  Open();
+  for (int i = 0; i < 4; ++i) Submit("t" + std::to_string(i), 8);
+  cp_->RunPass();
+  clock_.Advance(seconds(20));
+  Heartbeats("");
+  clock_.Advance(seconds(11));
+  Heartbeats("trn-rack-a-1");
+  cp_->RunPass();
+  Restart();
+  clock_.Advance(seconds(1));
+  cp_->RunPass();
+  Submit("t4", 8);
+  cp_->RunPass();
+  // Passes with work placed, terminating and waiting at the latest snapshot.
+  for (int i = 0; i < 12; ++i) {
+    clock_.Advance(seconds(2));
+    Heartbeats("");
+    if (i % 3 == 0) Submit("late" + std::to_string(i), 4);
+    cp_->RunPass();
+  }
+  // A tail after the snapshot with decisions in it: the server restarts
+  // without snapshotting, cancels a running job and places two.
+  cp_.reset();
+  config_.snapshot_every_records = 100'000'000;
+  Open();
+  clock_.Advance(seconds(1));
+  Heartbeats("");
+  ASSERT_TRUE(cp_->Cancel(kAdmin, 1).ok());
+  cp_->RunPass();
+  Submit("tail0", 2);
+  Submit("tail1", 2);
+  clock_.Advance(seconds(40));
+  Heartbeats("");
+  cp_->RunPass();
+  const ReplayReport report = ReplayStore();
+  EXPECT_GT(report.snapshot_seq, 0) << "the store was never compacted";
+  // `tidal sim replay` says where it started, and finds the same.
+  const char* bin = std::getenv("TIDAL_BINARY_DIR");
+  const std::string tidal = std::string(bin != nullptr ? bin : ".") + "/tidal";
+  if (std::filesystem::exists(tidal)) {
+    FILE* pipe = ::popen((tidal + " sim replay --store sqlite:" + dir_ + "/tidal.db 2>&1").c_str(), "r");
+    ASSERT_NE(pipe, nullptr);
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+    EXPECT_EQ(::pclose(pipe), 0) << out;
+    EXPECT_NE(out.find("started from the snapshot at seq " + std::to_string(report.snapshot_seq) + "\n"),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find("identical"), std::string::npos) << out;
+  }
+  EXPECT_GT(report.compared, 0);
+  EXPECT_TRUE(report.refused.empty()) << report.refused.front();
+  for (const ReplayDifference& d : report.differences) ADD_FAILURE() << d.ToString();
+}
+
+// Not a check: the figures in docs/PERFORMANCE.md ("Journal snapshots").
+// A long history with a small live state (each job cancelled a few passes
+// after its submit), without compaction and with a snapshot every 1,000
+// records: the store's journal rows and file size, the server's restart
+// (Recover) and a full `sim replay` of what the store keeps. Run with
+// --gtest_also_run_disabled_tests --gtest_filter='*Measure*'.
+TEST_F(ServerRestartReplayTest, DISABLED_MeasureCompaction) {
+  const int rounds = std::getenv("TIDAL_MEASURE_ROUNDS") ? std::atoi(std::getenv("TIDAL_MEASURE_ROUNDS")) : 3000;
+  for (int64_t every : {int64_t{100'000'000}, int64_t{1'000}}) {
+    cp_.reset();
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    config_.snapshot_every_records = every;
+    Open();
+    for (const Node& node : config_.catalog.cluster.nodes) {
+      protocol::NodeRegistration reg;
+      reg.name = node.name;
+      ASSERT_TRUE(cp_->RegisterNode(kAgent, protocol::NodeRegistrationToJson(reg)).ok());
+    }
+    std::vector<uint64_t> ids;
+    for (int i = 0; i < rounds; ++i) {
+      auto r = cp_->Submit(kAlice, {{"name", "m" + std::to_string(i)}, {"project", "vision"}, {"gpus_per_replica", 1 + i % 8}}, "");
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      ids.push_back(r->workload["id"].get<uint64_t>());
+      if (ids.size() > 3) {
+        ASSERT_TRUE(cp_->Cancel(kAdmin, ids[ids.size() - 4]).ok());
+      }
+      clock_.Advance(seconds(2));
+      Heartbeats("");
+      cp_->RunPass();
+    }
+    cp_.reset();
+    const auto t0 = std::chrono::steady_clock::now();
+    Open();
+    const double restart_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    cp_.reset();
+    int64_t rows = 0;
+    {
+      auto store = server::OpenStore(config_.store);
+      ASSERT_TRUE(store.ok());
+      int64_t after = 0;
+      while (true) {
+        auto page = (*store)->ReadJournal(after, 10000);
+        ASSERT_TRUE(page.ok());
+        if (page->empty()) break;
+        rows += static_cast<int64_t>(page->size());
+        after = page->back().seq;
+      }
+    }
+    const auto t1 = std::chrono::steady_clock::now();
+    const ReplayReport report = ReplayStore();
+    const double replay_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+    const auto bytes = std::filesystem::file_size(dir_ + "/tidal.db") +
+                       (std::filesystem::exists(dir_ + "/tidal.db-wal") ? std::filesystem::file_size(dir_ + "/tidal.db-wal") : 0);
+    std::printf("snapshot_every_records=%lld rounds=%d: journal rows %lld, store %.1f MiB, restart %.3f s, "
+                "replay %.3f s (from seq %lld, %zu differences)\n",
+                static_cast<long long>(every), rounds, static_cast<long long>(rows), bytes / 1048576.0, restart_s,
+                replay_s, static_cast<long long>(report.snapshot_seq), report.differences.size());
+  }
 }
 
 }  // namespace

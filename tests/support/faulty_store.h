@@ -47,6 +47,14 @@ class FaultyStore final : public server::Store {
     fail_at_ = seq_ + static_cast<uint64_t>(nth);
     cause_ = std::move(cause);
   }
+  // The next write that carries a journal snapshot fails, like FailWrite
+  // (it and every write after it): a disk that fills up as the snapshot is
+  // written.
+  void FailSnapshotWrite(std::string cause) {
+    std::lock_guard lock(mu_);
+    fail_snapshot_ = true;
+    cause_ = std::move(cause);
+  }
   // WaitDurable blocks until Release(): a slow disk.
   void Hold() {
     std::lock_guard lock(mu_);
@@ -75,6 +83,7 @@ class FaultyStore final : public server::Store {
   uint64_t Enqueue(server::Mutation m) override {
     std::lock_guard lock(mu_);
     const uint64_t seq = ++seq_;
+    if (fail_snapshot_ && !m.snapshot.empty() && fail_at_ == 0) fail_at_ = seq;
     if (fail_at_ != 0 && seq >= fail_at_) {
       if (error_.ok()) error_ = Unavailable(cause_);
       return seq;
@@ -116,6 +125,7 @@ class FaultyStore final : public server::Store {
   StatusOr<std::optional<std::string>> ReadMeta(const std::string& key) override {
     return inner_->ReadMeta(key);
   }
+  StatusOr<std::optional<server::SnapshotRow>> ReadSnapshot() override { return inner_->ReadSnapshot(); }
   uint64_t commits() const override { return inner_->commits(); }
   uint64_t committed_mutations() const override { return inner_->committed_mutations(); }
 
@@ -125,6 +135,7 @@ class FaultyStore final : public server::Store {
   std::condition_variable cv_;
   uint64_t seq_ = 0;
   uint64_t fail_at_ = 0;  // 0 = no fault
+  bool fail_snapshot_ = false;
   std::string cause_;
   Status error_;
   bool held_ = false;
