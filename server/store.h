@@ -75,8 +75,9 @@ struct Mutation {
 };
 
 // One journal record and its position (1, 2, ...: gapless while the store
-// lives, strictly increasing always; after a compaction the first row left
-// is the one after the latest snapshot).
+// lives, strictly increasing always; after a compaction the rows left are
+// the latest snapshot's tail and, before it, the load samples of the
+// forecaster's window: Mutation::keep_load_since_ms).
 struct JournalRow {
   int64_t seq = 0;
   std::string entry;
@@ -131,7 +132,8 @@ class Store {
   // flight.
   virtual StatusOr<std::vector<JournalRow>> ReadJournal(int64_t after_seq, int limit) = 0;
   // The latest snapshot (Mutation::snapshot); nullopt when none was written.
-  // The journal then holds exactly the records after it.
+  // The journal then holds the records after it (and the window's load
+  // samples before it: a replay starts after the snapshot's seq).
   virtual StatusOr<std::optional<SnapshotRow>> ReadSnapshot() = 0;
   // The value of a meta key; nullopt when it was never written.
   virtual StatusOr<std::optional<std::string>> ReadMeta(const std::string& key) = 0;

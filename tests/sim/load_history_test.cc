@@ -7,8 +7,10 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <variant>
 
 #include "core/colocation/load_forecaster.h"
+#include "protocol/journal_record.h"
 #include "server/control_plane.h"
 #include "server/server_config.h"
 #include "server/store.h"
@@ -138,6 +140,73 @@ TEST(LoadHistoryTest, RestartedServerForecastsFromStoredLoadSamples) {
   EXPECT_GT(cp.PeakLoadForecast(chat, noon - minutes(10), noon + minutes(10)), 60);
   EXPECT_LT(cp.PeakLoadForecast(chat, start + hours(2), start + hours(3)), 30);
   EXPECT_DOUBLE_EQ(cp.PeakLoadForecast(stale, start, start + hours(1)), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// Compaction keeps the window's load samples: a server that snapshotted and
+// compacted its journal still warms its forecaster at the next restart.
+TEST(LoadHistoryTest, CompactionKeepsTheLoadSamplesOfTheWindow) {
+  const std::string dir = testing::MakeScratchDir("load-history-compaction");
+  auto config = server::ParseServerConfig("cluster_file: cluster.yaml\npolicy_file: policy.yaml\nstore: sqlite:" +
+                                              dir + "/tidal.db\nsnapshot_every_records: 10\n",
+                                          "test.yaml", testing::SourceDir() + "/tests/server/testdata");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  ManualClock clock;
+  const Time start = TimeFromMillis(1'764'000'000'000);
+  clock.Set(start);
+  const WorkloadId chat(7), stale(8);
+  {
+    auto store = server::OpenStore(config->store);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    server::Mutation m;
+    for (int64_t t_s = -2 * 86400; t_s < 0; t_s += 300) {
+      m.journal.push_back(protocol::JournalRecordToText(
+          protocol::LoadSample{start + milliseconds(t_s * 1000), chat, t_s % 86400 == -43200 ? 80.0 : 20.0}));
+    }
+    // Older than the window: compaction may drop these.
+    for (int64_t t_s = -10 * 86400; t_s < -9 * 86400; t_s += 300) {
+      m.journal.push_back(protocol::JournalRecordToText(
+          protocol::LoadSample{start + milliseconds(t_s * 1000), stale, 50.0}));
+    }
+    const uint64_t seq = (*store)->Enqueue(std::move(m));
+    ASSERT_TRUE((*store)->WaitDurable(seq).ok());
+  }
+  const server::Principal alice{"alice", server::Role::kUser, "research"};
+  {
+    auto store = server::OpenStore(config->store);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    server::ControlPlane cp(*config, std::move(store).value(), clock);
+    ASSERT_TRUE(cp.Recover().ok());
+    // Enough records after the 864 samples for a snapshot, which covers them.
+    for (int i = 0; i < 10; ++i) {
+      auto r = cp.Submit(alice, {{"name", "j" + std::to_string(i)}, {"project", "vision"}, {"gpus_per_replica", 1}},
+                         "");
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+    }
+  }
+  auto store = server::OpenStore(config->store);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto snapshot = (*store)->ReadSnapshot();
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status().ToString();
+  ASSERT_TRUE(snapshot->has_value()) << "no snapshot was written";
+  EXPECT_GT((*snapshot)->seq, 864);
+  // The journal before the snapshot holds only the window's samples now.
+  auto rows = (*store)->ReadJournal(0, 10000);
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  int covered_load = 0;
+  for (const server::JournalRow& row : *rows) {
+    if (row.seq > (*snapshot)->seq) continue;
+    auto record = protocol::JournalRecordFromText(row.entry);
+    ASSERT_TRUE(record.ok()) << record.status().ToString();
+    const auto* sample = std::get_if<protocol::LoadSample>(&*record);
+    ASSERT_NE(sample, nullptr) << "compaction kept a record that is not a load sample: " << row.entry;
+    EXPECT_EQ(sample->workload, chat) << "a sample older than the window was kept";
+    ++covered_load;
+  }
+  EXPECT_EQ(covered_load, 2 * 86400 / 300);
+  server::ControlPlane cp(*config, std::move(store).value(), clock);
+  ASSERT_TRUE(cp.Recover().ok());
+  EXPECT_TRUE(cp.HasDailyLoadProfile(chat));
   std::filesystem::remove_all(dir);
 }
 
