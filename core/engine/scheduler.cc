@@ -20,6 +20,23 @@ void Scheduler::SetCache(std::shared_ptr<const ClassCache> cache) const {
   // The old cache (now in `cache`) is released outside the lock.
 }
 
+std::unique_ptr<engine::ClusterState> Scheduler::TakeKept() const {
+  while (cache_busy_.test_and_set(std::memory_order_acquire)) {
+  }
+  std::unique_ptr<engine::ClusterState> out = std::move(kept_);
+  cache_busy_.clear(std::memory_order_release);
+  return out;
+}
+
+void Scheduler::PutKept(std::unique_ptr<engine::ClusterState> kept) const {
+  while (cache_busy_.test_and_set(std::memory_order_acquire)) {
+  }
+  kept_.swap(kept);
+  cache_busy_.clear(std::memory_order_release);
+  // A state another pass put back meanwhile (now in `kept`) is dropped
+  // outside the lock.
+}
+
 std::shared_ptr<const engine::StaticNodeClasses> Scheduler::NodeClasses(
     const Snapshot& snapshot) const {
   if (snapshot.cluster_version == 0) return nullptr;
@@ -37,7 +54,21 @@ std::shared_ptr<const engine::StaticNodeClasses> Scheduler::NodeClasses(
 }
 
 Decisions Scheduler::Schedule(const Snapshot& snapshot) const {
-  return engine::SchedulingPass(policy_, snapshot, NodeClasses(snapshot)).Run();
+  std::shared_ptr<const engine::StaticNodeClasses> classes = NodeClasses(snapshot);
+  // A start state can be kept only where the snapshot says which GPUs are
+  // free (the simulator's and the server's State keep free_gpus); without it
+  // every pass scans the allocations anyway.
+  if (classes == nullptr || snapshot.free_gpus.empty() ||
+      snapshot.allocation_gpus.size() != snapshot.allocations.size()) {
+    return engine::SchedulingPass(policy_, snapshot, std::move(classes)).Run();
+  }
+  std::unique_ptr<engine::ClusterState> kept = TakeKept();
+  if (kept == nullptr || !kept->CatchUp(snapshot, classes)) {
+    kept = std::make_unique<engine::ClusterState>(snapshot, classes);
+  }
+  Decisions out = engine::SchedulingPass(policy_, snapshot, *kept).Run();
+  PutKept(std::move(kept));
+  return out;
 }
 
 }  // namespace tidal

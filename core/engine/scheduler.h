@@ -16,10 +16,14 @@
 namespace tidal {
 
 // The only state kept between passes is a cache of node classes, keyed by
-// Snapshot::cluster_version (never used when it is 0), so the decisions stay a
-// pure function of policy and snapshot. Concurrent passes share the cache
-// under a spin lock held only to copy a pointer (core/ has no mutex), and at
-// worst both build it.
+// Snapshot::cluster_version (never used when it is 0), and the last pass's
+// start ClusterState, which the next pass catches up to its snapshot by the
+// nodes whose free GPUs changed (ClusterState::CatchUp) instead of building
+// it over every node: both give what a build from the snapshot gives, so the
+// decisions stay a pure function of policy and snapshot. Concurrent passes
+// share the cache under a spin lock held only to copy a pointer (core/ has no
+// mutex), and at worst both build it; the kept state is taken out for the
+// length of a pass, so a concurrent pass builds its own.
 class Scheduler {
  public:
   explicit Scheduler(PolicyConfig policy) : policy_(std::move(policy)) {}
@@ -29,6 +33,7 @@ class Scheduler {
     if (this != &other) {
       policy_ = other.policy_;
       SetCache(nullptr);
+      PutKept(nullptr);
     }
     return *this;
   }
@@ -49,10 +54,15 @@ class Scheduler {
 
   std::shared_ptr<const ClassCache> GetCache() const;
   void SetCache(std::shared_ptr<const ClassCache> cache) const;
+  // Takes the kept start state out (null when none or another pass has it),
+  // and puts one back.
+  std::unique_ptr<engine::ClusterState> TakeKept() const;
+  void PutKept(std::unique_ptr<engine::ClusterState> kept) const;
 
   PolicyConfig policy_;
   mutable std::atomic_flag cache_busy_ = ATOMIC_FLAG_INIT;  // guards cache_
   mutable std::shared_ptr<const ClassCache> cache_;
+  mutable std::unique_ptr<engine::ClusterState> kept_;  // guarded by cache_busy_
 };
 
 }  // namespace tidal

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "core/common/check.h"
 #include "core/explain/text.h"
 
 namespace tidal::engine {
@@ -73,6 +74,29 @@ SchedulingPass::SchedulingPass(const PolicyConfig& policy, const Snapshot& snaps
       state_(snapshot, std::move(classes), &alloc_gpus_),
       eligibility_(snapshot, state_, &policy.templates),
       quota_(snapshot, quota::QuotaTracker::QueuesOnly{}) {
+  Init();
+}
+
+SchedulingPass::SchedulingPass(const PolicyConfig& policy, const Snapshot& snapshot,
+                               const ClusterState& start)
+    : policy_(policy),
+      snapshot_(snapshot),
+      now_(snapshot.now),
+      index_(snapshot.workloads),
+      workload_of_(WorkloadsOfAllocations(snapshot, index_)),
+      alloc_gpus_(snapshot.allocation_gpus),
+      state_(start),
+      start_state_(&start),
+      eligibility_(snapshot, state_, &policy.templates),
+      quota_(snapshot, quota::QuotaTracker::QueuesOnly{}) {
+  TIDAL_CHECK(alloc_gpus_.size() == snapshot.allocations.size())
+      << "a pass from a kept cluster state needs the snapshot's allocation_gpus";
+  Init();
+}
+
+void SchedulingPass::Init() {
+  const Snapshot& snapshot = snapshot_;
+  const PolicyConfig& policy = policy_;
   const std::vector<Workload>& ws = snapshot.workloads;
   alloc_of_.assign(ws.size(), -1);
   alloc_state_.resize(snapshot.allocations.size(), AllocState::kLive);
@@ -125,7 +149,12 @@ SchedulingPass::SchedulingPass(const PolicyConfig& policy, const Snapshot& snaps
 Decisions SchedulingPass::Run() {
   ForcedStops();
   ShrinkServices();
-  start_state_ = std::make_unique<ClusterState>(state_);
+  // ForcedStops and ShrinkServices take no capacity, so state_ is still the
+  // start state here.
+  if (start_state_ == nullptr) {
+    own_start_ = std::make_unique<ClusterState>(state_);
+    start_state_ = own_start_.get();
+  }
   HeadReservations();
   MainPhase();
   BorrowPhase();

@@ -60,10 +60,17 @@ class SchedulingPass {
   // `classes` (may be null) are the snapshot cluster's static node classes.
   SchedulingPass(const PolicyConfig& policy, const Snapshot& snapshot,
                  std::shared_ptr<const StaticNodeClasses> classes = nullptr);
+  // Starts from `start`, the snapshot's capacity as ClusterState would build
+  // it (a caller's state kept across passes, see ClusterState::CatchUp),
+  // which must outlive the pass; the snapshot must carry allocation_gpus.
+  SchedulingPass(const PolicyConfig& policy, const Snapshot& snapshot, const ClusterState& start);
   Decisions Run();
 
  private:
   enum class AllocState : uint8_t { kLive, kTerminating, kClaimed, kVictim };
+
+  // The constructors' shared part, once state_ is made.
+  void Init();
   enum class Phase { kMain, kBorrow };
 
   struct Reservation {
@@ -147,7 +154,10 @@ class SchedulingPass {
   std::vector<int> workload_of_;     // per allocation: its workload or -1
   std::vector<int> alloc_gpus_;      // per allocation, filled by state_
   ClusterState state_;
-  std::unique_ptr<ClusterState> start_state_;  // capacity before this pass placed anything
+  // Capacity before this pass placed anything: the caller's start state,
+  // or own_start_ (a copy of state_ made in Run) when there is none.
+  const ClusterState* start_state_ = nullptr;
+  std::unique_ptr<ClusterState> own_start_;
   placement::EligibilityIndex eligibility_;
   quota::QuotaTracker quota_;
   placement::GangPlacer placer_;

@@ -193,6 +193,16 @@ ClusterState::ClusterState(const Snapshot& snapshot,
     ++classes_[id].node_count;
   }
 
+  lent_ = snapshot.lent_nodes;
+  FillBuckets();
+}
+
+void ClusterState::FillBuckets() {
+  const size_t n_nodes = free_.size();
+  for (auto& per_class : buckets_) {
+    for (auto& b : per_class) b.clear();
+  }
+  std::fill(class_free_.begin(), class_free_.end(), 0);
   // Bucket sizes first, so each bucket is allocated once; bucket_pos_ holds
   // each node's free count until the buckets are filled.
   std::vector<std::vector<uint32_t>> sizes(buckets_.size());
@@ -253,6 +263,67 @@ void ClusterState::Release(NodeId n, GpuMask mask) {
   const int before = PopCount(free_[i]);
   free_[i] |= mask;
   Move(i, before, PopCount(free_[i]));
+}
+
+}  // namespace tidal::engine
+
+namespace tidal::engine {
+
+void ClusterState::MoveSorted(uint32_t node, int from_count, int to_count) {
+  const int c = class_of_[node];
+  std::vector<uint32_t>& from = buckets_[c][from_count];
+  const uint32_t pos = bucket_pos_[node];
+  from.erase(from.begin() + pos);
+  for (size_t k = pos; k < from.size(); ++k) bucket_pos_[from[k]] = static_cast<uint32_t>(k);
+  std::vector<uint32_t>& to = buckets_[c][to_count];
+  const auto at = std::lower_bound(to.begin(), to.end(), node);
+  const size_t to_pos = static_cast<size_t>(at - to.begin());
+  to.insert(at, node);
+  for (size_t k = to_pos; k < to.size(); ++k) bucket_pos_[to[k]] = static_cast<uint32_t>(k);
+  class_free_[c] += to_count - from_count;
+}
+
+bool ClusterState::CatchUp(const Snapshot& snapshot,
+                           const std::shared_ptr<const StaticNodeClasses>& statics) {
+  const size_t n_nodes = free_.size();
+  if (statics == nullptr || statics != statics_ || snapshot.cluster.nodes.size() != n_nodes ||
+      snapshot.free_gpus.size() != n_nodes ||
+      snapshot.allocation_gpus.size() != snapshot.allocations.size() ||
+      snapshot.lent_nodes != lent_) {
+    return false;
+  }
+  cluster_ = &snapshot.cluster;
+  const std::vector<GpuMask>& want = snapshot.free_gpus;
+  // Moving one node costs its two buckets' length (they stay sorted); past a
+  // few dozen changed nodes one refill of every bucket is cheaper.
+  constexpr size_t kMaxSortedMoves = 32;
+  size_t changed = 0;
+  for (size_t i = 0; i < n_nodes && changed <= kMaxSortedMoves; ++i) changed += free_[i] != want[i];
+  if (changed > kMaxSortedMoves) {
+    free_ = want;
+    FillBuckets();
+  } else if (changed > 0) {
+    for (size_t i = 0; i < n_nodes; ++i) {
+      if (free_[i] == want[i]) continue;
+      const int before = PopCount(free_[i]);
+      const int after = PopCount(want[i]);
+      free_[i] = want[i];
+      if (before != after) MoveSorted(static_cast<uint32_t>(i), before, after);
+    }
+  }
+#if !defined(NDEBUG) || defined(TIDAL_EXPENSIVE_CHECKS)
+  // Kept across passes, it must be what a build from this snapshot gives
+  // (that build also checks free_gpus against the allocations).
+  TIDAL_CHECK(SameAs(ClusterState(snapshot, statics_)))
+      << "the cluster state kept across passes differs from one built from the snapshot";
+#endif
+  return true;
+}
+
+bool ClusterState::SameAs(const ClusterState& other) const {
+  return statics_ == other.statics_ && classes_ == other.classes_ && static_of_ == other.static_of_ &&
+         class_of_ == other.class_of_ && free_ == other.free_ && class_free_ == other.class_free_ &&
+         buckets_ == other.buckets_ && bucket_pos_ == other.bucket_pos_ && lent_ == other.lent_;
 }
 
 }  // namespace tidal::engine

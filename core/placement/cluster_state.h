@@ -32,6 +32,8 @@ struct NodeClass {
   int gpu_count = 0;
   int max_domain_gpus = 0;  // the largest NVLink domain of a member
   int node_count = 0;
+
+  bool operator==(const NodeClass&) const = default;
 };
 
 // Node classes without the loan state: everything about a node that changes
@@ -71,6 +73,19 @@ class ClusterState {
   explicit ClusterState(Snapshot&&, std::shared_ptr<const StaticNodeClasses> = nullptr,
                         std::vector<int>* = nullptr) = delete;
 
+  // Brings a state built from an earlier snapshot of the same cluster (the
+  // same `statics`, i.e. the same Snapshot::cluster_version) and the same
+  // loans to `snapshot`, moving only the nodes whose free GPUs changed, so a
+  // caller that keeps one state across passes pays per changed node instead
+  // of per node. The result is the state the constructor would build: each
+  // bucket stays in ascending node order, which is the order placement
+  // walks, so the decisions do not depend on which way it was made. Returns
+  // false, changing nothing, when it cannot (other statics or loans, or a
+  // snapshot without free_gpus); the caller then builds a new one.
+  bool CatchUp(const Snapshot& snapshot, const std::shared_ptr<const StaticNodeClasses>& statics);
+  // Field-by-field equality (the cluster reference aside): for checks.
+  bool SameAs(const ClusterState& other) const;
+
   const Cluster& cluster() const { return *cluster_; }
   int node_count() const { return static_cast<int>(free_.size()); }
   int class_count() const { return static_cast<int>(classes_.size()); }
@@ -96,6 +111,11 @@ class ClusterState {
 
  private:
   void Move(uint32_t node, int from_count, int to_count);
+  // Fills buckets_, bucket_pos_ and class_free_ from free_, each bucket in
+  // ascending node order.
+  void FillBuckets();
+  // Moves a node between buckets keeping both in ascending node order.
+  void MoveSorted(uint32_t node, int from_count, int to_count);
 
   const Cluster* cluster_;
   std::shared_ptr<const StaticNodeClasses> statics_;
@@ -107,6 +127,7 @@ class ClusterState {
   // buckets_[class][free count] and each node's index inside its bucket.
   std::vector<std::vector<std::vector<uint32_t>>> buckets_;
   std::vector<uint32_t> bucket_pos_;
+  std::vector<bool> lent_;  // the snapshot's lent_nodes it was built with
 };
 
 }  // namespace tidal::engine
