@@ -98,99 +98,94 @@ TEST(LoadHistoryTest, WindowKeepsAWeekBeforeTheStart) {
   EXPECT_FALSE(InLoadHistoryWindow(start + milliseconds(1), start));
 }
 
-// The server: load samples journaled before a restart warm the new
-// forecaster, within the window and no further.
-TEST(LoadHistoryTest, RestartedServerForecastsFromStoredLoadSamples) {
-  const std::string dir = testing::MakeScratchDir("load-history-server");
-  auto config = server::ParseServerConfig("cluster_file: cluster.yaml\npolicy_file: policy.yaml\nstore: sqlite:" +
-                                              dir + "/tidal.db\n",
-                                          "test.yaml", testing::SourceDir() + "/tests/server/testdata");
-  ASSERT_TRUE(config.ok()) << config.status().ToString();
-  ManualClock clock;
-  const Time start = TimeFromMillis(1'764'000'000'000);
-  clock.Set(start);
-  const WorkloadId chat(7), stale(8);
-  {
-    auto store = server::OpenStore(config->store);
+// A server on a fresh store under tests/server/testdata's cluster, whose
+// journal already holds two days of load samples of `chat` (20 req/s, 80
+// from 12:00 to 13:00 of each day, relative to the restart, at 5-minute
+// steps) and one day of `stale`, ten days back: outside the window.
+class StoredLoadTest : public ::testing::Test {
+ protected:
+  static constexpr int kChatSamples = 2 * 86400 / 300;
+  const Time start_ = TimeFromMillis(1'764'000'000'000);
+  const WorkloadId chat_{7}, stale_{8};
+
+  void SetUp() override {
+    dir_ = testing::MakeScratchDir("load-history-server");
+    clock_.Set(start_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  server::ServerConfig Config(const std::string& extra_yaml = "") const {
+    auto config = server::ParseServerConfig(
+        "cluster_file: cluster.yaml\npolicy_file: policy.yaml\nstore: sqlite:" + dir_ + "/tidal.db\n" + extra_yaml,
+        "test.yaml", testing::SourceDir() + "/tests/server/testdata");
+    EXPECT_TRUE(config.ok()) << config.status().ToString();
+    return config.ok() ? *config : server::ServerConfig{};
+  }
+  void StoreSamples(const server::ServerConfig& config) const {
+    auto store = server::OpenStore(config.store);
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     server::Mutation m;
-    // Two days of chat at 5-minute steps: 20 req/s, 80 from 12:00 to 13:00
-    // of each day (relative to the restart).
     for (int64_t t_s = -2 * 86400; t_s < 0; t_s += 300) {
       const int64_t of_day = ((t_s % 86400) + 86400) % 86400;
       const double rps = of_day >= 43200 && of_day < 46800 ? 80 : 20;
-      m.journal.push_back(protocol::JournalRecordToText(
-          protocol::LoadSample{start + milliseconds(t_s * 1000), chat, rps}));
+      m.journal.push_back(
+          protocol::JournalRecordToText(protocol::LoadSample{start_ + milliseconds(t_s * 1000), chat_, rps}));
     }
-    // Older than the window: not fed.
-    for (int64_t t_s = -10 * 86400; t_s < -9 * 86400; t_s += 300)
-      m.journal.push_back(protocol::JournalRecordToText(
-          protocol::LoadSample{start + milliseconds(t_s * 1000), stale, 50.0}));
+    for (int64_t t_s = -10 * 86400; t_s < -9 * 86400; t_s += 300) {
+      m.journal.push_back(
+          protocol::JournalRecordToText(protocol::LoadSample{start_ + milliseconds(t_s * 1000), stale_, 50.0}));
+    }
     const uint64_t seq = (*store)->Enqueue(std::move(m));
     ASSERT_TRUE((*store)->WaitDurable(seq).ok());
   }
-  auto store = server::OpenStore(config->store);
+
+  std::string dir_;
+  ManualClock clock_;
+};
+
+// Load samples journaled before a restart warm the new forecaster, within
+// the window and no further.
+TEST_F(StoredLoadTest, RestartedServerForecastsFromStoredLoadSamples) {
+  const server::ServerConfig config = Config();
+  StoreSamples(config);
+  auto store = server::OpenStore(config.store);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
-  server::ControlPlane cp(*config, std::move(store).value(), clock);
+  server::ControlPlane cp(config, std::move(store).value(), clock_);
   ASSERT_TRUE(cp.Recover().ok());
-  EXPECT_TRUE(cp.HasDailyLoadProfile(chat));
-  EXPECT_FALSE(cp.HasDailyLoadProfile(stale));
+  EXPECT_TRUE(cp.HasDailyLoadProfile(chat_));
+  EXPECT_FALSE(cp.HasDailyLoadProfile(stale_));
   // The noon peak is forecast ahead of time, though the last hour ran at 20.
-  const Time noon = start + hours(12);
-  EXPECT_GT(cp.PeakLoadForecast(chat, noon - minutes(10), noon + minutes(10)), 60);
-  EXPECT_LT(cp.PeakLoadForecast(chat, start + hours(2), start + hours(3)), 30);
-  EXPECT_DOUBLE_EQ(cp.PeakLoadForecast(stale, start, start + hours(1)), 0);
-  std::filesystem::remove_all(dir);
+  const Time noon = start_ + hours(12);
+  EXPECT_GT(cp.PeakLoadForecast(chat_, noon - minutes(10), noon + minutes(10)), 60);
+  EXPECT_LT(cp.PeakLoadForecast(chat_, start_ + hours(2), start_ + hours(3)), 30);
+  EXPECT_DOUBLE_EQ(cp.PeakLoadForecast(stale_, start_, start_ + hours(1)), 0);
 }
 
 // Compaction keeps the window's load samples: a server that snapshotted and
 // compacted its journal still warms its forecaster at the next restart.
-TEST(LoadHistoryTest, CompactionKeepsTheLoadSamplesOfTheWindow) {
-  const std::string dir = testing::MakeScratchDir("load-history-compaction");
-  auto config = server::ParseServerConfig("cluster_file: cluster.yaml\npolicy_file: policy.yaml\nstore: sqlite:" +
-                                              dir + "/tidal.db\nsnapshot_every_records: 10\n",
-                                          "test.yaml", testing::SourceDir() + "/tests/server/testdata");
-  ASSERT_TRUE(config.ok()) << config.status().ToString();
-  ManualClock clock;
-  const Time start = TimeFromMillis(1'764'000'000'000);
-  clock.Set(start);
-  const WorkloadId chat(7), stale(8);
-  {
-    auto store = server::OpenStore(config->store);
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    server::Mutation m;
-    for (int64_t t_s = -2 * 86400; t_s < 0; t_s += 300) {
-      m.journal.push_back(protocol::JournalRecordToText(
-          protocol::LoadSample{start + milliseconds(t_s * 1000), chat, t_s % 86400 == -43200 ? 80.0 : 20.0}));
-    }
-    // Older than the window: compaction may drop these.
-    for (int64_t t_s = -10 * 86400; t_s < -9 * 86400; t_s += 300) {
-      m.journal.push_back(protocol::JournalRecordToText(
-          protocol::LoadSample{start + milliseconds(t_s * 1000), stale, 50.0}));
-    }
-    const uint64_t seq = (*store)->Enqueue(std::move(m));
-    ASSERT_TRUE((*store)->WaitDurable(seq).ok());
-  }
+TEST_F(StoredLoadTest, CompactionKeepsTheLoadSamplesOfTheWindow) {
+  const server::ServerConfig config = Config("snapshot_every_records: 10\n");
+  StoreSamples(config);
   const server::Principal alice{"alice", server::Role::kUser, "research"};
   {
-    auto store = server::OpenStore(config->store);
+    auto store = server::OpenStore(config.store);
     ASSERT_TRUE(store.ok()) << store.status().ToString();
-    server::ControlPlane cp(*config, std::move(store).value(), clock);
+    server::ControlPlane cp(config, std::move(store).value(), clock_);
     ASSERT_TRUE(cp.Recover().ok());
-    // Enough records after the 864 samples for a snapshot, which covers them.
+    // Enough records after the samples for a snapshot, which covers them.
     for (int i = 0; i < 10; ++i) {
       auto r = cp.Submit(alice, {{"name", "j" + std::to_string(i)}, {"project", "vision"}, {"gpus_per_replica", 1}},
                          "");
       ASSERT_TRUE(r.ok()) << r.status().ToString();
     }
   }
-  auto store = server::OpenStore(config->store);
+  auto store = server::OpenStore(config.store);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   auto snapshot = (*store)->ReadSnapshot();
   ASSERT_TRUE(snapshot.ok()) << snapshot.status().ToString();
   ASSERT_TRUE(snapshot->has_value()) << "no snapshot was written";
-  EXPECT_GT((*snapshot)->seq, 864);
-  // The journal before the snapshot holds only the window's samples now.
+  EXPECT_GT((*snapshot)->seq, kChatSamples);
+  // What the snapshot covers is gone but for the window's samples.
   auto rows = (*store)->ReadJournal(0, 10000);
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   int covered_load = 0;
@@ -200,14 +195,13 @@ TEST(LoadHistoryTest, CompactionKeepsTheLoadSamplesOfTheWindow) {
     ASSERT_TRUE(record.ok()) << record.status().ToString();
     const auto* sample = std::get_if<protocol::LoadSample>(&*record);
     ASSERT_NE(sample, nullptr) << "compaction kept a record that is not a load sample: " << row.entry;
-    EXPECT_EQ(sample->workload, chat) << "a sample older than the window was kept";
+    EXPECT_EQ(sample->workload, chat_) << "a sample older than the window was kept";
     ++covered_load;
   }
-  EXPECT_EQ(covered_load, 2 * 86400 / 300);
-  server::ControlPlane cp(*config, std::move(store).value(), clock);
+  EXPECT_EQ(covered_load, kChatSamples);
+  server::ControlPlane cp(config, std::move(store).value(), clock_);
   ASSERT_TRUE(cp.Recover().ok());
-  EXPECT_TRUE(cp.HasDailyLoadProfile(chat));
-  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(cp.HasDailyLoadProfile(chat_));
 }
 
 }  // namespace
