@@ -1,6 +1,10 @@
 // A small blocking HTTP GET on loopback/the node network for readiness and
-// load probes, with short timeouts so one slow replica cannot stall the
-// agent loop for long.
+// load probes. The other end is a pod, so assume it is hostile: the whole
+// request (connect, headers, body) has one deadline, and the body one size
+// cap, so that a pod that trickles bytes or streams gigabytes cannot stall
+// the agent loop (its heartbeats keep every other pod on the node alive) or
+// fill its memory. cpp-httplib's client only bounds each read, so this uses
+// libcurl, whose CURLOPT_TIMEOUT_MS bounds the whole transfer.
 #ifndef TIDAL_AGENT_HTTP_GET_H_
 #define TIDAL_AGENT_HTTP_GET_H_
 
@@ -16,8 +20,14 @@ struct HttpReply {
   std::string body;
 };
 
+// A probe reply is a status and a small JSON object; anything longer is
+// refused, not truncated.
+inline constexpr size_t kMaxProbeBodyBytes = size_t{64} << 10;
+
+// GET http://host:port/path within `timeout` in all, with no redirects, no
+// proxy and no protocol but HTTP. A body over max_body_bytes is an error.
 StatusOr<HttpReply> HttpGet(const std::string& host, int port, const std::string& path,
-                            Duration timeout);
+                            Duration timeout, size_t max_body_bytes = kMaxProbeBodyBytes);
 
 // A free TCP port on 127.0.0.1 (bind to port 0, read it back, close). Racy
 // by nature, so callers bind soon after.

@@ -16,6 +16,7 @@
 
 #include "agent/http_get.h"
 #include "agent/pod_env.h"
+#include "config/input_limits.h"
 
 namespace tidal::agent {
 namespace fs = std::filesystem;
@@ -46,20 +47,12 @@ Status WriteFileAtomically(const std::string& path, const std::string& text) {
 }  // namespace
 
 StatusOr<LoadReport> ParseLoadReport(const std::string& body) {
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return InvalidArgument("load: expected a JSON object");
-  LoadReport r{0, 0, 0};
-  auto number = [&](const char* key, double& out) -> Status {
-    if (!j.contains(key)) return Status::Ok();
-    if (!j[key].is_number()) return InvalidArgument(fmt::format("load.{}: expected a number", key));
-    out = j[key].get<double>();
-    if (out < 0) return InvalidArgument(fmt::format("load.{}: negative", key));
-    return Status::Ok();
-  };
-  TIDAL_RETURN_IF_ERROR(number("rps", r.rps));
-  TIDAL_RETURN_IF_ERROR(number("p95_ms", r.p95_ms));
-  TIDAL_RETURN_IF_ERROR(number("p99_ms", r.p99_ms));
-  return r;
+  // The body comes from the pod: refuse deep nesting before the parser
+  // walks it (HttpGet has already bounded its size).
+  TIDAL_RETURN_IF_ERROR(config::CheckJsonDepth(body, "load"));
+  const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return InvalidArgument("load: not JSON");
+  return protocol::LoadReplyFromJson(j);
 }
 
 std::string_view Pod::PhaseName(Phase phase) {

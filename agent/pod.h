@@ -39,8 +39,8 @@
 namespace tidal::agent {
 
 using LoadReport = protocol::LoadReport;
-// Parses a replica's load reply: {"rps", "p95_ms", "p99_ms"} (extra keys
-// ignored; a missing figure is 0).
+// Parses a replica's load reply (protocol::LoadReplyFromJson), refusing a
+// body nested deeper than a JSON request may be.
 StatusOr<LoadReport> ParseLoadReport(const std::string& body);
 
 // What the agent tells the server about a pod; the protocol's message.

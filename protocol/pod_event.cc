@@ -32,6 +32,18 @@ json PodEventToJson(const PodEvent& e) {
   return j;
 }
 
+namespace {
+
+// The bounds of a load figure, wherever it is read: a replica's reply and
+// the agent's pod event must agree, or one pod's report fails the batch.
+Status ReadLoadFigures(const ObjectReader& r, LoadReport* load) {
+  TIDAL_RETURN_IF_ERROR(r.Double("rps", &load->rps, 0, 1e9));
+  TIDAL_RETURN_IF_ERROR(r.Double("p95_ms", &load->p95_ms, 0, 1e9));
+  return r.Double("p99_ms", &load->p99_ms, 0, 1e9);
+}
+
+}  // namespace
+
 StatusOr<PodEvent> PodEventFromJson(const json& j, std::string_view path) {
   TIDAL_ASSIGN_OR_RETURN(
       ObjectReader r,
@@ -70,9 +82,7 @@ StatusOr<PodEvent> PodEventFromJson(const json& j, std::string_view path) {
     TIDAL_ASSIGN_OR_RETURN(ObjectReader lr, ObjectReader::Open(r.at("load"), r.FieldPath("load"),
                                                                std::vector<std::string_view>{"rps", "p95_ms", "p99_ms"}));
     LoadReport load;
-    TIDAL_RETURN_IF_ERROR(lr.Double("rps", &load.rps, 0, 1e9));
-    TIDAL_RETURN_IF_ERROR(lr.Double("p95_ms", &load.p95_ms, 0, 1e9));
-    TIDAL_RETURN_IF_ERROR(lr.Double("p99_ms", &load.p99_ms, 0, 1e9));
+    TIDAL_RETURN_IF_ERROR(ReadLoadFigures(lr, &load));
     e.load = load;
   }
   return e;
@@ -95,6 +105,13 @@ StatusOr<PodEventBatch> PodEventBatchFromJson(const json& j) {
     batch.events.push_back(std::move(event));
   }
   return batch;
+}
+
+StatusOr<LoadReport> LoadReplyFromJson(const json& j) {
+  TIDAL_ASSIGN_OR_RETURN(ObjectReader r, ObjectReader::Open(j, "load", std::nullopt));
+  LoadReport load{0, 0, 0};
+  TIDAL_RETURN_IF_ERROR(ReadLoadFigures(r, &load));
+  return load;
 }
 
 }  // namespace tidal::protocol

@@ -64,6 +64,12 @@ nlohmann::json PodEventToJson(const PodEvent& event);
 // error that names the field under `path`.
 StatusOr<PodEvent> PodEventFromJson(const nlohmann::json& j, std::string_view path = "event");
 
+// A replica's reply to its load endpoint (docs/agent.md "Load reports"):
+// {"rps", "p95_ms", "p99_ms"}, each in [0, 1e9] (the range the server takes
+// in a pod event, so that a pod cannot make the agent's whole event batch
+// refused); other keys are ignored, and a figure left out is 0.
+StatusOr<LoadReport> LoadReplyFromJson(const nlohmann::json& j);
+
 nlohmann::json PodEventBatchToJson(const PodEventBatch& batch);
 StatusOr<PodEventBatch> PodEventBatchFromJson(const nlohmann::json& j);
 

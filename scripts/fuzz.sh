@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # Real libFuzzer runs of every fuzz/ target (docs/RELIABILITY.md "Fuzzing"):
 # a separate clang build (build/fuzz, ASan+UBSan+libFuzzer) of only the
-# fuzz targets and the libraries they link, then each target for
-# SECONDS (default 7) from CTest. The default build and CI only replay the
-# seed corpus (fuzz.<target>.replay): a clang build of the libraries costs
-# more CI time than it has. Usage: scripts/fuzz.sh [SECONDS] [ctest args...]
+# fuzz targets and the libraries they link, then each target for SECONDS
+# (default 7: about a minute for all eight) from CTest. scripts/test.sh runs
+# it after the suite. Usage: scripts/fuzz.sh [SECONDS] [ctest args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-7}"

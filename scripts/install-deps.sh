@@ -16,9 +16,10 @@ packages=(
 # install Debian's when there is none.
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then packages+=(nodejs npm); fi
 # Extra packages for the test suite (real Prometheus, promtool, load tools,
-# and chromium for the dashboard's browser test).
+# chromium for the dashboard's browser test, and clang with its libFuzzer
+# and sanitizer runtimes for scripts/fuzz.sh).
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(prometheus wrk chromium)
+  packages+=(prometheus wrk chromium clang libclang-rt-dev)
 fi
 
 missing=()

@@ -235,5 +235,99 @@ TEST(LoadReportTest, RejectsBadNumbers) {
   EXPECT_FALSE(ParseLoadReport(R"({"p99_ms": -1})").ok());
 }
 
+// A hostile pod's reply is refused by the agent, not forwarded: a figure the
+// server would refuse in a pod event (above 1e9) would fail the agent's whole
+// event batch, and deep nesting must not reach the parser.
+TEST(LoadReportTest, RefusesWhatTheServerWouldRefuseAndDeepNesting) {
+  auto huge = ParseLoadReport(R"({"rps": 1e12})");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("load.rps"), std::string::npos) << huge.status().message();
+  auto deep = ParseLoadReport(std::string(1000, '[') + std::string(1000, ']'));
+  ASSERT_FALSE(deep.ok());
+  EXPECT_NE(deep.status().message().find("nest"), std::string::npos) << deep.status().message();
+  // Extra keys stay allowed; a figure left out is 0.
+  auto extra = ParseLoadReport(R"({"rps": 2, "inflight": 3})");
+  ASSERT_TRUE(extra.ok());
+  EXPECT_EQ(extra->rps, 2);
+  EXPECT_EQ(extra->p99_ms, 0);
+}
+
+// A replica whose readiness probe passes at once, with its load endpoint at
+// `server`'s /load; Ticked to ready.
+class HostileLoadEndpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    auto port = PickFreePort();
+    ASSERT_TRUE(port.ok());
+    port_ = *port;
+    server_.Get("/ready", [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
+  }
+  void TearDown() override {
+    server_.stop();
+    if (serving_.joinable()) serving_.join();
+    fs::remove_all(dir_);
+  }
+  // Starts serving and returns a ready pod.
+  std::unique_ptr<Pod> ReadyPod() {
+    serving_ = std::thread([this] { server_.listen("127.0.0.1", port_); });
+    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    PodSpec spec = ShellPod("exec sleep 30");
+    spec.readiness = HttpEndpoint{0, "/ready"};
+    spec.load_endpoint = HttpEndpoint{0, "/load"};
+    PodOptions options = Options(dir_);
+    options.port = port_;
+    auto pod = std::make_unique<Pod>(spec, options);
+    std::vector<PodEvent> events;
+    const int64_t t0 = WallClockMs();
+    EXPECT_TRUE(pod->TryLaunch(t0, events));
+    pod->Tick(t0 + 1, events);
+    EXPECT_EQ(pod->phase(), Pod::Phase::kReady);
+    return pod;
+  }
+  static void Kill(Pod& pod) {
+    std::vector<PodEvent> events;
+    const int64_t now = WallClockMs();
+    pod.Stop(StopNotice{"cancel", now, now, SIGKILL}, now, events);
+    RunUntilExit(pod, 5000);
+  }
+  fs::path dir_;
+  int port_ = 0;
+  httplib::Server server_;
+  std::thread serving_;
+};
+
+TEST_F(HostileLoadEndpointTest, ABodyOverTheCapIsRefused) {
+  // Valid JSON, but 1 KiB over the cap: refused whole, not truncated.
+  const std::string body = R"({"rps": 1, "pad": ")" + std::string(kMaxProbeBodyBytes, 'x') + R"("})";
+  server_.Get("/load", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(body, "application/json");
+  });
+  auto pod = ReadyPod();
+  EXPECT_FALSE(pod->ReadLoad().has_value());
+  auto reply = HttpGet("127.0.0.1", port_, "/load", std::chrono::seconds(5));
+  ASSERT_FALSE(reply.ok());
+  EXPECT_EQ(reply.status().code(), StatusCode::kResourceExhausted) << reply.status().message();
+  Kill(*pod);
+}
+
+TEST_F(HostileLoadEndpointTest, ATricklingEndpointCannotStallTheAgentLoop) {
+  // One byte every 20 ms, forever: each read succeeds well within the probe
+  // timeout, so only a deadline on the whole request ends it. Without one,
+  // ReadLoad never returns (the agent stops heartbeating, and every pod on
+  // the node is lost): this test then hangs until CTest's timeout.
+  std::atomic<bool> stop{false};
+  server_.Get("/load", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_chunked_content_provider("application/json", [&](size_t, httplib::DataSink& sink) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      return !stop && sink.write(" ", 1);
+    });
+  });
+  auto pod = ReadyPod();
+  EXPECT_FALSE(pod->ReadLoad().has_value());
+  stop = true;
+  Kill(*pod);
+}
+
 }  // namespace
 }  // namespace tidal::agent

@@ -105,6 +105,25 @@ TEST(PodEventCodecTest, DecodeErrorsNameTheField) {
   ExpectFieldError(PodEventBatchFromJson(json::object()), "events");
 }
 
+// A replica's load reply and the agent's pod event take the same figures:
+// whatever the reply reader accepts, the event codec accepts in turn, so one
+// pod's report cannot make the server refuse the agent's batch.
+TEST(LoadReplyCodecTest, AcceptsWhatAPodEventCarries) {
+  for (const json& reply : {json{{"rps", 1e9}, {"p95_ms", 0}, {"p99_ms", 5}}, json{{"rps", 3}, {"extra", 1}},
+                            json::object()}) {
+    auto load = LoadReplyFromJson(reply);
+    ASSERT_TRUE(load.ok()) << reply.dump() << ": " << load.status().message();
+    PodEvent e;
+    e.key = {1, 0, 0};
+    e.load = *load;
+    EXPECT_TRUE(PodEventFromJson(PodEventToJson(e)).ok()) << reply.dump();
+  }
+  ExpectFieldError(LoadReplyFromJson(json{{"rps", 1.5e9}}), "load.rps");
+  ExpectFieldError(LoadReplyFromJson(json{{"p99_ms", -1}}), "load.p99_ms");
+  ExpectFieldError(LoadReplyFromJson(json{{"p95_ms", "slow"}}), "load.p95_ms");
+  EXPECT_FALSE(LoadReplyFromJson(json::array()).ok());
+}
+
 PodAssignment FullAssignment() {
   PodAssignment p;
   p.key = {12, 1, 4};
