@@ -16,7 +16,6 @@
 #include <string>
 #include <vector>
 
-#include "protocol/journal_snapshot.h"
 #include "protocol/node_registration.h"
 #include "server/control_plane.h"
 #include "server/server_config.h"
@@ -77,7 +76,8 @@ class ServerRestartReplayTest : public ::testing::Test {
       ASSERT_TRUE(cp_->Heartbeat(NodeP(node.name), node.name, json::object()).ok());
     }
   }
-  ReplayReport ReplayStore() {
+  // What `tidal sim replay` does, in process.
+  ReplayReport Replay() {
     cp_.reset();  // flushes the store
     auto store = server::OpenStore(config_.store);
     EXPECT_TRUE(store.ok()) << store.status().ToString();
@@ -89,29 +89,8 @@ class ServerRestartReplayTest : public ::testing::Test {
     auto policy = ParsePolicyText(**policy_text, "meta policy");
     EXPECT_TRUE(cluster.ok() && policy.ok());
     JournalReplay replay(*cluster, *policy);
-    int64_t after = 0;
-    // A compacted journal starts after its latest snapshot, as in `tidal sim
-    // replay`.
-    auto snapshot_row = (*store)->ReadSnapshot();
-    EXPECT_TRUE(snapshot_row.ok()) << snapshot_row.status().ToString();
-    if (snapshot_row.ok() && snapshot_row->has_value()) {
-      auto snapshot = protocol::JournalSnapshotFromText((*snapshot_row)->snapshot);
-      EXPECT_TRUE(snapshot.ok()) << snapshot.status().ToString();
-      if (!snapshot.ok()) return {};
-      Status started = replay.StartFromSnapshot(*cluster, *snapshot);
-      EXPECT_TRUE(started.ok()) << started.ToString();
-      after = (*snapshot_row)->seq;
-    }
-    while (true) {
-      auto rows = (*store)->ReadJournal(after, 1000);
-      EXPECT_TRUE(rows.ok()) << rows.status().ToString();
-      if (!rows.ok() || rows->empty()) break;
-      for (const server::JournalRow& row : *rows) {
-        Status s = replay.FeedText(row.seq, row.entry);
-        EXPECT_TRUE(s.ok()) << s.ToString();
-        after = row.seq;
-      }
-    }
+    Status s = ReplayStore(**store, *cluster, replay);
+    EXPECT_TRUE(s.ok()) << s.ToString();
     return replay.Finish();
   }
 
@@ -149,7 +128,7 @@ TEST_F(ServerRestartReplayTest, AJournalSpanningRestartsReplaysExactly) {
   clock_.Advance(seconds(5));
   cp_->RunPass();
 
-  const ReplayReport report = ReplayStore();
+  const ReplayReport report = Replay();
   EXPECT_EQ(report.restarts, 3);  // the first start and two restarts
   EXPECT_GT(report.compared, 0);
   EXPECT_GE(report.journal.loans, 2) << "the shared node was lent before and after restart 2";
@@ -198,7 +177,7 @@ TEST_F(ServerRestartReplayTest, ACompactedJournalReplaysExactlyFromItsSnapshot) 
   clock_.Advance(seconds(40));
   Heartbeats("");
   cp_->RunPass();
-  const ReplayReport report = ReplayStore();
+  const ReplayReport report = Replay();
   EXPECT_GT(report.snapshot_seq, 0) << "the store was never compacted";
   // `tidal sim replay` says where it started, and finds the same.
   const char* bin = std::getenv("TIDAL_BINARY_DIR");
@@ -271,7 +250,7 @@ TEST_F(ServerRestartReplayTest, DISABLED_MeasureCompaction) {
       }
     }
     const auto t1 = std::chrono::steady_clock::now();
-    const ReplayReport report = ReplayStore();
+    const ReplayReport report = Replay();
     const double replay_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
     const auto bytes = std::filesystem::file_size(dir_ + "/tidal.db") +
                        (std::filesystem::exists(dir_ + "/tidal.db-wal") ? std::filesystem::file_size(dir_ + "/tidal.db-wal") : 0);
