@@ -8,13 +8,11 @@
 // the node back ready: the replay differed.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "protocol/node_registration.h"
 #include "server/control_plane.h"
@@ -198,67 +196,6 @@ TEST_F(ServerRestartReplayTest, ACompactedJournalReplaysExactlyFromItsSnapshot) 
   EXPECT_GT(report.compared, 0);
   EXPECT_TRUE(report.refused.empty()) << report.refused.front();
   for (const ReplayDifference& d : report.differences) ADD_FAILURE() << d.ToString();
-}
-
-// Not a check: the figures in docs/PERFORMANCE.md ("Journal snapshots").
-// A long history with a small live state (each job cancelled a few passes
-// after its submit), without compaction and with a snapshot every 1,000
-// records: the store's journal rows and file size, the server's restart
-// (Recover) and a full `sim replay` of what the store keeps. Run with
-// --gtest_also_run_disabled_tests --gtest_filter='*Measure*'.
-TEST_F(ServerRestartReplayTest, DISABLED_MeasureCompaction) {
-  const int rounds = std::getenv("TIDAL_MEASURE_ROUNDS") ? std::atoi(std::getenv("TIDAL_MEASURE_ROUNDS")) : 3000;
-  for (int64_t every : {int64_t{100'000'000}, int64_t{1'000}}) {
-    cp_.reset();
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    config_.snapshot_every_records = every;
-    Open();
-    for (const Node& node : config_.catalog.cluster.nodes) {
-      protocol::NodeRegistration reg;
-      reg.name = node.name;
-      ASSERT_TRUE(cp_->RegisterNode(kAgent, protocol::NodeRegistrationToJson(reg)).ok());
-    }
-    std::vector<uint64_t> ids;
-    for (int i = 0; i < rounds; ++i) {
-      auto r = cp_->Submit(kAlice, {{"name", "m" + std::to_string(i)}, {"project", "vision"}, {"gpus_per_replica", 1 + i % 8}}, "");
-      ASSERT_TRUE(r.ok()) << r.status().ToString();
-      ids.push_back(r->workload["id"].get<uint64_t>());
-      if (ids.size() > 3) {
-        ASSERT_TRUE(cp_->Cancel(kAdmin, ids[ids.size() - 4]).ok());
-      }
-      clock_.Advance(seconds(2));
-      Heartbeats("");
-      cp_->RunPass();
-    }
-    cp_.reset();
-    const auto t0 = std::chrono::steady_clock::now();
-    Open();
-    const double restart_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    cp_.reset();
-    int64_t rows = 0;
-    {
-      auto store = server::OpenStore(config_.store);
-      ASSERT_TRUE(store.ok());
-      int64_t after = 0;
-      while (true) {
-        auto page = (*store)->ReadJournal(after, 10000);
-        ASSERT_TRUE(page.ok());
-        if (page->empty()) break;
-        rows += static_cast<int64_t>(page->size());
-        after = page->back().seq;
-      }
-    }
-    const auto t1 = std::chrono::steady_clock::now();
-    const ReplayReport report = Replay();
-    const double replay_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
-    const auto bytes = std::filesystem::file_size(dir_ + "/tidal.db") +
-                       (std::filesystem::exists(dir_ + "/tidal.db-wal") ? std::filesystem::file_size(dir_ + "/tidal.db-wal") : 0);
-    std::printf("snapshot_every_records=%lld rounds=%d: journal rows %lld, store %.1f MiB, restart %.3f s, "
-                "replay %.3f s (from seq %lld, %zu differences)\n",
-                static_cast<long long>(every), rounds, static_cast<long long>(rows), bytes / 1048576.0, restart_s,
-                replay_s, static_cast<long long>(report.snapshot_seq), report.differences.size());
-  }
 }
 
 }  // namespace
