@@ -30,9 +30,6 @@ struct ReplayArgs {
   int max_differences = 50;
 };
 
-// Enough rows per read to amortize the query, few enough to bound memory.
-constexpr int kPageRows = 4096;
-
 StatusOr<std::string> ReadFile(const std::string& path, std::string_view flag) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return InvalidArgument(fmt::format("{}: cannot read '{}'", flag, path));
@@ -109,39 +106,10 @@ int RunReplay(const ReplayArgs& a) {
   if (!policy.ok()) return Fail(policy.status());
 
   sim::JournalReplay replay(*cluster, *policy);
-  int64_t after = 0;
-  // A compacted journal starts after its latest snapshot: the replay starts
-  // from the state the snapshot holds.
-  auto snapshot_row = (*store)->ReadSnapshot();
-  if (!snapshot_row.ok()) return Fail(snapshot_row.status());
-  if (*snapshot_row) {
-    const server::SnapshotRow& row = **snapshot_row;
-    auto snapshot = protocol::JournalSnapshotFromText(row.snapshot);
-    if (!snapshot.ok()) {
-      return Fail(Internal(fmt::format("the store's journal snapshot (row {}) is damaged, and the journal "
-                                       "before it is compacted away: {}", row.seq, snapshot.status().message())));
-    }
-    if (snapshot->seq != row.seq) {
-      return Fail(Internal(fmt::format("the store's journal snapshot (row {}) says it covers record {}", row.seq,
-                                       snapshot->seq)));
-    }
-    if (Status s = replay.StartFromSnapshot(*cluster, *snapshot); !s.ok()) return Fail(s);
-    after = row.seq;
-  }
-  while (true) {
-    auto rows = (*store)->ReadJournal(after, kPageRows);
-    if (!rows.ok()) {
-      std::cerr << "tidal sim replay: " << rows.status().ToString() << "\n";
-      return 1;
-    }
-    if (rows->empty()) break;
-    for (const server::JournalRow& row : *rows) {
-      if (Status s = replay.FeedText(row.seq, row.entry); !s.ok()) {
-        std::cerr << "tidal sim replay: " << s.ToString() << "\n";
-        return 1;
-      }
-      after = row.seq;
-    }
+  // A store it cannot read to the end is exit 1, not a wrong command line.
+  if (Status s = sim::ReplayStore(**store, *cluster, replay); !s.ok()) {
+    std::cerr << "tidal sim replay: " << s.ToString() << "\n";
+    return 1;
   }
   const sim::ReplayReport report = replay.Finish();
 

@@ -2,6 +2,8 @@
 // engine on a copy of the state, then their decisions applied and journaled.
 #include <algorithm>
 #include <chrono>
+#include <string>
+#include <string_view>
 #include <type_traits>
 #include <variant>
 
@@ -31,6 +33,17 @@ int PodsGpus(const std::vector<PodPlacement>& pods) {
   int n = 0;
   for (const PodPlacement& p : pods) n += std::popcount(p.gpus);
   return n;
+}
+
+// Why a run ended, for its history: a timer's typed cause, else the reason
+// the request applying the edit gave, else the cause of the notice that
+// stopped it (`stop`, when it counts), else `fallback`.
+std::string EndReason(state::EndCause cause, const std::string& applying_reason, const StopNotice* stop,
+                      std::string_view fallback) {
+  if (cause != state::EndCause::kReported) return std::string(state::EndCauseName(cause));
+  if (!applying_reason.empty()) return applying_reason;
+  if (stop != nullptr) return stop->cause;
+  return std::string(fallback);
 }
 
 }  // namespace
@@ -292,21 +305,18 @@ void ControlPlane::React(state::EditOrigin origin, const state::Edit& edit) {
             SyncRecord(*r);
           } else if constexpr (std::is_same_v<E, state::RequeueEdit>) {
             const bool cancel_after = r->stop && !r->stop->requeue;
-            std::string reason = e.cause != state::EndCause::kReported ? std::string(state::EndCauseName(e.cause))
-                                 : !applying_.reason.empty() ? applying_.reason
-                                 : r->stop ? r->stop->cause
-                                           : "requeued";
-            ReleaseView(*r, WorkloadState::kPending, std::move(reason), now);
+            ReleaseView(*r, WorkloadState::kPending,
+                        EndReason(e.cause, applying_.reason, r->stop ? &*r->stop : nullptr, "requeued"), now);
             SyncRecord(*r);
             // Cancelled during its notice (the machine's notice still said
             // requeue): it ends now instead of waiting again.
             if (cancel_after) (void)ApplyEdit(state::ReleaseEdit{e.workload, WorkloadState::kCancelled});
           } else if constexpr (std::is_same_v<E, state::ReleaseEdit>) {
-            std::string reason = e.cause != state::EndCause::kReported ? std::string(state::EndCauseName(e.cause))
-                                 : !applying_.reason.empty() ? applying_.reason
-                                 : e.final_state == WorkloadState::kFailed ? "rejected"
-                                 : r->stop ? r->stop->cause
-                                           : std::string(WorkloadStateName(e.final_state));
+            // A failed end that no cause or request explains is a rejection,
+            // whatever notice the workload had.
+            const bool rejected = e.final_state == WorkloadState::kFailed;
+            std::string reason = EndReason(e.cause, applying_.reason, rejected || !r->stop ? nullptr : &*r->stop,
+                                           rejected ? "rejected" : WorkloadStateName(e.final_state));
             if (origin == state::EditOrigin::kEngine && applying_.decisions != nullptr) {
               for (const RejectDecision& rj : applying_.decisions->rejects) {
                 if (rj.workload != e.workload) continue;

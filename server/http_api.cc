@@ -250,32 +250,31 @@ StatusOr<Principal> HttpApi::Admit(const httplib::Request& req, bool submit, Adm
   if (!who.ok()) {
     if (guard.NoteAuthFailure(req.remote_addr, now)) return who;
     return Rejected(Rejection::kAuthFailures, admission,
-                    fmt::format("too many failed authentications from {}; retry after {} s", req.remote_addr,
-                                guard.RetryAfterS(Rejection::kAuthFailures)));
+                    fmt::format("too many failed authentications from {}", req.remote_addr));
   }
   // Admins and nodes pass: the operator and the agents' leases must get
   // through an overload (server/overload_guard.h).
   if (who->role != Role::kUser) return who;
   if (!guard.TryEnter(who->tenant)) {
     return Rejected(Rejection::kFairShare, admission,
-                    fmt::format("server busy: tenant {} holds its fair share of the server's request seats; "
-                                "retry after {} s",
-                                who->tenant, guard.RetryAfterS(Rejection::kFairShare)));
+                    fmt::format("server busy: tenant {} holds its fair share of the server's request seats",
+                                who->tenant));
   }
   admission->guard = &guard;
   admission->tenant = who->tenant;
   if (submit && !guard.TakeSubmit(who->tenant, now)) {
     return Rejected(Rejection::kSubmitRate, admission,
-                    fmt::format("tenant {} is over its submit rate (tenant_submit_rate_per_s); retry after {} s",
-                                who->tenant, guard.RetryAfterS(Rejection::kSubmitRate)));
+                    fmt::format("tenant {} is over its submit rate (tenant_submit_rate_per_s)", who->tenant));
   }
   return who;
 }
 
-Status HttpApi::Rejected(Rejection why, Admission* admission, std::string message) {
+Status HttpApi::Rejected(Rejection why, Admission* admission, std::string_view message) {
   cp_.metrics().Inc("tidal_http_rejected_total", {{"reason", std::string(RejectionName(why))}});
+  // One figure for the body and the header (Finish writes it), so the two
+  // cannot disagree.
   admission->retry_after_s = cp_.overload().RetryAfterS(why);
-  return ResourceExhausted(std::move(message));
+  return ResourceExhausted(fmt::format("{}; retry after {} s", message, admission->retry_after_s));
 }
 
 void HttpApi::Finish(const std::string& route_name, const std::string& method,

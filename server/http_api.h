@@ -71,8 +71,10 @@ class HttpApi {
   // answer. `submit`: a submit or dry-run, which also draws on the tenant's
   // submit rate.
   StatusOr<Principal> Admit(const httplib::Request& req, bool submit, Admission* admission);
-  // Counts a rejection in tidal_http_rejected_total and sets its Retry-After.
-  Status Rejected(Rejection why, Admission* admission, std::string message);
+  // The 429 for `why`: counts it in tidal_http_rejected_total, sets its
+  // Retry-After (admission->retry_after_s) and appends the same figure to
+  // `message` (which says only why) as "; retry after N s".
+  Status Rejected(Rejection why, Admission* admission, std::string_view message);
   // Retry-After and the route's metrics, once the reply is written.
   void Finish(const std::string& route_name, const std::string& method,
               std::chrono::steady_clock::time_point start, const Admission& admission,

@@ -66,6 +66,20 @@ Status JournalReplay::StartFromSnapshot(const config::ClusterConfig& cluster,
   return Status::Ok();
 }
 
+Status JournalReplay::StartFromStoredSnapshot(const config::ClusterConfig& cluster, int64_t row_seq,
+                                              std::string_view text) {
+  auto snapshot = protocol::JournalSnapshotFromText(text);
+  if (!snapshot.ok()) {
+    return Internal(fmt::format("the store's journal snapshot (row {}) is damaged, and the journal "
+                                "before it is compacted away: {}", row_seq, snapshot.status().message()));
+  }
+  if (snapshot->seq != row_seq) {
+    return Internal(fmt::format("the store's journal snapshot (row {}) says it covers record {}", row_seq,
+                                snapshot->seq));
+  }
+  return StartFromSnapshot(cluster, *snapshot);
+}
+
 void JournalReplay::Start(state::State state) {
   machine_.emplace(std::move(state), state::ServerLifecycleOptions(policy_));
   machine_->set_sink([this](Time at, state::EditOrigin origin, const state::Edit& edit) {

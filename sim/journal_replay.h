@@ -98,6 +98,11 @@ class JournalReplay {
   // Tallies count from there; a workload placed before it is not counted
   // again.
   Status StartFromSnapshot(const config::ClusterConfig& cluster, const protocol::JournalSnapshot& snapshot);
+  // StartFromSnapshot from a store's snapshot row: `text` is the snapshot,
+  // `row_seq` the seq the store says it covers. A snapshot that does not
+  // decode, or covers another record, is Internal: the journal before it is
+  // compacted away, so there is nothing else to replay from.
+  Status StartFromStoredSnapshot(const config::ClusterConfig& cluster, int64_t row_seq, std::string_view text);
   // Feeds the next record, in journal order. Fails only on a record that
   // breaks the format's order (an apply marker without its snapshot).
   Status Feed(const protocol::JournalRecord& record);
@@ -149,6 +154,42 @@ class JournalReplay {
 StatusOr<nlohmann::json> ConfigJson(std::string_view text, std::string_view what);
 StatusOr<config::ClusterConfig> ParseClusterText(std::string_view text, std::string_view what);
 StatusOr<PolicyConfig> ParsePolicyText(std::string_view text, std::string_view what);
+
+// A store of a server's journal, as ReplayStore reads it: server::Store
+// (server/store.h). sim may not depend on the server (docs/ARCHITECTURE.md),
+// so the reads it uses are named here and the caller, which links both,
+// instantiates ReplayStore with the server's store.
+template <typename S>
+concept JournalStore = requires(S& store, int64_t after_seq, int limit) {
+  store.ReadSnapshot();                 // StatusOr<std::optional<row>>: seq, snapshot
+  store.ReadJournal(after_seq, limit);  // StatusOr<std::vector<row>>: seq, entry; in seq order
+};
+
+// Feeds `replay` what `store` keeps of the journal: its latest snapshot,
+// when it has one (a compacted journal starts after it), then every record
+// after that, `page_rows` at a time (enough to amortize the query, few
+// enough to bound memory). Stops at the first read or record that fails;
+// then Finish reports the records fed before it.
+template <JournalStore S>
+Status ReplayStore(S& store, const config::ClusterConfig& cluster, JournalReplay& replay, int page_rows = 4096) {
+  int64_t after = 0;
+  auto snapshot_row = store.ReadSnapshot();
+  if (!snapshot_row.ok()) return snapshot_row.status();
+  if (snapshot_row->has_value()) {
+    TIDAL_RETURN_IF_ERROR(
+        replay.StartFromStoredSnapshot(cluster, (*snapshot_row)->seq, (*snapshot_row)->snapshot));
+    after = (*snapshot_row)->seq;
+  }
+  while (true) {
+    auto rows = store.ReadJournal(after, page_rows);
+    if (!rows.ok()) return rows.status();
+    if (rows->empty()) return Status::Ok();
+    for (const auto& row : *rows) {
+      TIDAL_RETURN_IF_ERROR(replay.FeedText(row.seq, row.entry));
+      after = row.seq;
+    }
+  }
+}
 
 }  // namespace tidal::sim
 

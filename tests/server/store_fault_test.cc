@@ -5,10 +5,8 @@
 // a manual clock, with tests/support/faulty_store.h or a real SQLite fault.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
-#include <stdlib.h>
 
 #include <atomic>
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -19,6 +17,7 @@
 #include "server/server_config.h"
 #include "server/store.h"
 #include "tests/support/faulty_store.h"
+#include "tests/support/store_fixture.h"
 
 namespace tidal::server {
 namespace {
@@ -32,44 +31,8 @@ const Principal kAlice{"alice", Role::kUser, "research"};
 // What a node's credential authenticates as.
 Principal NodeP(const std::string& node) { return {"agent:" + node, Role::kNode, "", node}; }
 
-class StoreFaultTest : public ::testing::Test {
+class StoreFaultTest : public testing::StoreFixture {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/tidal-store-fault-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    const char* src = std::getenv("TIDAL_SOURCE_DIR");
-    const std::string testdata = std::string(src ? src : ".") + "/tests/server/testdata";
-    auto config = ParseServerConfig("cluster_file: cluster.yaml\npolicy_file: policy.yaml\nstore: sqlite:" +
-                                        db_path() + "\n",
-                                    "test.yaml", testdata);
-    ASSERT_TRUE(config.ok()) << config.status().ToString();
-    config_ = *config;
-    clock_.Set(TimeFromMillis(1'764'000'000'000));
-  }
-  void TearDown() override {
-    cp_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-  std::string db_path() const { return dir_ + "/tidal.db"; }
-
-  // Opens the control plane on the file; with `faulty`, through a FaultyStore
-  // (faulty_ points at it). Returns Recover's status.
-  Status Open(bool faulty) {
-    cp_.reset();
-    faulty_ = nullptr;
-    auto store = OpenStore(config_.store);
-    if (!store.ok()) return store.status();
-    std::unique_ptr<Store> s = std::move(store).value();
-    if (faulty) {
-      auto f = std::make_unique<FaultyStore>(std::move(s));
-      faulty_ = f.get();
-      s = std::move(f);
-    }
-    cp_ = std::make_unique<ControlPlane>(config_, std::move(s), clock_);
-    return cp_->Recover();
-  }
-
   json SubmitBody(const std::string& name) {
     return {{"name", name}, {"project", "vision"}, {"gpus_per_replica", 1}, {"node_selector", {{"host", "x"}}}};
   }
@@ -90,12 +53,6 @@ class StoreFaultTest : public ::testing::Test {
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? *r : json();
   }
-
-  std::string dir_;
-  ServerConfig config_;
-  ManualClock clock_;
-  std::unique_ptr<ControlPlane> cp_;
-  FaultyStore* faulty_ = nullptr;
 };
 
 // 503 and the cause, for the change whose write failed and for every later one.

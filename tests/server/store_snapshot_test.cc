@@ -5,9 +5,7 @@
 // snapshot with a message that says so. In-process on a manual clock, on a
 // real SQLite store (through tests/support/faulty_store.h for the fault).
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -19,6 +17,7 @@
 #include "server/server_config.h"
 #include "server/store.h"
 #include "tests/support/faulty_store.h"
+#include "tests/support/store_fixture.h"
 
 namespace tidal::server {
 namespace {
@@ -31,44 +30,12 @@ const Principal kAdmin{"admin", Role::kAdmin, ""};
 const Principal kAlice{"alice", Role::kUser, "research"};
 const Principal kAgent{"node-agent", Role::kAgent, ""};
 
-class StoreSnapshotTest : public ::testing::Test {
+class StoreSnapshotTest : public testing::StoreFixture {
  protected:
+  StoreSnapshotTest() : StoreFixture("snapshot_every_records: 25\n") {}
   void SetUp() override {
-    char tmpl[] = "/tmp/tidal-store-snapshot-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    const char* src = std::getenv("TIDAL_SOURCE_DIR");
-    const std::string testdata = std::string(src ? src : ".") + "/tests/server/testdata";
-    auto config = ParseServerConfig("cluster_file: cluster.yaml\npolicy_file: policy.yaml\nstore: sqlite:" +
-                                        db_path() + "\nsnapshot_every_records: 25\n",
-                                    "test.yaml", testdata);
-    ASSERT_TRUE(config.ok()) << config.status().ToString();
-    config_ = *config;
+    StoreFixture::SetUp();
     ASSERT_EQ(config_.snapshot_every_records, 25);
-    clock_.Set(TimeFromMillis(1'764'000'000'000));
-  }
-  void TearDown() override {
-    cp_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-  std::string db_path() const { return dir_ + "/tidal.db"; }
-
-  // `fail_snapshot`: the FaultyStore fails every snapshot write with this
-  // message from the start (before Recover).
-  Status Open(bool faulty = false, const std::string& fail_snapshot = "") {
-    cp_.reset();
-    faulty_ = nullptr;
-    auto store = OpenStore(config_.store);
-    if (!store.ok()) return store.status();
-    std::unique_ptr<Store> s = std::move(store).value();
-    if (faulty) {
-      auto f = std::make_unique<FaultyStore>(std::move(s));
-      faulty_ = f.get();
-      if (!fail_snapshot.empty()) f->FailSnapshotWrite(fail_snapshot);
-      s = std::move(f);
-    }
-    cp_ = std::make_unique<ControlPlane>(config_, std::move(s), clock_);
-    return cp_->Recover();
   }
   void RegisterAll() {
     for (const Node& node : config_.catalog.cluster.nodes) {
@@ -129,12 +96,6 @@ class StoreSnapshotTest : public ::testing::Test {
     }
     return out;
   }
-
-  std::string dir_;
-  ServerConfig config_;
-  ManualClock clock_;
-  std::unique_ptr<ControlPlane> cp_;
-  FaultyStore* faulty_ = nullptr;
 };
 
 TEST_F(StoreSnapshotTest, SnapshotsCompactTheJournalAndARestartKeepsTheState) {

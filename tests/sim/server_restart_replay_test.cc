@@ -8,15 +8,12 @@
 // the node back ready: the replay differed.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
-#include <vector>
 
-#include "protocol/journal_snapshot.h"
 #include "protocol/node_registration.h"
 #include "server/control_plane.h"
 #include "server/server_config.h"
@@ -77,7 +74,8 @@ class ServerRestartReplayTest : public ::testing::Test {
       ASSERT_TRUE(cp_->Heartbeat(NodeP(node.name), node.name, json::object()).ok());
     }
   }
-  ReplayReport ReplayStore() {
+  // What `tidal sim replay` does, in process.
+  ReplayReport Replay() {
     cp_.reset();  // flushes the store
     auto store = server::OpenStore(config_.store);
     EXPECT_TRUE(store.ok()) << store.status().ToString();
@@ -89,29 +87,8 @@ class ServerRestartReplayTest : public ::testing::Test {
     auto policy = ParsePolicyText(**policy_text, "meta policy");
     EXPECT_TRUE(cluster.ok() && policy.ok());
     JournalReplay replay(*cluster, *policy);
-    int64_t after = 0;
-    // A compacted journal starts after its latest snapshot, as in `tidal sim
-    // replay`.
-    auto snapshot_row = (*store)->ReadSnapshot();
-    EXPECT_TRUE(snapshot_row.ok()) << snapshot_row.status().ToString();
-    if (snapshot_row.ok() && snapshot_row->has_value()) {
-      auto snapshot = protocol::JournalSnapshotFromText((*snapshot_row)->snapshot);
-      EXPECT_TRUE(snapshot.ok()) << snapshot.status().ToString();
-      if (!snapshot.ok()) return {};
-      Status started = replay.StartFromSnapshot(*cluster, *snapshot);
-      EXPECT_TRUE(started.ok()) << started.ToString();
-      after = (*snapshot_row)->seq;
-    }
-    while (true) {
-      auto rows = (*store)->ReadJournal(after, 1000);
-      EXPECT_TRUE(rows.ok()) << rows.status().ToString();
-      if (!rows.ok() || rows->empty()) break;
-      for (const server::JournalRow& row : *rows) {
-        Status s = replay.FeedText(row.seq, row.entry);
-        EXPECT_TRUE(s.ok()) << s.ToString();
-        after = row.seq;
-      }
-    }
+    Status s = ReplayStore(**store, *cluster, replay);
+    EXPECT_TRUE(s.ok()) << s.ToString();
     return replay.Finish();
   }
 
@@ -149,7 +126,7 @@ TEST_F(ServerRestartReplayTest, AJournalSpanningRestartsReplaysExactly) {
   clock_.Advance(seconds(5));
   cp_->RunPass();
 
-  const ReplayReport report = ReplayStore();
+  const ReplayReport report = Replay();
   EXPECT_EQ(report.restarts, 3);  // the first start and two restarts
   EXPECT_GT(report.compared, 0);
   EXPECT_GE(report.journal.loans, 2) << "the shared node was lent before and after restart 2";
@@ -198,7 +175,7 @@ TEST_F(ServerRestartReplayTest, ACompactedJournalReplaysExactlyFromItsSnapshot) 
   clock_.Advance(seconds(40));
   Heartbeats("");
   cp_->RunPass();
-  const ReplayReport report = ReplayStore();
+  const ReplayReport report = Replay();
   EXPECT_GT(report.snapshot_seq, 0) << "the store was never compacted";
   // `tidal sim replay` says where it started, and finds the same.
   const char* bin = std::getenv("TIDAL_BINARY_DIR");
@@ -219,67 +196,6 @@ TEST_F(ServerRestartReplayTest, ACompactedJournalReplaysExactlyFromItsSnapshot) 
   EXPECT_GT(report.compared, 0);
   EXPECT_TRUE(report.refused.empty()) << report.refused.front();
   for (const ReplayDifference& d : report.differences) ADD_FAILURE() << d.ToString();
-}
-
-// Not a check: the figures in docs/PERFORMANCE.md ("Journal snapshots").
-// A long history with a small live state (each job cancelled a few passes
-// after its submit), without compaction and with a snapshot every 1,000
-// records: the store's journal rows and file size, the server's restart
-// (Recover) and a full `sim replay` of what the store keeps. Run with
-// --gtest_also_run_disabled_tests --gtest_filter='*Measure*'.
-TEST_F(ServerRestartReplayTest, DISABLED_MeasureCompaction) {
-  const int rounds = std::getenv("TIDAL_MEASURE_ROUNDS") ? std::atoi(std::getenv("TIDAL_MEASURE_ROUNDS")) : 3000;
-  for (int64_t every : {int64_t{100'000'000}, int64_t{1'000}}) {
-    cp_.reset();
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    config_.snapshot_every_records = every;
-    Open();
-    for (const Node& node : config_.catalog.cluster.nodes) {
-      protocol::NodeRegistration reg;
-      reg.name = node.name;
-      ASSERT_TRUE(cp_->RegisterNode(kAgent, protocol::NodeRegistrationToJson(reg)).ok());
-    }
-    std::vector<uint64_t> ids;
-    for (int i = 0; i < rounds; ++i) {
-      auto r = cp_->Submit(kAlice, {{"name", "m" + std::to_string(i)}, {"project", "vision"}, {"gpus_per_replica", 1 + i % 8}}, "");
-      ASSERT_TRUE(r.ok()) << r.status().ToString();
-      ids.push_back(r->workload["id"].get<uint64_t>());
-      if (ids.size() > 3) {
-        ASSERT_TRUE(cp_->Cancel(kAdmin, ids[ids.size() - 4]).ok());
-      }
-      clock_.Advance(seconds(2));
-      Heartbeats("");
-      cp_->RunPass();
-    }
-    cp_.reset();
-    const auto t0 = std::chrono::steady_clock::now();
-    Open();
-    const double restart_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    cp_.reset();
-    int64_t rows = 0;
-    {
-      auto store = server::OpenStore(config_.store);
-      ASSERT_TRUE(store.ok());
-      int64_t after = 0;
-      while (true) {
-        auto page = (*store)->ReadJournal(after, 10000);
-        ASSERT_TRUE(page.ok());
-        if (page->empty()) break;
-        rows += static_cast<int64_t>(page->size());
-        after = page->back().seq;
-      }
-    }
-    const auto t1 = std::chrono::steady_clock::now();
-    const ReplayReport report = ReplayStore();
-    const double replay_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
-    const auto bytes = std::filesystem::file_size(dir_ + "/tidal.db") +
-                       (std::filesystem::exists(dir_ + "/tidal.db-wal") ? std::filesystem::file_size(dir_ + "/tidal.db-wal") : 0);
-    std::printf("snapshot_every_records=%lld rounds=%d: journal rows %lld, store %.1f MiB, restart %.3f s, "
-                "replay %.3f s (from seq %lld, %zu differences)\n",
-                static_cast<long long>(every), rounds, static_cast<long long>(rows), bytes / 1048576.0, restart_s,
-                replay_s, static_cast<long long>(report.snapshot_seq), report.differences.size());
-  }
 }
 
 }  // namespace
