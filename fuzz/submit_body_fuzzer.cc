@@ -1,6 +1,6 @@
-// POST /v1/workloads and /v1/dry-run bodies: the depth check, the JSON
-// parser, and the submit codec (names, then the spec) against the embedded
-// example cluster's catalog.
+// POST /v1/workloads, /v1/dry-run and /v1/workloads/{id}/resize bodies:
+// the depth check, the JSON parser, the submit codec (names, then the spec)
+// against the embedded example cluster's catalog, and the resize codec.
 #include "fuzz/fuzz_input.h"
 #include "server/server_config.h"
 #include "server/workload_codec.h"
@@ -13,6 +13,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (config == nullptr) __builtin_trap();  // the embedded config must load
   auto body = tidal::fuzz::AsJson(data, size);
   if (!body) return 0;
+  (void)tidal::server::ParseResize(*body);
   auto names = tidal::server::ReadSubmitNames(*body);
   if (!names.ok()) return 0;
   // The project as admission would resolve it: the named one, else any.

@@ -753,8 +753,7 @@ StatusOr<json> ControlPlane::Cancel(const Principal& who, uint64_t id) {
 }
 
 StatusOr<json> ControlPlane::Resize(const Principal& who, uint64_t id, const json& body) {
-  TIDAL_ASSIGN_OR_RETURN(config::ObjectReader rd,
-                         config::ObjectReader::Open(body, "", {"replicas", "min_replicas", "max_replicas"}));
+  TIDAL_ASSIGN_OR_RETURN(const ResizeRequest req, ParseResize(body));
   uint64_t seq = 0;
   json reply;
   {
@@ -762,15 +761,15 @@ StatusOr<json> ControlPlane::Resize(const Principal& who, uint64_t id, const jso
     TIDAL_RETURN_IF_ERROR(Writable());
     TIDAL_ASSIGN_OR_RETURN(WorkloadRecord* r, FindChangeable(who, id));
     Workload w = r->w;
-    TIDAL_RETURN_IF_ERROR(rd.Int("min_replicas", &w.min_pods, 1, kMaxTotalGpus));
-    TIDAL_RETURN_IF_ERROR(rd.Int("max_replicas", &w.max_pods, 1, kMaxTotalGpus));
-    TIDAL_RETURN_IF_ERROR(rd.Int("replicas", &w.pods, 1, kMaxTotalGpus));
+    w.min_pods = req.min_replicas.value_or(w.min_pods);
+    w.max_pods = req.max_replicas.value_or(w.max_pods);
+    w.pods = req.replicas.value_or(w.pods);
     if (w.kind == WorkloadKind::kTraining || w.kind == WorkloadKind::kBatchInference ||
         w.kind == WorkloadKind::kDebug) {
-      if (rd.Has("min_replicas") && w.min_pods != r->w.min_pods) {
+      if (req.min_replicas && w.min_pods != r->w.min_pods) {
         return InvalidArgument("min_replicas: the gang minimum of a training job cannot change");
       }
-      if (!r->w.is_elastic() && !rd.Has("max_replicas")) {
+      if (!r->w.is_elastic() && !req.max_replicas) {
         return FailedPrecondition(fmt::format(
             "replicas: workload {} is not elastic (min_replicas = max_replicas = {})", id, r->w.max_pods));
       }

@@ -247,6 +247,22 @@ StatusOr<SubmitNames> ReadSubmitNames(const json& body) {
   return names;
 }
 
+StatusOr<ResizeRequest> ParseResize(const json& body) {
+  TIDAL_ASSIGN_OR_RETURN(ObjectReader rd, ObjectReader::Open(body, "", {"replicas", "min_replicas", "max_replicas"}));
+  auto count = [&rd](const char* key, std::optional<int>* out) -> Status {
+    if (!rd.Has(key)) return Status::Ok();
+    int n = 0;
+    TIDAL_RETURN_IF_ERROR(rd.Int(key, &n, 1, kMaxTotalGpus));
+    *out = n;
+    return Status::Ok();
+  };
+  ResizeRequest req;
+  TIDAL_RETURN_IF_ERROR(count("min_replicas", &req.min_replicas));
+  TIDAL_RETURN_IF_ERROR(count("max_replicas", &req.max_replicas));
+  TIDAL_RETURN_IF_ERROR(count("replicas", &req.replicas));
+  return req;
+}
+
 StatusOr<SubmitSpec> ParseSubmit(const json& body, const Catalog& catalog, const std::string& project,
                                  Time now) {
   TIDAL_RETURN_IF_ERROR(ReadSubmitNames(body).status());

@@ -10,6 +10,7 @@
 #ifndef TIDAL_SERVER_WORKLOAD_CODEC_H_
 #define TIDAL_SERVER_WORKLOAD_CODEC_H_
 
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -46,6 +47,13 @@ struct SubmitSpec {
 // `now` (deadline_s counts from it).
 StatusOr<SubmitSpec> ParseSubmit(const nlohmann::json& body, const Catalog& catalog,
                                  const std::string& project, Time now);
+
+// POST /v1/workloads/{id}/resize: the replica counts it changes, each in
+// [1, kMaxTotalGpus]; the workload decides whether they fit it.
+struct ResizeRequest {
+  std::optional<int> replicas, min_replicas, max_replicas;
+};
+StatusOr<ResizeRequest> ParseResize(const nlohmann::json& body);
 
 using config::PriorityToJson;
 

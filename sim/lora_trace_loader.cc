@@ -17,7 +17,7 @@ StatusOr<LoadSeries> LoadGenaiLoraTrace(const std::string& path, const TraceOpti
       *in, {"gmt_create", "predict_type", "predict_status", "exec_time_seconds", "groupId",
             "prompt_length", "negative_prompt_length", "num_images_per_prompt",
             "num_inference_steps", "checkpoint_model_version_id", "num_lora"}));
-  std::vector<std::pair<double, double>> samples;
+  std::vector<LoadTraceSample> samples;
   std::vector<std::string_view> f;
   std::string line;
   while (in->Next(line)) {
@@ -41,10 +41,10 @@ StatusOr<LoadSeries> LoadGenaiLoraTrace(const std::string& path, const TraceOpti
     auto lora = ParseInt(f[10]);
     if (!lora || *lora < 0 || *lora > 64)
       return FieldError(path, n, "num_lora", "expected an integer in 0..64", f[10]);
-    samples.emplace_back(*ts, 1.0);
+    samples.push_back({*ts, 1.0, n});
   }
   TIDAL_RETURN_IF_ERROR(in->status());
-  return BucketLoadSamples(samples, o, /*divide_by_window=*/true);
+  return BucketLoadSamples(path, "gmt_create", samples, o, /*divide_by_window=*/true);
 }
 
 }  // namespace tidal::sim

@@ -54,19 +54,29 @@ void FinishTraceJobs(std::vector<TraceJob>& jobs, const TraceOptions& o) {
   jobs = std::move(kept);
 }
 
-LoadSeries BucketLoadSamples(const std::vector<std::pair<double, double>>& samples,
-                             const TraceOptions& o, bool divide_by_window) {
+StatusOr<LoadSeries> BucketLoadSamples(const std::string& path, std::string_view time_field,
+                                       const std::vector<LoadTraceSample>& samples, const TraceOptions& o,
+                                       bool divide_by_window) {
   LoadSeries out;
   out.step_s = o.window_s * o.time_scale;
   if (samples.empty()) return out;
-  double t0 = samples.front().first;
-  for (const auto& s : samples) t0 = std::min(t0, s.first);
-  for (const auto& [t, v] : samples) {
-    const double offset = t - t0;
+  double t0 = samples.front().time_s;
+  for (const LoadTraceSample& s : samples) t0 = std::min(t0, s.time_s);
+  for (const LoadTraceSample& s : samples) {
+    const double offset = s.time_s - t0;
     if (!InWindow(offset, o)) continue;
-    const size_t bucket = static_cast<size_t>((offset - o.start_s) / o.window_s);
+    // Compared as a double: a far-off (or infinite) time must not reach the
+    // cast, which is undefined past size_t's range.
+    const double window = (offset - o.start_s) / o.window_s;
+    if (!(window < static_cast<double>(kMaxLoadWindows))) {
+      return FieldError(path, s.line, time_field,
+                        fmt::format("{:.0f} s after the first sample: a load trace spans at most {} windows of {} s",
+                                    offset, kMaxLoadWindows, o.window_s),
+                        fmt::format("{}", s.time_s));
+    }
+    const size_t bucket = static_cast<size_t>(window);
     if (out.rps.size() <= bucket) out.rps.resize(bucket + 1, 0.0);
-    out.rps[bucket] += v;
+    out.rps[bucket] += s.value;
   }
   for (double& r : out.rps) r = (divide_by_window ? r / o.window_s : r) * o.load_scale;
   return out;
@@ -189,7 +199,7 @@ StatusOr<LoadSeries> LoadAzureLlmTrace(const std::string& path, const TraceOptio
   TIDAL_ASSIGN_OR_RETURN(std::unique_ptr<LineReader> in, LineReader::Open(path));
   std::string line;
   TIDAL_RETURN_IF_ERROR(ReadHeader(*in, {"TIMESTAMP", "ContextTokens", "GeneratedTokens"}));
-  std::vector<std::pair<double, double>> samples;
+  std::vector<LoadTraceSample> samples;
   std::vector<std::string_view> f;
   while (in->Next(line)) {
     if (line.empty()) continue;
@@ -204,10 +214,10 @@ StatusOr<LoadSeries> LoadAzureLlmTrace(const std::string& path, const TraceOptio
     auto gen = ParseInt(f[2]);
     if (!gen || *gen < 0)
       return FieldError(path, n, "GeneratedTokens", "expected an integer >= 0", f[2]);
-    samples.emplace_back(*ts, 1.0);
+    samples.push_back({*ts, 1.0, n});
   }
   TIDAL_RETURN_IF_ERROR(in->status());
-  return BucketLoadSamples(samples, o, /*divide_by_window=*/true);
+  return BucketLoadSamples(path, "TIMESTAMP", samples, o, /*divide_by_window=*/true);
 }
 
 StatusOr<LoadSeries> LoadGenaiQps(const std::string& path, const TraceOptions& o) {
@@ -215,7 +225,7 @@ StatusOr<LoadSeries> LoadGenaiQps(const std::string& path, const TraceOptions& o
   TIDAL_ASSIGN_OR_RETURN(std::unique_ptr<LineReader> in, LineReader::Open(path));
   std::string line;
   TIDAL_RETURN_IF_ERROR(ReadHeader(*in, {"timestamp_anon", "value", "container_ip", "request_type"}));
-  std::vector<std::pair<double, double>> samples;
+  std::vector<LoadTraceSample> samples;
   std::vector<std::string_view> f;
   while (in->Next(line)) {
     if (line.empty()) continue;
@@ -226,11 +236,11 @@ StatusOr<LoadSeries> LoadGenaiQps(const std::string& path, const TraceOptions& o
     auto ts = ParseDouble(f[0]);
     if (!ts || *ts < 0) return FieldError(path, n, "timestamp_anon", "expected seconds >= 0", f[0]);
     auto v = ParseDouble(f[1]);
-    if (!v || *v < 0) return FieldError(path, n, "value", "expected a rate >= 0", f[1]);
-    samples.emplace_back(*ts, *v);
+    if (!v || *v < 0 || !std::isfinite(*v)) return FieldError(path, n, "value", "expected a finite rate >= 0", f[1]);
+    samples.push_back({*ts, *v, n});
   }
   TIDAL_RETURN_IF_ERROR(in->status());
-  return BucketLoadSamples(samples, o, /*divide_by_window=*/false);
+  return BucketLoadSamples(path, "timestamp_anon", samples, o, /*divide_by_window=*/false);
 }
 
 }  // namespace tidal::sim

@@ -83,10 +83,23 @@ Status CheckTraceOptions(const std::string& path, const TraceOptions& options);
 // Sorts by arrival (stable on line), keeps options' window and limit, rebases
 // to the first kept arrival and applies the scales.
 void FinishTraceJobs(std::vector<TraceJob>& jobs, const TraceOptions& options);
-// (time, value) samples into a load curve of options.window_s steps, summed,
-// or counted per second when divide_by_window.
-LoadSeries BucketLoadSamples(const std::vector<std::pair<double, double>>& samples,
-                             const TraceOptions& options, bool divide_by_window);
+// One timed sample of a load trace: its time (s, any origin), its value, and
+// the line it came from (for errors).
+struct LoadTraceSample {
+  double time_s = 0;
+  double value = 0;
+  int line = 0;
+};
+// The most windows a load curve holds (a year of one-minute windows is
+// 525,600): one timestamp far from the others would otherwise allocate a
+// window for every step up to it.
+inline constexpr size_t kMaxLoadWindows = size_t{1} << 22;
+// Samples into a load curve of options.window_s steps, summed, or counted
+// per second when divide_by_window. A sample more than kMaxLoadWindows
+// windows after the first is an error naming its line and `time_field`.
+StatusOr<LoadSeries> BucketLoadSamples(const std::string& path, std::string_view time_field,
+                                       const std::vector<LoadTraceSample>& samples,
+                                       const TraceOptions& options, bool divide_by_window);
 
 // Splits `gpus` into identical pods: the largest divisor of gpus that is at
 // most node_gpus. 12 GPUs on 8-GPU nodes -> 2 pods x 6 GPUs.

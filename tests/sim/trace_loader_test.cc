@@ -242,5 +242,38 @@ TEST(GenaiQpsLoaderTest, SumsValuesPerWindowFromGzip) {
   EXPECT_NE(bad.status().message().find(":2: field 'value'"), std::string::npos);
 }
 
+// A load curve holds a window per step from the first sample to the last:
+// one far-off timestamp (found by the fuzzer: a year 6524 in an Azure
+// trace, which hung the loader allocating a window a minute for 4,500
+// years) or an infinite one is an error naming its line, not an allocation.
+TEST(LoadTraceBoundsTest, AFarOffOrInfiniteTimestampIsAnErrorNotAnAllocation) {
+  const std::string dir = MakeScratchDir("load-bounds");
+  const std::string azure = WriteScratchFile(dir, "far.csv",
+                                             "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                                             "2023-11-16 18:17:03.97,48,10\n"
+                                             "6524-11-16 18:17:04.97,48,10\n");
+  auto far = LoadAzureLlmTrace(azure, TraceOptions{});
+  ASSERT_FALSE(far.ok());
+  EXPECT_NE(far.status().message().find(azure + ":3: field 'TIMESTAMP'"), std::string::npos)
+      << far.status().message();
+  // Within the bound (4,194,304 minutes is about 8 years) a trace still loads.
+  const std::string year = WriteScratchFile(dir, "year.csv",
+                                            "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                                            "2023-11-16 18:17:03.97,48,10\n"
+                                            "2024-11-16 18:17:03.97,48,10\n");
+  auto ok = LoadAzureLlmTrace(year, TraceOptions{});
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->rps.size(), 366u * 24 * 60 + 1);  // 2024 is a leap year
+  const std::string qps = dir + "/inf.csv.gz";
+  WriteGzip(qps, "timestamp_anon,value,container_ip,request_type\n1000.0,1,,API Requests\ninf,1,,API Requests\n");
+  auto inf = LoadGenaiQps(qps, TraceOptions{});
+  ASSERT_FALSE(inf.ok());
+  EXPECT_NE(inf.status().message().find(":3: field 'timestamp_anon'"), std::string::npos) << inf.status().message();
+  WriteGzip(qps, "timestamp_anon,value,container_ip,request_type\n1000.0,inf,,API Requests\n");
+  auto value = LoadGenaiQps(qps, TraceOptions{});
+  ASSERT_FALSE(value.ok());
+  EXPECT_NE(value.status().message().find(":2: field 'value'"), std::string::npos) << value.status().message();
+}
+
 }  // namespace
 }  // namespace tidal::sim
