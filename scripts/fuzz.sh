@@ -2,11 +2,11 @@
 # Real libFuzzer runs of every fuzz/ target (docs/RELIABILITY.md "Fuzzing"):
 # a separate clang build (build/fuzz, ASan+UBSan+libFuzzer) of only the
 # fuzz targets and the libraries they link, then each target for SECONDS
-# (default 7: about a minute for all eight) from CTest. scripts/test.sh runs
+# (default 6: about a minute for all eight) from CTest. scripts/test.sh runs
 # it after the suite. Usage: scripts/fuzz.sh [SECONDS] [ctest args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds="${1:-7}"
+seconds="${1:-6}"
 shift || true
 command -v clang++ >/dev/null || { echo "scripts/fuzz.sh: clang++ is not installed (apt-get install clang libclang-rt-dev)"; exit 2; }
 cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
