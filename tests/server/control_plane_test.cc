@@ -796,5 +796,36 @@ TEST_F(ControlPlaneTest, AScaleUpIsJudgedByTheLifecycle) {
   EXPECT_TRUE(AuditOf(id, "scale_up_failed").empty());
 }
 
+
+// Never ready: the lifecycle ends it `timed_out` at requested +
+// scale_up_timeout (10 min), and the audit and metric say so once.
+TEST_F(ControlPlaneTest, AScaleUpNotReadyInTimeFailsOnce) {
+  const uint64_t id = Submit({{"name", "svc"}, {"project", "chat-serving"}, {"kind", "inference"},
+                              {"replicas", 1}, {"min_replicas", 1}, {"max_replicas", 4},
+                              {"replica_capacity_rps", 100}, {"target_p99_ms", 80}},
+                             kAdmin);
+  cp_->RunPass();
+  const std::string n0 = Get(id)["allocation"]["pods"][0]["node"];
+  Events(n0, json::array({json{{"workload", id}, {"rank", 0}, {"phase", "ready"}}}));
+  Events(n0, json::array({json{{"workload", id}, {"rank", 0}, {"load", {{"rps", 250}, {"p99_ms", 500}}}}}));
+  clock_.Advance(seconds(5));
+  const int64_t requested_ms = ToMillis(clock_.Now());
+  cp_->RunPass();
+  ASSERT_FALSE(Get(id)["scale_ups"].empty());
+  EXPECT_TRUE(AuditOf(id, "scale_up_failed").empty());
+  clock_.Advance(minutes(10));
+  cp_->RunPass();
+  const json failed = AuditOf(id, "scale_up_failed");
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0]["detail"]["result"], "timed_out");
+  EXPECT_EQ(failed[0]["detail"]["requested_ms"], requested_ms);
+  EXPECT_TRUE(Get(id)["scale_ups"][0]["failed"].get<bool>());
+  cp_->RunPass();
+  EXPECT_EQ(AuditOf(id, "scale_up_failed").size(), 1u);
+  const std::string text = cp_->MetricsText();
+  EXPECT_NE(text.find("tidal_scale_ups_total{result=\"failed\"} 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("tidal_scale_ups_total{result=\"ok\"} 0"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace tidal::server
