@@ -72,6 +72,9 @@ const EnumTable<Health> kHealths = {
     {"failed", Health::kFailed},
     {"not_ready", Health::kNotReady}};
 
+const EnumTable<state::ScaleUpResult> kScaleUpResults = {{"ready", state::ScaleUpResult::kReady},
+                                                         {"timed_out", state::ScaleUpResult::kTimedOut}};
+
 const EnumTable<state::EndCause> kEndCauses = {{"reported", state::EndCause::kReported},
                                                {"grace_expired", state::EndCause::kGraceExpired},
                                                {"node_lost", state::EndCause::kNodeLost}};
@@ -91,7 +94,7 @@ constexpr std::string_view kEditNames[] = {
     "submit", "approve", "set_priority", "set_target", "place",   "grow",
     "notice", "shrink",  "pod_exit",     "checkpoint", "requeue", "release",
     "lend",   "return",  "register_node", "node_health", "gpu_fault", "cordon",
-    "lease",  "idle"};
+    "lease",  "idle", "replica_ready", "scale_up_end"};
 static_assert(std::size(kEditNames) == std::variant_size_v<Edit>);
 
 // Times are exact milliseconds; the infinite future (no deadline) is null.
@@ -257,6 +260,19 @@ json EditJson(const Edit& edit) {
                  [&](const state::IdleEdit& e) {
                    j["workload"] = e.workload.value();
                    j["reclaim_at_ms"] = TimeJson(e.reclaim_at);
+                 },
+                 [&](const state::ReplicaReadyEdit& e) {
+                   j["workload"] = e.workload.value();
+                   j["pod"] = PodJson(e.pod);
+                   j["ready"] = e.ready;
+                 },
+                 [&](const state::ScaleUpEndEdit& e) {
+                   j["workload"] = e.workload.value();
+                   j["result"] = NameOf(kScaleUpResults, e.result);
+                   j["from"] = e.from;
+                   j["to"] = e.to;
+                   j["requested_at_ms"] = TimeJson(e.requested_at);
+                   j["ready_at_ms"] = TimeJson(e.ready_at);
                  },
                  [&](const state::LendEdit& e) { j["node"] = e.node.value(); },
                  [&](const state::ReturnEdit& e) { j["node"] = e.node.value(); },
@@ -652,6 +668,8 @@ Keys EditFields(std::string_view name) {
   if (name == "release") return {"workload", "final_state", "cause"};
   if (name == "lease") return {"node", "until_ms"};
   if (name == "idle") return {"workload", "reclaim_at_ms"};
+  if (name == "replica_ready") return {"workload", "pod", "ready"};
+  if (name == "scale_up_end") return {"workload", "result", "from", "to", "requested_at_ms", "ready_at_ms"};
   if (name == "lend" || name == "return") return {"node"};
   if (name == "node_health") return {"node", "health"};
   if (name == "gpu_fault") return {"node", "gpus"};
@@ -665,7 +683,8 @@ StatusOr<Edit> ReadEdit(const ObjectReader& r, const json& j, std::string_view n
   for (std::string_view k : EditFields(name)) {
     if (k == "cause" && (name == "requeue" || name == "release")) continue;
     if (!Present(j, k)) return r.Missing(k);
-    if (j.at(k).is_null() && k != "grace_deadline_ms" && k != "until_ms" && k != "reclaim_at_ms") {
+    if (j.at(k).is_null() && k != "grace_deadline_ms" && k != "until_ms" && k != "reclaim_at_ms" &&
+        k != "ready_at_ms") {
       return r.Missing(k);
     }
   }
@@ -744,6 +763,21 @@ StatusOr<Edit> ReadEdit(const ObjectReader& r, const json& j, std::string_view n
   if (name == "idle") {
     state::IdleEdit e{w};
     TIDAL_RETURN_IF_ERROR(ReadNullableTime(r, j, "reclaim_at_ms", &e.reclaim_at));
+    return Edit(e);
+  }
+  if (name == "replica_ready") {
+    TIDAL_ASSIGN_OR_RETURN(PodPlacement pod, ReadPod(r.at("pod"), r.FieldPath("pod")));
+    state::ReplicaReadyEdit e{w, pod};
+    TIDAL_RETURN_IF_ERROR(r.Bool("ready", &e.ready));
+    return Edit(e);
+  }
+  if (name == "scale_up_end") {
+    state::ScaleUpEndEdit e{w};
+    TIDAL_RETURN_IF_ERROR(ReadEnum(r, "result", kScaleUpResults, &e.result));
+    TIDAL_RETURN_IF_ERROR(r.Int("from", &e.from, 0, static_cast<int>(kMaxJournalPods)));
+    TIDAL_RETURN_IF_ERROR(r.Int("to", &e.to, 0, static_cast<int>(kMaxJournalPods)));
+    TIDAL_RETURN_IF_ERROR(ReadAt(r, "requested_at_ms", &e.requested_at));
+    TIDAL_RETURN_IF_ERROR(ReadNullableTime(r, j, "ready_at_ms", &e.ready_at));
     return Edit(e);
   }
   if (name == "release") {
@@ -1067,6 +1101,7 @@ json AllocationJson(const Allocation& a, const state::State::AllocationExtras& x
           {"leaving", PodsJson(a.leaving)},
           {"leaving_deadline_ms", TimeJson(x.leaving_deadline)},
           {"idle_reclaim_at_ms", TimeJson(x.idle_reclaim_at)},
+          {"ready", PodsJson(x.ready)},
           {"stop", std::move(stop)}};
 }
 
@@ -1102,10 +1137,11 @@ StatusOr<Allocation> ReadAllocation(const json& v, const std::string& path,
                                     state::State::AllocationExtras* x) {
   static const Keys kKeys = {"workload", "pods",      "start_ms", "last_checkpoint_ms", "terminating",
                              "grace_deadline_ms", "borrowed", "leaving", "leaving_deadline_ms",
-                             "idle_reclaim_at_ms", "stop"};
+                             "idle_reclaim_at_ms", "stop", "ready"};
   TIDAL_ASSIGN_OR_RETURN(ObjectReader r, Open(v, path, kKeys));
   for (std::string_view k : kKeys) {
-    if (!Present(v, k)) return r.Missing(k);
+    // `ready` came later: a snapshot written before has no ready pods.
+    if (!Present(v, k) && k != "ready") return r.Missing(k);
   }
   Allocation a;
   TIDAL_RETURN_IF_ERROR(ReadWorkloadId(r, "workload", &a.workload));
@@ -1118,6 +1154,7 @@ StatusOr<Allocation> ReadAllocation(const json& v, const std::string& path,
   TIDAL_RETURN_IF_ERROR(ReadPods(r, "leaving", &a.leaving));
   TIDAL_RETURN_IF_ERROR(ReadNullableTime(r, v, "leaving_deadline_ms", &x->leaving_deadline));
   TIDAL_RETURN_IF_ERROR(ReadNullableTime(r, v, "idle_reclaim_at_ms", &x->idle_reclaim_at));
+  if (Present(v, "ready")) TIDAL_RETURN_IF_ERROR(ReadPods(r, "ready", &x->ready));
   const json& stop = r.at("stop");
   x->has_stop = !stop.is_null();
   if (x->has_stop) {
@@ -1161,6 +1198,7 @@ JournalSnapshot SnapshotOf(int64_t seq, const state::State& st, std::vector<bool
   out.workloads = s.workloads;
   out.allocations = s.allocations;
   out.allocation_extras = std::move(extras.allocations);
+  out.scale_ups = std::move(extras.scale_ups);
   return out;
 }
 
@@ -1194,6 +1232,7 @@ StatusOr<state::State> RestoreState(const JournalSnapshot& snapshot, const Clust
   s.cluster_version = snapshot.cluster_version;
   extras.allocations = snapshot.allocation_extras;
   extras.lease_until = snapshot.lease_until;
+  extras.scale_ups = snapshot.scale_ups;
   auto restored = state::State::Restore(s, extras);
   if (!restored.ok()) return restored.status().WithContext("snapshot: ");
   return restored;
@@ -1213,6 +1252,14 @@ json JournalSnapshotToJson(const JournalSnapshot& s) {
   for (const Workload& w : s.workloads) workloads.push_back(WorkloadJson(w));
   json leases = json::array();
   for (Time t : s.lease_until) leases.push_back(TimeJson(t));
+  json scale_ups = json::array();
+  for (const state::PendingScaleUp& su : s.scale_ups) {
+    scale_ups.push_back({{"workload", su.workload.value()},
+                         {"from", su.from},
+                         {"to", su.to},
+                         {"requested_at_ms", ToMillis(su.requested_at)},
+                         {"ready_at_ms", TimeJson(su.ready_at)}});
+  }
   for (size_t i = 0; i < s.allocations.size(); ++i) {
     allocations.push_back(AllocationJson(s.allocations[i], i < s.allocation_extras.size()
                                                                ? s.allocation_extras[i]
@@ -1230,16 +1277,18 @@ json JournalSnapshotToJson(const JournalSnapshot& s) {
           {"leases_until_ms", std::move(leases)},
           {"projects", std::move(projects)},
           {"workloads", std::move(workloads)},
-          {"allocations", std::move(allocations)}};
+          {"allocations", std::move(allocations)},
+          {"scale_ups", std::move(scale_ups)}};
 }
 
 StatusOr<JournalSnapshot> JournalSnapshotFromJson(const json& j) {
   static const Keys kKeys = {"record",   "seq",      "at_ms",      "cluster_version", "zones",
                              "racks",    "nodes",    "lent",       "registered",      "leases_until_ms",
-                             "projects", "workloads", "allocations"};
+                             "projects", "workloads", "allocations", "scale_ups"};
   TIDAL_ASSIGN_OR_RETURN(ObjectReader r, Open(j, "", kKeys));
   for (std::string_view k : kKeys) {
-    if (!r.Has(k)) return r.Missing(k);
+    // `scale_ups` came later: a snapshot written before has none open.
+    if (!r.Has(k) && k != "scale_ups") return r.Missing(k);
   }
   if (r.at("record") != "snapshot") {
     return FieldError("record", "expected \"snapshot\", got " + Shown(r.at("record")));
@@ -1323,6 +1372,23 @@ StatusOr<JournalSnapshot> JournalSnapshotFromJson(const json& j) {
                            ReadAllocation((*allocations)[i], IndexPath(r.FieldPath("allocations"), i), &x));
     s.allocations.push_back(std::move(a));
     s.allocation_extras.push_back(x);
+  }
+  if (r.Has("scale_ups")) {
+    TIDAL_ASSIGN_OR_RETURN(const json* scale_ups, SnapshotList(r, "scale_ups"));
+    static const Keys kScaleUp = {"workload", "from", "to", "requested_at_ms", "ready_at_ms"};
+    for (size_t i = 0; i < scale_ups->size(); ++i) {
+      const json& v = (*scale_ups)[i];
+      TIDAL_ASSIGN_OR_RETURN(ObjectReader sr, Open(v, IndexPath(r.FieldPath("scale_ups"), i), kScaleUp));
+      TIDAL_RETURN_IF_ERROR(Require(sr, {"workload", "from", "to", "requested_at_ms"}));
+      if (!Present(v, "ready_at_ms")) return sr.Missing("ready_at_ms");  // null = not ready yet
+      state::PendingScaleUp su;
+      TIDAL_RETURN_IF_ERROR(ReadWorkloadId(sr, "workload", &su.workload));
+      TIDAL_RETURN_IF_ERROR(sr.Int("from", &su.from, 0, static_cast<int>(kMaxJournalPods)));
+      TIDAL_RETURN_IF_ERROR(sr.Int("to", &su.to, 0, static_cast<int>(kMaxJournalPods)));
+      TIDAL_RETURN_IF_ERROR(ReadAt(sr, "requested_at_ms", &su.requested_at));
+      TIDAL_RETURN_IF_ERROR(ReadNullableTime(sr, v, "ready_at_ms", &su.ready_at));
+      s.scale_ups.push_back(su);
+    }
   }
   return s;
 }

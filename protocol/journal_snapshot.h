@@ -54,6 +54,7 @@ struct JournalSnapshot {
   std::vector<Workload> workloads;     // in the state's order
   std::vector<Allocation> allocations;  // in the state's order
   std::vector<state::State::AllocationExtras> allocation_extras;  // parallel to allocations
+  std::vector<state::PendingScaleUp> scale_ups;  // in workload-id order
 };
 
 // Bounds beyond which a snapshot is refused as hostile (a store of 50,000

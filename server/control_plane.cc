@@ -149,6 +149,18 @@ Status ControlPlane::Recover() {
       (void)machine_->Apply(state::LeaseEdit{NodeId(static_cast<uint32_t>(i)), now + config_.node_lease});
     }
   }
+  // The replicas that were ready, likewise: a restarted state holds none
+  // (RestartedState), and an agent reports a pod ready only once. A scale-up
+  // open at the restart is not kept: the state forgets it, unjudged.
+  for (uint64_t id : allocated_) {
+    const WorkloadRecord& r = records_.at(id);
+    if (r.w.kind != WorkloadKind::kInference || !r.allocation) continue;
+    for (int rank : r.ready_ranks) {
+      if (rank < static_cast<int>(r.allocation->pods.size())) {
+        (void)machine_->Apply(state::ReplicaReadyEdit{r.w.id, r.allocation->pods[rank], true});
+      }
+    }
+  }
   // The configuration this history runs under, for `tidal sim replay`.
   Mutation meta;
   // A replay restarts where the server did (sim/journal_replay.h).

@@ -272,8 +272,8 @@ class ControlPlane {
   Status CheckNodeCaller(const Principal& who, const std::string& node);
   // A fresh credential for `n`, replacing the one issued before.
   void IssueCredential(NodeId n, std::string* credential);
-  // The scale-up timeout (audit and metric only; not a state edit yet).
-  void ExpireScaleUps(Time now);
+  // A scale-up the lifecycle judged (ready, or timed out).
+  void ReactScaleUpEnd(WorkloadRecord& r, const state::ScaleUpEndEdit& e, Time now);
   void ApplyDecisions(const Decisions& d);
   std::vector<protocol::PodAssignment> PodsFor(NodeId node) const;
   // The node's desired pods, once the store has everything they reflect.

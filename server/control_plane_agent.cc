@@ -504,16 +504,9 @@ StatusOr<json> ControlPlane::PodStatus(const Principal& who, const std::string& 
         dirty = true;
       } else if (ev.phase == "ready") {
         w->ready_ranks.insert(rank);
-        if (!w->scale_ups.empty()) {
-          ScaleUp& su = w->scale_ups.back();
-          if (su.ready_ms == 0 && !su.failed && static_cast<int>(w->ready_ranks.size()) >= su.to_pods) {
-            su.ready_ms = ToMillis(at);
-            if (su.placed_ms == 0) su.placed_ms = su.ready_ms;
-            metrics_.Inc("tidal_scale_ups_total", {{"result", "ok"}});
-            metrics_.Observe("tidal_scale_up_time_to_capacity_seconds", {},
-                             (su.ready_ms - su.requested_ms) / 1000.0);
-          }
-        }
+        // The state counts ready replicas: a pending scale-up is judged
+        // from them by the lifecycle (ScaleUpEndEdit), not here.
+        (void)ApplyEdit(state::ReplicaReadyEdit{w->w.id, w->allocation->pods[rank], true});
         dirty = true;
       } else if (ev.phase == "exited") {
         auto& leaving = w->allocation->leaving;

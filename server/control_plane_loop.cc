@@ -130,27 +130,35 @@ void ControlPlane::ReportUtilization(WorkloadRecord& r, Time now) {
   (void)ApplyEdit(state::IdleEdit{r.w.id, idle ? now + config_.debug_idle_limit : kInfiniteFuture});
 }
 
-void ControlPlane::ExpireScaleUps(Time now) {
-  const int64_t now_ms = ToMillis(now);
-  std::vector<uint64_t> ids(allocated_.begin(), allocated_.end());
-  for (uint64_t id : ids) {
-    WorkloadRecord* rp = Find(id);
-    if (!rp) continue;
-    WorkloadRecord& r = *rp;
-    // A scale-up that has not reached capacity in time failed: the same
-    // bound the simulator scores by.
-    if (!r.scale_ups.empty()) {
-      ScaleUp& su = r.scale_ups.back();
-      if (su.ready_ms == 0 && !su.failed &&
-          now_ms - su.requested_ms > config_.policy.colocation.scale_up_timeout.count()) {
-        su.failed = true;
-        metrics_.Inc("tidal_scale_ups_total", {{"result", "failed"}});
-        AddAudit(*applying_.m, "autoscaler", "scale_up_failed", &r,
-                 {{"from", su.from_pods}, {"to", su.to_pods}, {"requested_ms", su.requested_ms}}, now);
-        MarkChanged(r);
-      }
-    }
+// The lifecycle judged a scale-up: the record, the metrics and the audit
+// show that one judgment (the simulator's summary reads the same edit).
+void ControlPlane::ReactScaleUpEnd(WorkloadRecord& r, const state::ScaleUpEndEdit& e, Time now) {
+  const int64_t requested_ms = ToMillis(e.requested_at);
+  ScaleUp* su = nullptr;
+  for (ScaleUp& s : r.scale_ups) {
+    if (s.requested_ms == requested_ms) su = &s;
   }
+  if (su == nullptr) {
+    r.scale_ups.push_back({requested_ms, e.from, e.to, 0, 0, 0, false});
+    su = &r.scale_ups.back();
+  }
+  su->to_pods = e.to;
+  if (e.result == state::ScaleUpResult::kReady) {
+    su->ready_ms = ToMillis(e.ready_at);
+    if (su->placed_ms == 0) su->placed_ms = su->ready_ms;
+    metrics_.Inc("tidal_scale_ups_total", {{"result", "ok"}});
+    metrics_.Observe("tidal_scale_up_time_to_capacity_seconds", {}, ToSeconds(e.ready_at - e.requested_at));
+  } else {
+    su->failed = true;
+    metrics_.Inc("tidal_scale_ups_total", {{"result", "failed"}});
+    AddAudit(*applying_.m, "autoscaler", "scale_up_failed", &r,
+             {{"from", e.from},
+              {"to", e.to},
+              {"requested_ms", requested_ms},
+              {"result", std::string(state::ScaleUpResultName(e.result))}},
+             now);
+  }
+  MarkChanged(r);
 }
 
 void ControlPlane::JournalMarker(protocol::PassPhase phase) {
@@ -175,10 +183,9 @@ void ControlPlane::RunPass() {
     Mutation m;
     {
       ApplyScope scope(*this, m, "scheduler");
-      ExpireScaleUps(now);
       // The lifecycle's inputs first (world edits, before the tick marker),
       // then its timers: grace deadlines, leaving pods, max runtime, node
-      // leases, idle debug sessions.
+      // leases, idle debug sessions, scale-ups ready or timed out.
       RenewLeases(now);
       JournalMarker(protocol::PassPhase::kTick);
       machine_->Tick();
@@ -329,17 +336,23 @@ void ControlPlane::React(state::EditOrigin origin, const state::Edit& edit) {
             SyncRecord(*r);
           } else if constexpr (std::is_same_v<E, state::SetTargetEdit>) {
             if (origin == state::EditOrigin::kColocation) {
-              // An autoscaled target: a scale-up is timed until capacity.
-              const int current = r->allocation ? static_cast<int>(r->allocation->pods.size()) : 0;
-              if (e.pods > r->w.pods && r->allocation) {
-                const bool open = !r->scale_ups.empty() && r->scale_ups.back().ready_ms == 0 &&
-                                  !r->scale_ups.back().failed;
-                if (!open) r->scale_ups.push_back({ToMillis(now), current, e.pods, 0, 0, 0, false});
-                else r->scale_ups.back().to_pods = std::max(r->scale_ups.back().to_pods, e.pods);
-              }
               AddAudit(*applying_.m, "autoscaler", "scale", r, {{"from", r->w.pods}, {"to", e.pods}}, now);
             }
+            // The state opened a scale-up (or raised the open one's goal):
+            // the record follows it, for the scale-up diagnosis.
+            if (const state::PendingScaleUp* su = machine_->state().scale_up(e.workload)) {
+              const int64_t requested_ms = ToMillis(su->requested_at);
+              if (r->scale_ups.empty() || r->scale_ups.back().requested_ms != requested_ms) {
+                r->scale_ups.push_back({requested_ms, su->from, su->to, 0, 0, 0, false});
+              } else {
+                r->scale_ups.back().to_pods = su->to;
+              }
+            }
             SyncRecord(*r);
+          } else if constexpr (std::is_same_v<E, state::ScaleUpEndEdit>) {
+            ReactScaleUpEnd(*r, e, now);
+          } else if constexpr (std::is_same_v<E, state::ReplicaReadyEdit>) {
+            // The lifecycle's input; the record's ready ranks came with the event.
           } else if constexpr (std::is_same_v<E, state::IdleEdit>) {
             // The lifecycle's input; the records show the utilization itself.
           } else if constexpr (std::is_same_v<E, state::SetPriorityEdit>) {

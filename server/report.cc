@@ -168,7 +168,9 @@ StatusOr<json> ControlPlane::Report(const Principal& who, const ReportQuery& que
       for (const ScaleUp& s : r.scale_ups) {
         if (!in_range(s.requested_ms)) continue;
         ++row->scale_ups;
-        const bool done = s.ready_ms > 0;
+        // The lifecycle's judgment (ScaleUpEndEdit): ready within the
+        // timeout. One still open, or timed out, did not succeed.
+        const bool done = s.ready_ms > 0 && !s.failed;
         if (done) {
           ++row->scale_ups_ok;
           row->time_to_capacity_s.push_back((s.ready_ms - s.requested_ms) / 1000.0);

@@ -66,17 +66,15 @@ struct Job {
 
   // Inference: each pod and when it is ready.
   int service = -1;
-  std::vector<std::pair<PodPlacement, Time>> pod_ready;
+  struct PodReady {
+    PodPlacement pod;
+    Time at;                // when its cold start ends
+    bool reported = false;  // a ReplicaReadyEdit told the state
+  };
+  std::vector<PodReady> pod_ready;
   int ready = 0;
   // Training shrinks in flight: pods leave at the given time.
   std::vector<std::pair<Time, PodPlacement>> shrinking;
-};
-
-struct ScaleUp {
-  Time at;
-  int from = 0;
-  int to = 0;
-  bool failed = false;
 };
 
 struct ServiceTrack {
@@ -89,9 +87,9 @@ struct ServiceTrack {
   int min_ready = 0;         // fewest ready replicas seen during the step
   int desired = 0;           // the autoscaler's last target
   bool starting_in_step = false;  // a scale-up was pending during the step
+  Time last_opened = Time::min();  // the request time of the last scale-up counted
   bool last_missed = false;       // verdict of the last scored step
   bool last_cold = false;         // ... missed while replicas were starting
-  std::vector<ScaleUp> pending;
   size_t series = 0;         // index in TimeSeries::services
 };
 
@@ -169,7 +167,11 @@ class Run final : public state::StateObserver {
   void RequestPass();
   void AccumulateAreas();
   void RecountReady(Job& j);
-  void CheckScaleUps(ServiceTrack& s);
+  // The state holds a pending scale-up of the service (State::scale_up).
+  bool ScalingUp(const ServiceTrack& s) const {
+    return machine_->state().scale_up(IdOf(jobs_[s.job])) != nullptr;
+  }
+  void ReactScaleUpEnd(const state::ScaleUpEndEdit& e);
   void Sample();
   void LogEvent(std::string_view body);
   std::string PlacementJson(const std::vector<PodPlacement>& pods) const;
@@ -231,8 +233,8 @@ class Run final : public state::StateObserver {
   std::vector<double> recovery_s_;
   std::vector<double> ttc_s_;
   int scale_ups_ = 0;
-  int scale_up_ok_ = 0;
-  int scale_up_resolved_ = 0;
+  int scale_up_ok_ = 0;      // ScaleUpEndEdit kReady
+  int scale_up_judged_ = 0;  // every ScaleUpEndEdit
   int service_steps_ = 0;
   int service_misses_ = 0;
   std::vector<double> step_p99_ms_;
@@ -255,7 +257,9 @@ void Run::LogEvent(std::string_view body) {
 Status Run::Init() {
   state::State initial(input_.cluster.cluster, input_.cluster.queues, input_.cluster.projects);
   // Simulated pods exit exactly at their deadlines: no report to wait for.
-  machine_.emplace(std::move(initial), state::LifecycleOptions{policy_.preemption.default_grace, Duration(0)},
+  machine_.emplace(std::move(initial),
+                   state::LifecycleOptions{policy_.preemption.default_grace, Duration(0),
+                                           policy_.colocation.scale_up_timeout},
                    policy_.templates);
   machine_->set_observer(this);
   machine_->set_sink([this](Time, state::EditOrigin, const state::Edit& e) { React(e); });
@@ -617,19 +621,26 @@ void Run::HandleIdle(size_t i, uint64_t run) {
 
 void Run::RecountReady(Job& j) {
   int ready = 0;
-  for (const auto& [pod, t] : j.pod_ready) ready += t <= clock_.Now() ? 1 : 0;
+  for (const Job::PodReady& p : j.pod_ready) ready += p.at <= clock_.Now() ? 1 : 0;
   j.ready = ready;
   if (j.service >= 0) {
     ServiceTrack& s = services_[j.service];
     s.min_ready = std::min(s.min_ready, ready);
     if (ready > 0) s.live = true;
-    CheckScaleUps(s);
   }
 }
 
 void Run::HandleReplicaReady(size_t i) {
   Job& j = jobs_[i];
   if (j.phase != Phase::kRunning) return;
+  // The cold-start model says these replicas are up: the state counts them
+  // (the server's pod "ready" event), and a pending scale-up is judged from
+  // them by the Lifecycle.
+  for (Job::PodReady& p : j.pod_ready) {
+    if (p.reported || p.at > clock_.Now()) continue;
+    p.reported = true;
+    ApplyWorld(state::ReplicaReadyEdit{IdOf(j), p.pod, true});
+  }
   const int before = j.ready;
   RecountReady(j);
   if (j.ready != before)
@@ -646,22 +657,6 @@ void Run::HandleCheckpoint(size_t i, Time at) {
   ApplyWorld(state::CheckpointEdit{IdOf(j), at});
   j.next_checkpoint = at + j.checkpoint_interval;
   queue_.Push(j.next_checkpoint, EventKind::kCheckpoint, i);
-}
-
-void Run::CheckScaleUps(ServiceTrack& s) {
-  if (s.pending.empty()) return;
-  const Job& j = jobs_[s.job];
-  for (auto it = s.pending.begin(); it != s.pending.end();) {
-    if (j.ready >= std::min(it->to, s.desired)) {
-      const double ttc = Sec(clock_.Now() - it->at);
-      ttc_s_.push_back(ttc);
-      ++scale_up_resolved_;
-      if (!it->failed && clock_.Now() - it->at <= policy_.colocation.scale_up_timeout) ++scale_up_ok_;
-      it = s.pending.erase(it);
-    } else {
-      ++it;
-    }
-  }
 }
 
 void Run::HandleLoadStep() {
@@ -688,17 +683,18 @@ void Run::HandleLoadStep() {
       LogEvent(fmt::format("\"event\":\"slo_miss\",\"workload\":{},\"step_start\":{:.3f},\"rps\":{:.3f},"
                            "\"ready\":{},\"desired\":{},\"scaling_up\":{}",
                            jobs_[s.job].name_json, Sec(now - options_.load_step), s.rps, s.min_ready,
-                           s.desired, s.starting_in_step || !s.pending.empty() ? "true" : "false"));
+                           s.desired, s.starting_in_step || ScalingUp(s) ? "true" : "false"));
       ++service_misses_;
-      for (ScaleUp& u : s.pending) u.failed = true;
+      // A miss does not fail a scale-up: only its timeout does, in the
+      // Lifecycle, as on the server (docs/colocation.md, "Scale-up success").
       s.last_missed = true;
-      s.last_cold = s.starting_in_step || !s.pending.empty();
+      s.last_cold = s.starting_in_step || ScalingUp(s);
     }
   }
   if ((now - Time()) % options_.sample_interval == Duration(0)) Sample();
   // Open the next step: observe its load.
   for (ServiceTrack& s : services_) {
-    s.starting_in_step = !s.pending.empty();
+    s.starting_in_step = ScalingUp(s);
     if (!s.active) continue;
     const Job& j = jobs_[s.job];
     double rps = input_.load.Rps(s.name, Sec(now));
@@ -839,8 +835,6 @@ void Run::AfterPrepare() {
       LogEvent(fmt::format("\"event\":\"deploy\",\"workload\":{},\"replicas\":{}", j.name_json,
                            desired));
     } else if (desired > s.desired) {
-      ++scale_ups_;
-      s.pending.push_back(ScaleUp{clock_.Now(), s.desired, desired, false});
       s.starting_in_step = true;
       LogEvent(fmt::format("\"event\":\"scale_up\",\"workload\":{},\"from\":{},\"to\":{}",
                            j.name_json, s.desired, desired));
@@ -849,7 +843,12 @@ void Run::AfterPrepare() {
                            j.name_json, s.desired, desired));
     }
     s.desired = desired;
-    CheckScaleUps(s);
+    // The state opened a scale-up (a rise while it runs): counted once.
+    if (const state::PendingScaleUp* su = machine_->state().scale_up(w->id);
+        su != nullptr && su->requested_at != s.last_opened) {
+      s.last_opened = su->requested_at;
+      ++scale_ups_;
+    }
   }
 }
 
@@ -868,6 +867,7 @@ void Run::React(const state::Edit& edit) {
         else if constexpr (std::is_same_v<E, state::PodExitEdit>) ReactPodExit(e);
         else if constexpr (std::is_same_v<E, state::RequeueEdit>) ReactRequeue(e);
         else if constexpr (std::is_same_v<E, state::ReleaseEdit>) ReactRelease(e);
+        else if constexpr (std::is_same_v<E, state::ScaleUpEndEdit>) ReactScaleUpEnd(e);
         else if constexpr (std::is_same_v<E, state::NodeHealthEdit>) {
           // Only the lifecycle makes a simulated node not ready: its lease ran out.
           if (e.health == Health::kNotReady)
@@ -927,7 +927,7 @@ void Run::ReactPlace(const state::PlaceEdit& e) {
   if (j.kind == WorkloadKind::kInference) {
     const Time ready = now + EstimateColdStart(w.inference);
     j.pod_ready.clear();
-    for (const PodPlacement& p : e.pods) j.pod_ready.emplace_back(p, ready);
+    for (const PodPlacement& p : e.pods) j.pod_ready.push_back({p, ready});
     queue_.Push(ready, EventKind::kReplicaReady, IndexOf(j));
   }
   SetRate(j);
@@ -945,7 +945,7 @@ void Run::ReactGrow(const state::GrowEdit& e) {
   if (j.kind == WorkloadKind::kInference) {
     const Time ready = now + EstimateColdStart(LiveWorkload(j)->inference);
     for (const PodPlacement& p : e.pods) {
-      j.pod_ready.emplace_back(p, ready);
+      j.pod_ready.push_back({p, ready});
       queue_.Push(ready, EventKind::kReplicaReady, IndexOf(j));
     }
     RecountReady(j);
@@ -988,7 +988,7 @@ void Run::ReactPodExit(const state::PodExitEdit& e) {
   Job& j = JobOf(e.workload);
   if (j.kind == WorkloadKind::kInference) {
     auto it = std::find_if(j.pod_ready.begin(), j.pod_ready.end(),
-                           [&](const auto& r) { return r.first == e.pod; });
+                           [&](const Job::PodReady& r) { return r.pod == e.pod; });
     if (it != j.pod_ready.end()) j.pod_ready.erase(it);
     RecountReady(j);
     return;
@@ -1038,6 +1038,19 @@ void Run::ReactRequeue(const state::RequeueEdit& e) {
   RequestPass();
 }
 
+// The Lifecycle judged a scale-up: the summary's success rate and time to
+// capacity are read from this one judgment, the server's metrics likewise.
+void Run::ReactScaleUpEnd(const state::ScaleUpEndEdit& e) {
+  ++scale_up_judged_;
+  const bool ok = e.result == state::ScaleUpResult::kReady;
+  if (ok) {
+    ++scale_up_ok_;
+    ttc_s_.push_back(Sec(e.ready_at - e.requested_at));
+  }
+  LogEvent(fmt::format("\"event\":\"scale_up_end\",\"workload\":{},\"from\":{},\"to\":{},\"result\":\"{}\"",
+                       JobOf(e.workload).name_json, e.from, e.to, state::ScaleUpResultName(e.result)));
+}
+
 void Run::ReactRelease(const state::ReleaseEdit& e) {
   Job& j = JobOf(e.workload);
   AllocationGone(j);
@@ -1048,7 +1061,6 @@ void Run::ReactRelease(const state::ReleaseEdit& e) {
   if (j.service >= 0) {
     ServiceTrack& s = services_[j.service];
     s.active = false;
-    s.pending.clear();
   }
   LogEvent(fmt::format("\"event\":\"finish\",\"workload\":{},\"completed\":{}", j.name_json,
                        j.completed ? "true" : "false"));
@@ -1125,14 +1137,12 @@ StatusOr<SimResult> Run::Go() {
     s.inference.minute_p99_p95_ms = Percentile(step_p99_ms_, 0.95);
     s.inference.latency_p99_ms = Percentile(step_p99_ms_, 0.99);
   }
-  // Scale-ups still starting at the end count only once past their bound.
-  int unresolved_failed = 0;
-  for (const ServiceTrack& sv : services_)
-    for (const ScaleUp& u : sv.pending)
-      if (end - u.at > policy_.colocation.scale_up_timeout) ++unresolved_failed;
+  // Judged by the Lifecycle (ScaleUpEndEdit); one still open at the end is
+  // not judged.
   s.inference.scale_ups = scale_ups_;
-  const int judged = scale_up_resolved_ + unresolved_failed;
-  if (judged > 0) s.inference.scale_up_success_rate = static_cast<double>(scale_up_ok_) / judged;
+  if (scale_up_judged_ > 0) {
+    s.inference.scale_up_success_rate = static_cast<double>(scale_up_ok_) / scale_up_judged_;
+  }
   s.inference.time_to_capacity_p50_s = Percentile(ttc_s_, 0.50);
   s.inference.time_to_capacity_p99_s = Percentile(ttc_s_, 0.99);
   s.inference.load_history_samples = history_samples_;

@@ -45,7 +45,9 @@ struct SetPriorityEdit {
 };
 
 // The autoscaler's replica target for an inference service, or an owner's
-// resize of an elastic job (which may move its bounds too).
+// resize of an elastic job (which may move its bounds too). A target that
+// rises above the current one of a running inference service opens a
+// scale-up (State::scale_up), or raises the open one's goal.
 struct SetTargetEdit {
   WorkloadId workload;
   int pods = 0;
@@ -188,15 +190,49 @@ struct IdleEdit {
   Time reclaim_at = kInfiniteFuture;
 };
 
+// A replica (pod) of a running workload became ready to serve, or stopped
+// being ready (`ready` false). The server applies one on an agent's "ready"
+// pod event, the simulator when its cold-start model says a replica is up.
+// Ready replicas are what a pending scale-up waits for (State::scale_up); a
+// pod that exits, or an allocation that ends, is no longer ready.
+struct ReplicaReadyEdit {
+  WorkloadId workload;
+  PodPlacement pod;
+  bool ready = true;
+};
+
+// How a scale-up ended. Typed, so the server's audit and metrics and the
+// simulator's summary read one judgment instead of each making its own.
+enum class ScaleUpResult : uint8_t {
+  kReady,     // its replicas were all ready within policy.colocation.scale_up_timeout
+  kTimedOut,  // they were not (the Lifecycle ended it at requested_at + timeout)
+};
+
+// A pending scale-up ends (made by the Lifecycle only): it carries the
+// scale-up whole (the state forgets it once this applies), so whoever reads
+// the journal or the sink has the figures without a second computation:
+// time to capacity is ready_at - requested_at.
+struct ScaleUpEndEdit {
+  WorkloadId workload;
+  ScaleUpResult result = ScaleUpResult::kReady;
+  int from = 0;
+  int to = 0;
+  Time requested_at;
+  Time ready_at = kInfiniteFuture;  // when `to` replicas were ready; kInfiniteFuture = not (yet)
+};
+
 using Edit = std::variant<SubmitEdit, ApproveEdit, SetPriorityEdit, SetTargetEdit, PlaceEdit,
                           GrowEdit, NoticeEdit, ShrinkEdit, PodExitEdit, CheckpointEdit,
                           RequeueEdit, ReleaseEdit, LendEdit, ReturnEdit, RegisterNodeEdit,
-                          NodeHealthEdit, GpuFaultEdit, CordonEdit, LeaseEdit, IdleEdit>;
+                          NodeHealthEdit, GpuFaultEdit, CordonEdit, LeaseEdit, IdleEdit,
+                          ReplicaReadyEdit, ScaleUpEndEdit>;
 
 // "submit", "approve", ..., as written in the journal.
 std::string_view EditName(const Edit& edit);
 // "reported", "grace_expired", "node_lost".
 std::string_view EndCauseName(EndCause cause);
+// "ready", "timed_out".
+std::string_view ScaleUpResultName(ScaleUpResult result);
 
 // Who made an edit. A replay feeds the world's edits (and the priority
 // refresher's, when the policy is unchanged) back in, reruns the lifecycle,

@@ -11,7 +11,8 @@ WorkloadId IdOf(const Allocation& a) { return a.workload; }
 }  // namespace
 
 LifecycleOptions ServerLifecycleOptions(const PolicyConfig& policy) {
-  return LifecycleOptions{policy.preemption.default_grace, kServerExitReportSlack};
+  return LifecycleOptions{policy.preemption.default_grace, kServerExitReportSlack,
+                          policy.colocation.scale_up_timeout};
 }
 
 Cluster ClusterAwaitingAgents(Cluster cluster) {
@@ -54,6 +55,14 @@ void Lifecycle::ArmLease(NodeId n, Time until) {
 void Lifecycle::ArmIdle(const Workload& w, Time reclaim_at) {
   if (w.kind != WorkloadKind::kDebug || reclaim_at == kInfiniteFuture) return;
   Arm(reclaim_at, TimerKind::kIdle, w.id, reclaim_at);
+}
+
+void Lifecycle::ArmScaleUp(const PendingScaleUp& su, Time now) {
+  if (su.ready_at != kInfiniteFuture) {
+    Arm(now, TimerKind::kScaleUp, su.workload, su.requested_at);
+  } else {
+    Arm(su.requested_at + options_.scale_up_timeout, TimerKind::kScaleUp, su.workload, su.requested_at);
+  }
 }
 
 void Lifecycle::NodeLost(const State& state, NodeId n, std::vector<Edit>& out) const {
@@ -111,6 +120,7 @@ void Lifecycle::ArmExisting(const State& state) {
     const NodeId node(static_cast<uint32_t>(n));
     ArmLease(node, state.lease_until(node));
   }
+  for (const PendingScaleUp& su : state.extras().scale_ups) ArmScaleUp(su, state.now());
 }
 
 void Lifecycle::Observe(const Edit& edit, const State& state) {
@@ -132,6 +142,13 @@ void Lifecycle::Observe(const Edit& edit, const State& state) {
     ArmLease(lease->node, lease->until);
   } else if (const auto* idle = std::get_if<IdleEdit>(&edit)) {
     if (const Workload* w = state.workload(idle->workload)) ArmIdle(*w, idle->reclaim_at);
+  } else if (const auto* target = std::get_if<SetTargetEdit>(&edit)) {
+    // Opened (its timeout), raised (the same timeout: a stale duplicate is
+    // dropped at Tick) or lowered to what is ready (now).
+    if (const PendingScaleUp* su = state.scale_up(target->workload)) ArmScaleUp(*su, state.now());
+  } else if (const auto* ready = std::get_if<ReplicaReadyEdit>(&edit)) {
+    const PendingScaleUp* su = state.scale_up(ready->workload);
+    if (su != nullptr && su->ready_at == state.now()) ArmScaleUp(*su, state.now());
   }
 }
 
@@ -147,6 +164,24 @@ std::vector<Edit> Lifecycle::Tick(const State& state, Time now) {
         continue;
       }
       NodeLost(state, t.node, out);
+      continue;
+    }
+    if (t.kind == TimerKind::kScaleUp) {
+      // Ended since, or a newer scale-up: stale.
+      const PendingScaleUp* su = state.scale_up(t.workload);
+      if (su == nullptr || su->requested_at != t.armed_for) continue;
+      const Time deadline = su->requested_at + options_.scale_up_timeout;
+      ScaleUpEndEdit e{t.workload, ScaleUpResult::kReady, su->from, su->to, su->requested_at, su->ready_at};
+      if (su->ready_at != kInfiniteFuture) {
+        if (su->ready_at > deadline) e.result = ScaleUpResult::kTimedOut;
+      } else if (now >= deadline) {
+        e.result = ScaleUpResult::kTimedOut;
+      } else {
+        continue;  // not ready, not due: a timer from before a restore
+      }
+      // Armed twice for one instant (opened, then raised), it ends once:
+      // the machine refuses the repeat (StateMachine::Tick).
+      out.push_back(e);
       continue;
     }
     const Allocation* a = state.allocation(t.workload);
@@ -196,6 +231,7 @@ std::vector<Edit> Lifecycle::Tick(const State& state, Time now) {
         break;
       }
       case TimerKind::kLease:
+      case TimerKind::kScaleUp:
         break;  // handled above
     }
   }

@@ -13,7 +13,16 @@
 //    workload on it is requeued (released as cancelled when its notice said
 //    it stops for good), except that pods a shrink was removing just exit;
 //  - an idle report (IdleEdit) arms a debug session's reclaim: still idle
-//    then, it gets notice (cause kIdle, no requeue, the default grace).
+//    then, it gets notice (cause kIdle, no requeue, the default grace);
+//  - a scale-up (opened by a SetTargetEdit, State::scale_up) arms its
+//    timeout at requested_at + scale_up_timeout: not ready by then, it ends
+//    kTimedOut; and the edit that makes its replicas ready (a ReplicaReady,
+//    or a target lowered to what is ready) arms it at once, so the next tick
+//    ends it kReady (or kTimedOut, had it become ready only past the
+//    timeout, with no tick in between). Either way ScaleUpEndEdit carries
+//    the scale-up and the instant it was ready, so time to capacity is exact
+//    whatever the tick rate, and the server and the simulator read the one
+//    judgment (docs/colocation.md, "Scale-up success").
 // The deadlines of the last two come with their edits (the server computes
 // them from its lease and idle limit), so a replay of its journal needs no
 // server config to fire them at the same instants.
@@ -42,12 +51,14 @@ namespace tidal::state {
 struct LifecycleOptions {
   Duration default_grace = seconds(30);
   Duration exit_report_slack = Duration(0);
+  // policy.colocation.scale_up_timeout: how long a scale-up may take.
+  Duration scale_up_timeout = minutes(10);
 };
 
 // How long the server awaits an agent's exit report after a deadline.
 inline constexpr Duration kServerExitReportSlack = seconds(1);
 // The options the server's StateMachine runs with: the policy's default
-// grace and kServerExitReportSlack. `tidal sim replay` builds its machine
+// grace, its scale-up timeout and kServerExitReportSlack. `tidal sim replay` builds its machine
 // with the same call, so a replay cannot drift from the server it replays.
 LifecycleOptions ServerLifecycleOptions(const PolicyConfig& policy);
 
@@ -66,13 +77,13 @@ class Lifecycle {
   Time next_deadline() const { return timers_.empty() ? kInfiniteFuture : timers_.top().at; }
 
  private:
-  enum class TimerKind : uint8_t { kGrace, kLeaving, kMaxRuntime, kLease, kIdle };
+  enum class TimerKind : uint8_t { kGrace, kLeaving, kMaxRuntime, kLease, kIdle, kScaleUp };
   struct Timer {
     Time at;
     uint64_t seq = 0;  // arming order: equal deadlines fire in that order
     TimerKind kind = TimerKind::kGrace;
     WorkloadId workload;  // kLease: none
-    Time armed_for;  // the deadline, or the allocation's start, it belongs to
+    Time armed_for;  // the deadline, the allocation's start or the scale-up's request it belongs to
     NodeId node;     // kLease only
     bool operator>(const Timer& o) const { return at != o.at ? at > o.at : seq > o.seq; }
   };
@@ -81,6 +92,8 @@ class Lifecycle {
   void ArmMaxRuntime(const Workload& w, const Allocation& a);
   void ArmLease(NodeId n, Time until);
   void ArmIdle(const Workload& w, Time reclaim_at);
+  // A pending scale-up's timeout, and, once its replicas are ready, now.
+  void ArmScaleUp(const PendingScaleUp& su, Time now);
   // The edits of a lost node: it is not ready, and its work is gone.
   void NodeLost(const State& state, NodeId n, std::vector<Edit>& out) const;
 

@@ -31,7 +31,7 @@ std::string_view EditName(const Edit& edit) {
       "submit", "approve", "set_priority", "set_target", "place",   "grow",
       "notice", "shrink",  "pod_exit",     "checkpoint", "requeue", "release",
       "lend",   "return",  "register_node", "node_health", "gpu_fault", "cordon",
-      "lease",  "idle"};
+      "lease",  "idle", "replica_ready", "scale_up_end"};
   static_assert(std::size(kNames) == std::variant_size_v<Edit>);
   return kNames[edit.index()];
 }
@@ -43,6 +43,14 @@ std::string_view EndCauseName(EndCause cause) {
     case EndCause::kNodeLost: return "node_lost";
   }
   return "reported";
+}
+
+std::string_view ScaleUpResultName(ScaleUpResult result) {
+  switch (result) {
+    case ScaleUpResult::kReady: return "ready";
+    case ScaleUpResult::kTimedOut: return "timed_out";
+  }
+  return "ready";
 }
 
 std::string_view EditOriginName(EditOrigin origin) {
@@ -117,8 +125,9 @@ State::Extras State::extras() const {
   Extras e;
   e.allocations.reserve(meta_.size());
   for (const AllocationMeta& m : meta_) {
-    e.allocations.push_back({m.has_stop, m.stop, m.leaving_deadline, m.idle_reclaim_at});
+    e.allocations.push_back({m.has_stop, m.stop, m.leaving_deadline, m.idle_reclaim_at, m.ready});
   }
+  for (const auto& entry : scale_ups_) e.scale_ups.push_back(entry.second);
   e.lease_until = lease_until_;
   e.project_base_hours = project_base_hours_;
   e.project_gpu_s = project_gpu_s_;
@@ -142,7 +151,20 @@ StatusOr<State> State::Restore(const Snapshot& snapshot, const Extras& extras) {
       return InvalidArgument("restore: allocation of workload " + Id(s.snap_.allocations[i].workload) +
                              (x.has_stop ? " has a notice but is not terminating" : " is terminating without a notice"));
     }
-    s.meta_[i] = AllocationMeta{x.stop, x.has_stop, x.leaving_deadline, x.idle_reclaim_at};
+    for (const PodPlacement& p : x.ready) {
+      if (!Contains(s.snap_.allocations[i].pods, p) || std::count(x.ready.begin(), x.ready.end(), p) != 1) {
+        return InvalidArgument("restore: allocation of workload " + Id(s.snap_.allocations[i].workload) +
+                               " lists a ready pod it does not hold, or one twice");
+      }
+    }
+    s.meta_[i] = AllocationMeta{x.stop, x.has_stop, x.leaving_deadline, x.idle_reclaim_at, x.ready};
+  }
+  for (const PendingScaleUp& su : extras.scale_ups) {
+    if (s.workload(su.workload) == nullptr || s.scale_ups_.count(su.workload.value()) != 0) {
+      return InvalidArgument("restore: a scale-up of workload " + Id(su.workload) +
+                             " that is not live, or listed twice");
+    }
+    s.scale_ups_[su.workload.value()] = su;
   }
   if (extras.lease_until.size() > snapshot.cluster.nodes.size()) {
     return InvalidArgument("restore: leases for " + std::to_string(extras.lease_until.size()) + " nodes, the state has " +
@@ -223,6 +245,16 @@ Time State::leaving_deadline(WorkloadId id) const {
 Time State::idle_reclaim_at(WorkloadId id) const {
   const Slot* s = SlotOf(id);
   return s == nullptr || s->allocation < 0 ? kInfiniteFuture : meta_[s->allocation].idle_reclaim_at;
+}
+
+const PendingScaleUp* State::scale_up(WorkloadId id) const {
+  auto it = scale_ups_.find(id.value());
+  return it == scale_ups_.end() ? nullptr : &it->second;
+}
+
+int State::ready_replicas(WorkloadId id) const {
+  const Slot* s = SlotOf(id);
+  return s == nullptr || s->allocation < 0 ? 0 : static_cast<int>(meta_[s->allocation].ready.size());
 }
 
 StatusOr<int> State::LiveIndex(WorkloadId id, std::string_view edit) const {
@@ -380,10 +412,34 @@ Status State::ApplyEdit(const SetTargetEdit& e) {
   const int min_pods = e.min_pods > 0 ? e.min_pods : w.min_pods;
   const int max_pods = e.max_pods > 0 ? e.max_pods : w.max_pods;
   if (min_pods > max_pods) return InvalidArgument("set_target: min_pods above max_pods");
+  const int before = w.pods;
   w.pods = e.pods;
   w.min_pods = min_pods;
   w.max_pods = max_pods;
+  // A running service asked for more replicas: a scale-up, timed until they
+  // are ready. A rise while one is open raises its goal and keeps its
+  // start (the wait the service sees began then). Placing a service that
+  // holds nothing is its deployment, not a scale-up.
+  if (const Allocation* a = allocation(e.workload);
+      w.kind == WorkloadKind::kInference && a != nullptr && e.pods > before) {
+    auto [it, opened] = scale_ups_.try_emplace(e.workload.value());
+    PendingScaleUp& su = it->second;
+    if (opened) {
+      su = PendingScaleUp{e.workload, static_cast<int>(a->pods.size()), e.pods, snap_.now};
+    } else {
+      su.to = std::max(su.to, e.pods);
+    }
+  }
+  CheckScaleUpReady(e.workload);
   return Status::Ok();
+}
+
+void State::CheckScaleUpReady(WorkloadId id) {
+  auto it = scale_ups_.find(id.value());
+  if (it == scale_ups_.end() || it->second.ready_at != kInfiniteFuture) return;
+  const Workload* w = workload(id);
+  // A target lowered meanwhile lowers what counts as capacity.
+  if (w != nullptr && ready_replicas(id) >= std::min(it->second.to, w->pods)) it->second.ready_at = snap_.now;
 }
 
 Status State::ApplyEdit(const PlaceEdit& e) {
@@ -485,6 +541,8 @@ Status State::ApplyEdit(const PodExitEdit& e) {
     a.leaving.erase(gone);
   }
   if (a.leaving.empty()) meta_[alloc].leaving_deadline = kInfiniteFuture;
+  std::vector<PodPlacement>& ready = meta_[alloc].ready;
+  if (auto r = std::find(ready.begin(), ready.end(), pod); r != ready.end()) ready.erase(r);
   Unbind(w, alloc, pod);
   return Status::Ok();
 }
@@ -520,6 +578,8 @@ Status State::ApplyEdit(const ReleaseEdit& e) {
   }
   snap_.workloads.pop_back();
   EraseSlot(e.workload);
+  // A service that ended has no scale-up left to judge.
+  scale_ups_.erase(e.workload.value());
   return Status::Ok();
 }
 
@@ -608,6 +668,28 @@ Status State::ApplyEdit(const IdleEdit& e) {
   return Status::Ok();
 }
 
+Status State::ApplyEdit(const ReplicaReadyEdit& e) {
+  TIDAL_ASSIGN_OR_RETURN(const int alloc, AllocationIndex(e.workload, "replica_ready"));
+  if (!Contains(snap_.allocations[alloc].pods, e.pod)) {
+    return FailedPrecondition("replica_ready: workload " + Id(e.workload) + " has no such pod");
+  }
+  std::vector<PodPlacement>& ready = meta_[alloc].ready;
+  const auto pos = std::find(ready.begin(), ready.end(), e.pod);
+  if (e.ready && pos == ready.end()) ready.push_back(e.pod);
+  if (!e.ready && pos != ready.end()) ready.erase(pos);
+  CheckScaleUpReady(e.workload);
+  return Status::Ok();
+}
+
+Status State::ApplyEdit(const ScaleUpEndEdit& e) {
+  auto it = scale_ups_.find(e.workload.value());
+  if (it == scale_ups_.end() || it->second.requested_at != e.requested_at) {
+    return FailedPrecondition("scale_up_end: workload " + Id(e.workload) + " has no such scale-up open");
+  }
+  scale_ups_.erase(it);
+  return Status::Ok();
+}
+
 // ---------------------------------------------------------------------------
 
 Status State::CheckInvariants() const {
@@ -631,6 +713,9 @@ Status State::CheckInvariants() const {
                       " but holds GPUs" + (a.terminating ? " (terminating)" : ""));
     }
     if (a.pods.empty()) return Internal("workload " + Id(w.id) + " holds an empty allocation");
+    for (const PodPlacement& p : meta_[k].ready) {
+      if (!Contains(a.pods, p)) return Internal("workload " + Id(w.id) + " has a ready pod it does not hold");
+    }
     int gpus = 0;
     for (const PodPlacement& p : a.pods) {
       if (p.node.value() >= nodes) return Internal("a pod names an unknown node");

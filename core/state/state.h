@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <unordered_map>
 #include <vector>
 
@@ -37,6 +38,19 @@ struct StopNotice {
   Time grace_deadline = kInfiniteFuture;
   double lost_gpu_seconds = 0;
   bool requeue = true;
+};
+
+// An inference service's scale-up still waiting for its replicas: opened
+// when its target rises while it runs (SetTargetEdit), it waits for
+// min(to, current target) ready replicas (ReplicaReadyEdit). The state only
+// records when that count was reached (`ready_at`); the Lifecycle judges it
+// (ScaleUpEndEdit), once, for the server and the simulator alike.
+struct PendingScaleUp {
+  WorkloadId workload;
+  int from = 0;  // pods it held when the target rose
+  int to = 0;    // the target (raised by a further rise while it is open)
+  Time requested_at;
+  Time ready_at = kInfiniteFuture;  // when enough replicas were ready
 };
 
 // Told of every GPU binding as edits apply, so a caller can keep its own
@@ -60,7 +74,8 @@ class State {
 
   // What a state holds beyond its Snapshot: each allocation's notice,
   // leaving deadline and idle reclaim time (parallel to
-  // snapshot().allocations), each node's lease, and each project's
+  // snapshot().allocations, with its ready pods), the pending scale-ups,
+  // each node's lease, and each project's
   // spend as the state accrues it (the base it started from and the
   // GPU-seconds since, kept apart because base + s/3600 is not associative
   // in floating point). A journal snapshot (protocol/journal_snapshot.h)
@@ -71,9 +86,11 @@ class State {
     StopNotice stop;
     Time leaving_deadline = kInfiniteFuture;
     Time idle_reclaim_at = kInfiniteFuture;
+    std::vector<PodPlacement> ready;  // its pods that are ready (ReplicaReadyEdit)
   };
   struct Extras {
     std::vector<AllocationExtras> allocations;  // parallel to snapshot().allocations
+    std::vector<PendingScaleUp> scale_ups;      // in workload-id order
     std::vector<Time> lease_until;              // by node (LeaseEdit); may be shorter
     std::vector<double> project_base_hours;     // by project
     std::vector<double> project_gpu_s;          // by project
@@ -104,6 +121,10 @@ class State {
   // When an idle workload is reclaimed if it stays idle (IdleEdit);
   // kInfiniteFuture when it holds no GPUs or is not idle.
   Time idle_reclaim_at(WorkloadId id) const;
+  // The workload's pending scale-up; null when none is open.
+  const PendingScaleUp* scale_up(WorkloadId id) const;
+  // How many of its pods are ready (ReplicaReadyEdit); 0 when it holds none.
+  int ready_replicas(WorkloadId id) const;
   // Until when the node's agent lease holds (LeaseEdit); kInfiniteFuture
   // for a node no lease was given.
   Time lease_until(NodeId n) const {
@@ -134,6 +155,7 @@ class State {
     bool has_stop = false;
     Time leaving_deadline = kInfiniteFuture;
     Time idle_reclaim_at = kInfiniteFuture;
+    std::vector<PodPlacement> ready;
   };
 
   Status ApplyEdit(const SubmitEdit& e);
@@ -156,6 +178,10 @@ class State {
   Status ApplyEdit(const CordonEdit& e);
   Status ApplyEdit(const LeaseEdit& e);
   Status ApplyEdit(const IdleEdit& e);
+  Status ApplyEdit(const ReplicaReadyEdit& e);
+  Status ApplyEdit(const ScaleUpEndEdit& e);
+  // Records when the workload's pending scale-up has its replicas ready.
+  void CheckScaleUpReady(WorkloadId id);
 
   const Slot* SlotOf(WorkloadId id) const;
   Slot& MutableSlot(WorkloadId id);
@@ -177,6 +203,8 @@ class State {
   std::vector<AllocationMeta> meta_;  // parallel to snap_.allocations
   std::vector<GpuMask> used_;         // by node
   std::vector<Time> lease_until_;     // by node; grows on demand (kInfiniteFuture = none)
+  // Ordered, so extras() lists them in id order; few are open at a time.
+  std::map<uint64_t, PendingScaleUp> scale_ups_;
   std::vector<int> queue_used_;       // by queue
   std::vector<int> project_gpus_;     // GPUs held, by project
   std::vector<double> project_gpu_s_;       // GPU-seconds held since the state was made, by project

@@ -167,6 +167,17 @@ void ExpectSameEdit(const Edit& a, const Edit& b) {
         } else if constexpr (std::is_same_v<T, IdleEdit>) {
           EXPECT_EQ(x.workload, y.workload);
           EXPECT_EQ(x.reclaim_at, y.reclaim_at);
+        } else if constexpr (std::is_same_v<T, state::ReplicaReadyEdit>) {
+          EXPECT_EQ(x.workload, y.workload);
+          EXPECT_EQ(x.pod, y.pod);
+          EXPECT_EQ(x.ready, y.ready);
+        } else if constexpr (std::is_same_v<T, state::ScaleUpEndEdit>) {
+          EXPECT_EQ(x.workload, y.workload);
+          EXPECT_EQ(x.result, y.result);
+          EXPECT_EQ(x.from, y.from);
+          EXPECT_EQ(x.to, y.to);
+          EXPECT_EQ(x.requested_at, y.requested_at);
+          EXPECT_EQ(x.ready_at, y.ready_at);
         } else if constexpr (std::is_same_v<T, LendEdit> || std::is_same_v<T, ReturnEdit>) {
           EXPECT_EQ(x.node, y.node);
         } else if constexpr (std::is_same_v<T, RegisterNodeEdit>) {
@@ -270,6 +281,9 @@ std::optional<Edit> SampleEdit(size_t index) {
     case 17: return CordonEdit{NodeId(15), false};
     case 18: return LeaseEdit{NodeId(16), TimeFromMillis(1'764'489'630'003)};
     case 19: return IdleEdit{w, TimeFromMillis(1'764'491'400'004)};
+    case 20: return state::ReplicaReadyEdit{w, kPods[1], false};
+    case 21: return state::ScaleUpEndEdit{w, state::ScaleUpResult::kTimedOut, 3, 4095,
+                                          TimeFromMillis(1'764'491'400'005), TimeFromMillis(1'764'491'400'606)};
     default: return std::nullopt;
   }
 }

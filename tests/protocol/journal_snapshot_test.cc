@@ -113,6 +113,46 @@ TEST_F(JournalSnapshotTest, ShrinkingPodsAndTheirDeadlineSurvive) {
   ASSERT_EQ(restored->allocation(WorkloadId(5))->leaving.size(), 1u);
 }
 
+// A service's ready replicas and its pending scale-up (the Lifecycle's
+// scale-up timer reads them) survive, so a replay from the snapshot judges
+// the scale-up as the server did.
+TEST_F(JournalSnapshotTest, ReadyReplicasAndAPendingScaleUpSurvive) {
+  State s(base_.cluster, base_.queues, base_.projects);
+  s.AdvanceTo(T(0));
+  Workload w = testing::Job(6, QueueId(0), 2, 1, Duration(0), 500, T(0));
+  w.kind = WorkloadKind::kInference;
+  w.project = ProjectId(0);
+  ASSERT_TRUE(s.Apply(SubmitEdit{w}).ok());
+  const PodPlacement a{NodeId(0), GpuRange(0, 1)}, b{NodeId(0), GpuRange(1, 1)};
+  ASSERT_TRUE(s.Apply(PlaceEdit{WorkloadId(6), {a, b}, false}).ok());
+  ASSERT_TRUE(s.Apply(ReplicaReadyEdit{WorkloadId(6), b}).ok());
+  s.AdvanceTo(T(30));
+  ASSERT_TRUE(s.Apply(SetTargetEdit{WorkloadId(6), 4}).ok());  // a scale-up from 2 to 4 at T(30)
+  const std::string text = JournalSnapshotToText(SnapshotOf(9, s, {}));
+  auto decoded = JournalSnapshotFromText(text);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(JournalSnapshotToText(*decoded), text);  // canonical
+  auto restored = RestoreState(*decoded, base_.cluster, base_.queues, base_.projects);
+  ASSERT_TRUE(restored.ok()) << restored.status().ToString();
+  EXPECT_EQ(restored->ready_replicas(WorkloadId(6)), 1);
+  EXPECT_EQ(restored->snapshot().allocations[0].pods, (std::vector<PodPlacement>{a, b}));
+  const PendingScaleUp* su = restored->scale_up(WorkloadId(6));
+  ASSERT_NE(su, nullptr);
+  EXPECT_EQ(su->from, 2);
+  EXPECT_EQ(su->to, 4);
+  EXPECT_EQ(su->requested_at, T(30));
+  EXPECT_EQ(su->ready_at, kInfiniteFuture);
+  // Written before the two were kept (no "ready", no "scale_ups"): still
+  // read, with none.
+  nlohmann::json old = nlohmann::json::parse(text);
+  old.erase("scale_ups");
+  old["allocations"][0].erase("ready");
+  auto legacy = JournalSnapshotFromJson(old);
+  ASSERT_TRUE(legacy.ok()) << legacy.status().ToString();
+  EXPECT_TRUE(legacy->scale_ups.empty());
+  EXPECT_TRUE(legacy->allocation_extras[0].ready.empty());
+}
+
 TEST_F(JournalSnapshotTest, TornGarbledAndForeignSnapshotsAreRefused) {
   State s(base_.cluster, base_.queues, base_.projects);
   Workload w = testing::Job(1, QueueId(0), 1, 4, hours(1), 500, T(0));

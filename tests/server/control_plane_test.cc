@@ -750,5 +750,82 @@ TEST_F(ControlPlaneTest, ABusyDebugSessionIsNotReclaimed) {
   EXPECT_EQ(Get(id)["state"], "running");
 }
 
+
+// A scale-up is judged by the lifecycle (ScaleUpEndEdit), and the server's
+// record, metrics and audit read that one judgment: load on one replica
+// raises the target, the added replicas report ready, and the next pass
+// ends it `ready`; a second scale-up whose replicas never report ready ends
+// `timed_out` exactly at requested + scale_up_timeout.
+TEST_F(ControlPlaneTest, AScaleUpIsJudgedByTheLifecycle) {
+  const uint64_t id = Submit({{"name", "svc"}, {"project", "chat-serving"}, {"kind", "inference"},
+                              {"replicas", 1}, {"min_replicas", 1}, {"max_replicas", 4},
+                              {"replica_capacity_rps", 100}, {"target_p99_ms", 80}},
+                             kAdmin);
+  cp_->RunPass();
+  json w = Get(id);
+  ASSERT_EQ(w["state"], "running");
+  const std::string n0 = w["allocation"]["pods"][0]["node"];
+  Events(n0, json::array({json{{"workload", id}, {"rank", 0}, {"phase", "ready"}}}));
+  // 250 rps on one 100-rps replica: the autoscaler wants more.
+  Events(n0, json::array({json{{"workload", id}, {"rank", 0}, {"load", {{"rps", 250}, {"p99_ms", 500}}}}}));
+  const Time requested = clock_.Now() + seconds(5);
+  clock_.Advance(seconds(5));
+  cp_->RunPass();
+  w = Get(id);
+  ASSERT_FALSE(w["scale_ups"].empty()) << w.dump();
+  const int to = w["scale_ups"][0]["to"];
+  ASSERT_GT(to, 1);
+  EXPECT_EQ(w["scale_ups"][0]["requested_ms"], ToMillis(requested));
+  // Placed in the same pass (or the next); every new rank reports ready 30 s on.
+  cp_->RunPass();
+  w = Get(id);
+  ASSERT_EQ(static_cast<int>(w["allocation"]["pods"].size()), to) << w.dump();
+  clock_.Advance(seconds(30));
+  for (int rank = 1; rank < to; ++rank) {
+    const std::string node = w["allocation"]["pods"][rank]["node"];
+    Events(node, json::array({json{{"workload", id}, {"rank", rank}, {"phase", "ready"}}}));
+  }
+  // Judged at the next pass, with the instant it was ready: 30 s to capacity.
+  cp_->RunPass();
+  w = Get(id);
+  EXPECT_EQ(w["scale_ups"][0]["ready_ms"], ToMillis(requested + seconds(30))) << w.dump();
+  EXPECT_FALSE(w["scale_ups"][0]["failed"].get<bool>());
+  const std::string text = cp_->MetricsText();
+  EXPECT_NE(text.find("tidal_scale_ups_total{result=\"ok\"} 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("tidal_scale_up_time_to_capacity_seconds_sum 30"), std::string::npos) << text;
+  EXPECT_TRUE(AuditOf(id, "scale_up_failed").empty());
+}
+
+
+// Never ready: the lifecycle ends it `timed_out` at requested +
+// scale_up_timeout (10 min), and the audit and metric say so once.
+TEST_F(ControlPlaneTest, AScaleUpNotReadyInTimeFailsOnce) {
+  const uint64_t id = Submit({{"name", "svc"}, {"project", "chat-serving"}, {"kind", "inference"},
+                              {"replicas", 1}, {"min_replicas", 1}, {"max_replicas", 4},
+                              {"replica_capacity_rps", 100}, {"target_p99_ms", 80}},
+                             kAdmin);
+  cp_->RunPass();
+  const std::string n0 = Get(id)["allocation"]["pods"][0]["node"];
+  Events(n0, json::array({json{{"workload", id}, {"rank", 0}, {"phase", "ready"}}}));
+  Events(n0, json::array({json{{"workload", id}, {"rank", 0}, {"load", {{"rps", 250}, {"p99_ms", 500}}}}}));
+  clock_.Advance(seconds(5));
+  const int64_t requested_ms = ToMillis(clock_.Now());
+  cp_->RunPass();
+  ASSERT_FALSE(Get(id)["scale_ups"].empty());
+  EXPECT_TRUE(AuditOf(id, "scale_up_failed").empty());
+  clock_.Advance(minutes(10));
+  cp_->RunPass();
+  const json failed = AuditOf(id, "scale_up_failed");
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0]["detail"]["result"], "timed_out");
+  EXPECT_EQ(failed[0]["detail"]["requested_ms"], requested_ms);
+  EXPECT_TRUE(Get(id)["scale_ups"][0]["failed"].get<bool>());
+  cp_->RunPass();
+  EXPECT_EQ(AuditOf(id, "scale_up_failed").size(), 1u);
+  const std::string text = cp_->MetricsText();
+  EXPECT_NE(text.find("tidal_scale_ups_total{result=\"failed\"} 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("tidal_scale_ups_total{result=\"ok\"} 0"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace tidal::server

@@ -12,8 +12,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/policy_loader.h"
@@ -143,6 +146,8 @@ class JournalReplayTest : public ::testing::Test {
                                             PreemptibilityClass::kPreemptible, T(0))});
     world(T(5), state::SubmitEdit{Submitted(3, "low", cluster_, "research", WorkloadKind::kTraining, 2, 8, 100,
                                             PreemptibilityClass::kReclaimable, T(5))});
+    std::map<std::pair<uint32_t, GpuMask>, Time> placed_at;
+    std::set<std::pair<uint32_t, GpuMask>> reported;
     for (int t = 10; t <= 1200; t += 10) {
       if (t == 300) {
         world(T(t), state::SubmitEdit{Submitted(4, "urgent", cluster_, "research", WorkloadKind::kTraining, 2, 8,
@@ -165,6 +170,17 @@ class JournalReplayTest : public ::testing::Test {
         }
       });
       commit();
+      // Each of chat's replicas reports ready 30 s after it was placed, as
+      // an agent's pod "ready" event does (world edits): the surge's
+      // scale-up is judged from them by the lifecycle at a later tick.
+      if (const Allocation* a = d.state().allocation(chat)) {
+        for (const PodPlacement& p : a->pods) {
+          auto [it, fresh] = placed_at.try_emplace(std::make_pair(p.node.value(), p.gpus), T(t));
+          if (!fresh && T(t) - it->second >= seconds(30) && reported.insert(it->first).second) {
+            world(T(t), state::ReplicaReadyEdit{chat, p, true});
+          }
+        }
+      }
     }
     (void)big;
     (void)low;
@@ -176,6 +192,7 @@ class JournalReplayTest : public ::testing::Test {
       if (r.find("\"origin\":\"lifecycle\"") == std::string::npos) continue;
       if (r.find("\"health\":\"not_ready\"") != std::string::npos) ++nodes_lost_;
       if (r.find("\"cause\":\"node_lost\"") != std::string::npos) ++node_lost_requeues_;
+      if (r.find("\"edit\":\"scale_up_end\"") != std::string::npos) ++scale_ups_ended_;
     }
     placements_ = d.placements();
     notices_ = d.notices();
@@ -184,6 +201,7 @@ class JournalReplayTest : public ::testing::Test {
   }
   int nodes_lost_ = 0;
   int node_lost_requeues_ = 0;
+  int scale_ups_ended_ = 0;
 
   // What `tidal sim replay` does, in process.
   ReplayReport Replay() {
@@ -248,6 +266,7 @@ TEST_F(JournalReplayTest, AServerStyleJournalReplaysWithoutDifferences) {
   EXPECT_GE(returns_, 1);
   EXPECT_EQ(nodes_lost_, 1);
   EXPECT_GE(node_lost_requeues_, 1);
+  EXPECT_GE(scale_ups_ended_, 1);  // the surge's scale-up, judged by the lifecycle
 
   const ReplayReport report = Replay();
   EXPECT_EQ(report.records, records_);
