@@ -32,10 +32,10 @@ ControlPlane::ControlPlane(ServerConfig config, std::unique_ptr<Store> store, co
     : config_(std::move(config)),
       store_(std::move(store)),
       clock_(clock),
-      scheduler_(config_.policy),
-      colocation_(config_.policy),
       overload_(OverloadLimits{config_.http_threads, config_.tenant_submit_rate_per_s, config_.tenant_submit_burst,
-                               config_.auth_failure_burst, config_.auth_failure_rate_per_s}) {
+                               config_.auth_failure_burst, config_.auth_failure_rate_per_s}),
+      scheduler_(config_.policy),
+      colocation_(config_.policy) {
   DefineMetrics();
 }
 
