@@ -256,11 +256,11 @@ void Run::LogEvent(std::string_view body) {
 
 Status Run::Init() {
   state::State initial(input_.cluster.cluster, input_.cluster.queues, input_.cluster.projects);
-  // Simulated pods exit exactly at their deadlines: no report to wait for.
-  machine_.emplace(std::move(initial),
-                   state::LifecycleOptions{policy_.preemption.default_grace, Duration(0),
-                                           policy_.colocation.scale_up_timeout},
-                   policy_.templates);
+  // The server's timers, but for the exit-report slack: simulated pods exit
+  // exactly at their deadlines, with no report to wait for.
+  state::LifecycleOptions lifecycle = state::ServerLifecycleOptions(policy_);
+  lifecycle.exit_report_slack = Duration(0);
+  machine_.emplace(std::move(initial), lifecycle, policy_.templates);
   machine_->set_observer(this);
   machine_->set_sink([this](Time, state::EditOrigin, const state::Edit& e) { React(e); });
   const Snapshot& s = snap();
