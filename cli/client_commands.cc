@@ -29,6 +29,7 @@
 #include "cli/client_table.h"
 #include "cli/command_registry.h"
 #include "cli/human_time.h"
+#include "config/input_limits.h"
 #include "config/yaml_document.h"
 #include "protocol/pod_log.h"
 #include "server/build_info.h"
@@ -393,6 +394,14 @@ struct TimeRange {
 };
 
 // A workload id argument: a positive integer, or a usage error.
+// A node name, checked before it goes into a URL path.
+std::string NodeNameArg(const std::string& name) {
+  if (Status s = config::CheckNodeName("node", name); !s.ok()) {
+    throw UsageError(s.message() + " (see `tidal nodes`)");
+  }
+  return name;
+}
+
 std::string WorkloadIdArg(const std::string& id) {
   if (id.empty() || id.size() > 19 || id.find_first_not_of("0123456789") != std::string::npos || id == "0" ||
       id.find_first_not_of('0') == std::string::npos) {
@@ -455,7 +464,7 @@ const std::vector<std::string> kAuditActions = {
     "admit",   "priority", "approve", "place",  "preempt",  "reclaim",         "recovery",
     "preempt_exit", "loan", "return", "resize", "scale",    "scale_up_failed", "cancel",
     "finish",  "requeue",  "reject",  "register", "node_lost", "node_back",    "gpu_fault",
-    "pod_exit", "ready", "register_refused", "access_denied", "inventory_changed"};
+    "pod_exit", "ready", "register_refused", "access_denied", "inventory_changed", "cordon", "uncordon"};
 
 RegisterCommand reg([](CLI::App& root) {
   // submit
@@ -552,6 +561,26 @@ RegisterCommand reg([](CLI::App& root) {
                                      verb == "cancel" ? "cancel requested" : "approved", Str(w["state"]));
           });
         }
+      });
+    });
+  }
+  // cordon / uncordon
+  for (const char* name : {"cordon", "uncordon"}) {
+    auto f = std::make_shared<ClientFlags>();
+    auto node = std::make_shared<std::string>();
+    const std::string verb = name;
+    CLI::App* c = root.add_subcommand(
+        verb, verb == "cordon" ? "Stop placing work on a node; what runs there stays (admin)"
+                               : "Place work on a node again, on its GPUs that have not failed (admin)");
+    AddCommon(c, f);
+    c->add_option("node", *node, "Node name")->required();
+    c->callback([=] {
+      Guard([&] {
+        Output(*f, CallJson(*f, "POST", "/v1/nodes/" + NodeNameArg(*node) + "/" + verb), [&](const json& n) {
+          std::cout << fmt::format("node {} {}", Str(n["name"]), verb == "cordon" ? "cordoned" : "uncordoned");
+          if (!n["failed_gpus"].empty()) std::cout << fmt::format(" (failed GPUs kept out: {})", n["failed_gpus"].dump());
+          std::cout << "\n";
+        });
       });
     });
   }

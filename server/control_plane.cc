@@ -128,7 +128,15 @@ Status ControlPlane::Recover() {
   // allocations on one GPU, a pod on a node no longer there, fail here).
   std::vector<bool> registered(node_rt_.size());
   for (size_t i = 0; i < node_rt_.size(); ++i) registered[i] = node_rt_[i].registered;
-  auto state = state::RestartedState(RecoveredSnapshot(now), registered);
+  // The scale-ups open when it stopped, as its records kept them.
+  std::vector<state::PendingScaleUp> open_scale_ups;
+  for (uint64_t id : allocated_) {
+    for (const ScaleUp& su : records_.at(id).scale_ups) {
+      if (su.ready_ms != 0 || su.failed) continue;
+      open_scale_ups.push_back({WorkloadId(id), su.from_pods, su.to_pods, TimeFromMillis(su.requested_ms)});
+    }
+  }
+  auto state = state::RestartedState(RecoveredSnapshot(now), registered, std::move(open_scale_ups));
   if (!state.ok()) return Internal("stored state is inconsistent: " + state.status().message());
   machine_.emplace(*std::move(state), state::ServerLifecycleOptions(config_.policy), config_.policy.templates);
   machine_->set_sink([this](Time at, state::EditOrigin origin, const state::Edit& edit) {
@@ -151,7 +159,7 @@ Status ControlPlane::Recover() {
   }
   // The replicas that were ready, likewise: a restarted state holds none
   // (RestartedState), and an agent reports a pod ready only once. A scale-up
-  // open at the restart is not kept: the state forgets it, unjudged.
+  // open at the restart is still open, and these make it ready again.
   for (uint64_t id : allocated_) {
     const WorkloadRecord& r = records_.at(id);
     if (r.w.kind != WorkloadKind::kInference || !r.allocation) continue;
@@ -835,6 +843,30 @@ StatusOr<json> ControlPlane::Approve(const Principal& who, uint64_t id) {
     reply = RecordToJson(*r, config_.catalog);
     seq = Enqueue(std::move(m));
   }
+  return Acknowledge(seq, std::move(reply));
+}
+
+StatusOr<json> ControlPlane::Cordon(const Principal& who, const std::string& node_name, bool cordoned) {
+  TIDAL_RETURN_IF_ERROR(RequireRole(who, {Role::kAdmin}));
+  uint64_t seq = 0;
+  json reply;
+  {
+    std::lock_guard lock(mu_);
+    TIDAL_RETURN_IF_ERROR(Writable());
+    const std::optional<NodeId> id = config_.catalog.FindNode(node_name);
+    if (!id) return NotFound(fmt::format("node {} not found", node_name));
+    // Already so: nothing to journal, and the reply is the same.
+    if (machine_->state().snapshot().cluster.node(*id).cordoned == cordoned) return NodeToJsonLocked(*id);
+    const Time now = clock_.Now();
+    Mutation m;
+    AddAudit(m, who.name, cordoned ? "cordon" : "uncordon", nullptr, {{"node", node_name}}, now);
+    ApplyScope scope(*this, m, who.name);
+    if (Status s = ApplyEdit(state::CordonEdit{*id, cordoned}); !s.ok()) return Internal("cordon: " + s.message());
+    reply = NodeToJsonLocked(*id);
+    seq = Enqueue(std::move(m));
+  }
+  // Uncordoned, its free GPUs may start what waits.
+  if (!cordoned) Kick();
   return Acknowledge(seq, std::move(reply));
 }
 

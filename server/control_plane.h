@@ -98,6 +98,10 @@ class ControlPlane {
   StatusOr<nlohmann::json> Cancel(const Principal& who, uint64_t id);
   StatusOr<nlohmann::json> Resize(const Principal& who, uint64_t id, const nlohmann::json& body);
   StatusOr<nlohmann::json> Approve(const Principal& who, uint64_t id);
+  // An operator cordons a node (no new work lands there; what runs stays) or
+  // uncordons it (work lands again on its GPUs that have not failed). Admin
+  // only; the reply is the node as GET /v1/nodes shows it.
+  StatusOr<nlohmann::json> Cordon(const Principal& who, const std::string& node, bool cordoned);
   StatusOr<nlohmann::json> Explain(const Principal& who, uint64_t id) const;
   StatusOr<nlohmann::json> DryRun(const Principal& who, const nlohmann::json& body) const;
   StatusOr<nlohmann::json> Queues(const Principal& who) const;

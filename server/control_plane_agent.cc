@@ -366,21 +366,11 @@ StatusOr<json> ControlPlane::Heartbeat(const Principal& who, const std::string& 
       }
     }
     if (newly_failed) {
-      // A GPU fault drains the node: nothing new lands there and its
-      // workloads get notice and restart elsewhere.
+      // A GPU fault cordons the node; the lifecycle drains it at the pass
+      // this kicks (Lifecycle: notices with cause drain), so the simulator
+      // and a replay drain it the same way.
       (void)ApplyEdit(state::GpuFaultEdit{*id, newly_failed});
       (void)ApplyEdit(state::NodeHealthEdit{*id, Health::kDegraded});
-      for (uint64_t wid : std::vector<uint64_t>(node_workloads_[id->value()].begin(),
-                                                node_workloads_[id->value()].end())) {
-        WorkloadRecord* w = Find(wid);
-        if (!w || !w->allocation || w->stop) continue;
-        state::NoticeEdit drain;
-        drain.workload = w->w.id;
-        drain.cause = PreemptCause::kDrain;
-        drain.grace_deadline = now + config_.policy.preemption.default_grace;
-        drain.lost_gpu_seconds = w->allocation->gpu_count() * ToSeconds(now - w->allocation->last_checkpoint);
-        (void)ApplyEdit(drain);
-      }
       changed = true;
     }
     seq = Enqueue(std::move(m));

@@ -298,6 +298,17 @@ void ControlPlane::React(state::EditOrigin origin, const state::Edit& edit) {
           } else if constexpr (std::is_same_v<E, state::NoticeEdit>) {
             ReactNotice(*r, origin, e);
           } else if constexpr (std::is_same_v<E, state::GrowEdit> || std::is_same_v<E, state::ShrinkEdit>) {
+            // The lifecycle shrinks only to drain a faulty node.
+            if constexpr (std::is_same_v<E, state::ShrinkEdit>) {
+              if (origin == state::EditOrigin::kLifecycle) {
+                AddAudit(*applying_.m, "scheduler", "resize", r,
+                         {{"from_pods", r->allocation->pods.size()},
+                          {"to_pods", r->allocation->pods.size() - r->allocation->leaving.size()},
+                          {"removed", PodsJson(e.pods, cat)},
+                          {"reason", "drain: a GPU of the node failed"}},
+                         now);
+              }
+            }
             ReactResize(*r, edit);
           } else if constexpr (std::is_same_v<E, state::PodExitEdit>) {
             auto& pods = r->allocation->pods;
@@ -338,12 +349,16 @@ void ControlPlane::React(state::EditOrigin origin, const state::Edit& edit) {
             if (origin == state::EditOrigin::kColocation) {
               AddAudit(*applying_.m, "autoscaler", "scale", r, {{"from", r->w.pods}, {"to", e.pods}}, now);
             }
-            // The state opened a scale-up (or raised the open one's goal):
-            // the record follows it, for the scale-up diagnosis.
+            // The state opened a scale-up (or, twice in one instant, raised
+            // its goal): the record follows it, for the scale-up diagnosis
+            // and reports. It keeps the newest kMaxScaleUpHistory, so a
+            // service that runs for months does not grow its record without
+            // bound.
             if (const state::PendingScaleUp* su = machine_->state().scale_up(e.workload)) {
               const int64_t requested_ms = ToMillis(su->requested_at);
               if (r->scale_ups.empty() || r->scale_ups.back().requested_ms != requested_ms) {
                 r->scale_ups.push_back({requested_ms, su->from, su->to, 0, 0, 0, false});
+                if (r->scale_ups.size() > kMaxScaleUpHistory) r->scale_ups.erase(r->scale_ups.begin());
               } else {
                 r->scale_ups.back().to_pods = su->to;
               }

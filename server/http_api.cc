@@ -87,6 +87,8 @@ const std::vector<ApiRoute>& ApiRoutes() {
       {"POST", "/v1/dry-run", "/v1/dry-run"},
       {"GET", "/v1/queues", "/v1/queues"},
       {"GET", "/v1/nodes", "/v1/nodes"},
+      {"POST", "/v1/nodes/{node}/cordon", R"(/v1/nodes/([^/]+)/cordon)"},
+      {"POST", "/v1/nodes/{node}/uncordon", R"(/v1/nodes/([^/]+)/uncordon)"},
       {"GET", "/v1/audit", "/v1/audit"},
       {"GET", "/v1/reports", "/v1/reports"},
       {"POST", "/v1/agent/register", "/v1/agent/register"},
@@ -305,8 +307,8 @@ void HttpApi::Routes() {
   };
   const size_t limit = config_.max_body_bytes;
   std::map<std::string, httplib::Server::Handler> handlers;  // "METHOD name" -> handler
-  auto add = [&handlers](const char* method, const char* name, httplib::Server::Handler h) {
-    handlers[std::string(method) + " " + name] = std::move(h);
+  auto add = [&handlers](const std::string& method, const std::string& name, httplib::Server::Handler h) {
+    handlers[method + " " + name] = std::move(h);
   };
   auto user_or_admin = [](const Principal& p) { return RequireRole(p, {Role::kUser, Role::kAdmin}); };
 
@@ -389,6 +391,14 @@ void HttpApi::Routes() {
   add("GET", "/v1/nodes", route("/v1/nodes", [=, this](const Req&, const Principal& p, int*) -> StatusOr<json> {
     return cp_.Nodes(p);
   }));
+  for (const bool cordoned : {true, false}) {
+    const std::string verb = cordoned ? "cordon" : "uncordon";
+    add("POST", "/v1/nodes/{node}/" + verb,
+        route("/v1/nodes/{node}/" + verb, [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+          TIDAL_RETURN_IF_ERROR(RequireRole(p, {Role::kAdmin}));
+          return cp_.Cordon(p, req.matches[1].str(), cordoned);
+        }));
+  }
   add("GET", "/v1/audit", route("/v1/audit", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
     TIDAL_RETURN_IF_ERROR(user_or_admin(p));
     TIDAL_RETURN_IF_ERROR(OnlyParams(req, {"from_ms", "to_ms", "workload", "action", "tenant", "limit"}));

@@ -64,6 +64,9 @@ struct PreemptionRecord {
 
 // An inference scale-up, from the pass that wanted more replicas to the
 // moment they were all ready (for the scale-up diagnosis).
+// How many scale-ups a workload's record keeps (the newest).
+inline constexpr size_t kMaxScaleUpHistory = 1024;
+
 struct ScaleUp {
   int64_t requested_ms = 0;
   int from_pods = 0;

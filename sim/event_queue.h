@@ -29,7 +29,8 @@ enum class EventKind : uint8_t {
   kCheckpoint = 5,   // a running job saved a checkpoint (before a pass prices victims)
   kAgentLost = 6,    // a node's agent stopped heartbeating (its last lease)
   kIdle = 7,         // a debug session's GPUs went idle
-  kPass = 8,         // a scheduling pass
+  kGpuFault = 8,     // a GPU reported a fatal error
+  kPass = 9,         // a scheduling pass
 };
 
 struct Event {

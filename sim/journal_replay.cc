@@ -212,7 +212,7 @@ Status JournalReplay::Feed(const protocol::JournalRecord& record) {
     machine_->AdvanceTo(start->at);
     Snapshot kept = machine_->state().snapshot();
     kept.now = machine_->state().now();
-    auto restarted = state::RestartedState(std::move(kept), registered_);
+    auto restarted = state::RestartedState(std::move(kept), registered_, machine_->state().extras().scale_ups);
     if (!restarted.ok()) {
       return FailedPrecondition(fmt::format("journal: the state at the server_start of t={}ms does not restart: {}",
                                             ToMillis(start->at), restarted.status().message()));

@@ -129,6 +129,7 @@ class Run final : public state::StateObserver {
   void HandleLoadStep();
   void FeedLoadHistory();
   void HandleAgentLost(size_t node);
+  void HandleGpuFault(uint64_t node_and_gpu);
   void HandleIdle(size_t job_index, uint64_t run);
   void HandlePass();
   bool Done() const;
@@ -331,6 +332,19 @@ Status Run::Init() {
     queue_.Push(TimeFromMillis(static_cast<int64_t>(std::llround(loss.at_s * 1000))), EventKind::kAgentLost,
                 static_cast<size_t>(node - s.cluster.nodes.begin()));
   }
+  for (const GpuFault& fault : input_.gpu_faults) {
+    const auto node = std::find_if(s.cluster.nodes.begin(), s.cluster.nodes.end(),
+                                   [&](const Node& n) { return n.name == fault.node; });
+    if (node == s.cluster.nodes.end())
+      return InvalidArgument(fmt::format("gpu fault: no node named {}", fault.node));
+    if (fault.gpu < 0 || fault.gpu >= node->gpu_count)
+      return InvalidArgument(fmt::format("gpu fault on {}: gpu must be in [0, {}), got {}", fault.node,
+                                         node->gpu_count, fault.gpu));
+    if (!(fault.at_s >= 0)) return InvalidArgument(fmt::format("gpu fault on {}: time must be >= 0", fault.node));
+    const uint64_t index = static_cast<uint64_t>(node - s.cluster.nodes.begin());
+    queue_.Push(TimeFromMillis(static_cast<int64_t>(std::llround(fault.at_s * 1000))), EventKind::kGpuFault,
+                index * kMaxGpusPerNode + static_cast<uint64_t>(fault.gpu));
+  }
   load_end_s_ = std::max(input_.load.end_s(), input_.load.period_s());
   horizon_s_ = options_.end_s > 0 ? options_.end_s : std::max(last_arrival_s, load_end_s_);
   if (options_.end_s > 0) {
@@ -420,6 +434,7 @@ void Run::Loop() {
       case EventKind::kCheckpoint: HandleCheckpoint(e.subject, e.at); break;
       case EventKind::kLoadStep: HandleLoadStep(); break;
       case EventKind::kAgentLost: HandleAgentLost(e.subject); break;
+      case EventKind::kGpuFault: HandleGpuFault(e.subject); break;
       case EventKind::kIdle: HandleIdle(e.subject, e.generation); break;
       case EventKind::kPass:
         if (e.at == next_pass_) HandlePass();
@@ -609,6 +624,19 @@ void Run::HandleAgentLost(size_t node) {
   LogEvent(fmt::format("\"event\":\"agent_lost\",\"node\":{}",
                        nlohmann::json(snap().cluster.node(n).name).dump()));
   ApplyWorld(state::LeaseEdit{n, clock_.Now() + options_.node_lease});
+}
+
+// The agent's heartbeat reports the fault: the node is cordoned and
+// degraded, and the lifecycle drains it at the next pass, the server's path.
+void Run::HandleGpuFault(uint64_t node_and_gpu) {
+  const NodeId n(static_cast<uint32_t>(node_and_gpu / kMaxGpusPerNode));
+  const int gpu = static_cast<int>(node_and_gpu % kMaxGpusPerNode);
+  const GpuMask bit = GpuMask{1} << gpu;
+  if (snap().cluster.node(n).failed_gpus & bit) return;  // reported before
+  LogEvent(fmt::format("\"event\":\"gpu_fault\",\"node\":{},\"gpu\":{}",
+                       nlohmann::json(snap().cluster.node(n).name).dump(), gpu));
+  ApplyWorld(state::GpuFaultEdit{n, bit});
+  ApplyWorld(state::NodeHealthEdit{n, Health::kDegraded});
 }
 
 // A debug session of this run went idle: reported as the server's agent

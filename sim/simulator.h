@@ -56,6 +56,15 @@ struct NodeLoss {
   double at_s = 0;
 };
 
+// A GPU of a node reports a fatal error (an Xid, an uncorrectable ECC
+// error) at `at_s`, as an agent's heartbeat does: the node is cordoned and
+// degraded, and the lifecycle drains it, as the server's does.
+struct GpuFault {
+  std::string node;
+  int gpu = 0;
+  double at_s = 0;
+};
+
 struct SimOptions {
   uint64_t seed = 1;
   Duration pass_interval = seconds(10);
@@ -88,6 +97,7 @@ struct SimInput {
   PolicyConfig policy;
   std::vector<SimWorkload> workloads;
   std::vector<NodeLoss> node_losses;
+  std::vector<GpuFault> gpu_faults;
   LoadProfile load;
   // Load observed before the run (--load-history): fed to the forecaster
   // before t = 0, ending at the start (see HistoryShiftS).

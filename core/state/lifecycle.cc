@@ -20,7 +20,8 @@ Cluster ClusterAwaitingAgents(Cluster cluster) {
   return cluster;
 }
 
-StatusOr<State> RestartedState(Snapshot kept, const std::vector<bool>& registered) {
+StatusOr<State> RestartedState(Snapshot kept, const std::vector<bool>& registered,
+                               std::vector<PendingScaleUp> open_scale_ups) {
   for (size_t i = 0; i < kept.cluster.nodes.size(); ++i) {
     Node& node = kept.cluster.nodes[i];
     if (i >= registered.size() || !registered[i]) {
@@ -38,7 +39,17 @@ StatusOr<State> RestartedState(Snapshot kept, const std::vector<bool>& registere
   // Derived bookkeeping is recounted by FromSnapshot.
   kept.free_gpus.clear();
   kept.allocation_gpus.clear();
-  return State::FromSnapshot(kept);
+  TIDAL_ASSIGN_OR_RETURN(State restarted, State::FromSnapshot(kept));
+  if (open_scale_ups.empty()) return restarted;
+  State::Extras extras = restarted.extras();
+  for (PendingScaleUp& su : open_scale_ups) {
+    if (restarted.allocation(su.workload) == nullptr) continue;  // it ended with the old server
+    su.ready_at = kInfiniteFuture;
+    extras.scale_ups.push_back(su);
+  }
+  std::sort(extras.scale_ups.begin(), extras.scale_ups.end(),
+            [](const PendingScaleUp& a, const PendingScaleUp& b) { return a.workload < b.workload; });
+  return State::Restore(restarted.snapshot(), extras);
 }
 
 void Lifecycle::Arm(Time at, TimerKind kind, WorkloadId w, Time armed_for, NodeId node) {
@@ -96,6 +107,33 @@ void Lifecycle::NodeLost(const State& state, NodeId n, std::vector<Edit>& out) c
   }
 }
 
+void Lifecycle::Drain(const State& state, NodeId n, Time now, std::vector<Edit>& out) const {
+  // A scan, as for a lost node: a GPU fault is rare.
+  for (const Allocation& a : state.snapshot().allocations) {
+    if (a.terminating) continue;
+    std::vector<PodPlacement> here;  // its pods on the node that are not leaving already
+    for (const PodPlacement& p : a.pods) {
+      if (p.node == n && std::find(a.leaving.begin(), a.leaving.end(), p) == a.leaving.end()) here.push_back(p);
+    }
+    if (here.empty()) continue;
+    // What can run on without them (a service's other replicas, an elastic
+    // job above its minimum) loses only them, and grows back elsewhere.
+    const Workload* w = state.workload(a.workload);
+    const int left = static_cast<int>(a.pods.size() - a.leaving.size() - here.size());
+    if (w != nullptr && left >= std::max(1, w->min_pods)) {
+      out.push_back(ShrinkEdit{a.workload, std::move(here), WorkloadId(), now + options_.default_grace});
+      continue;
+    }
+    NoticeEdit notice;
+    notice.workload = a.workload;
+    notice.cause = PreemptCause::kDrain;
+    notice.grace_deadline = now + options_.default_grace;
+    notice.lost_gpu_seconds = a.gpu_count() * std::max(0.0, ToSeconds(now - a.last_checkpoint));
+    notice.requeue = true;
+    out.push_back(std::move(notice));
+  }
+}
+
 void Lifecycle::ArmMaxRuntime(const Workload& w, const Allocation& a) {
   if (w.kind != WorkloadKind::kDebug || w.debug.max_runtime <= Duration::zero()) return;
   Arm(a.start_time + w.debug.max_runtime - options_.default_grace, TimerKind::kMaxRuntime, w.id,
@@ -140,15 +178,21 @@ void Lifecycle::Observe(const Edit& edit, const State& state) {
     if (w != nullptr && a != nullptr) ArmMaxRuntime(*w, *a);
   } else if (const auto* lease = std::get_if<LeaseEdit>(&edit)) {
     ArmLease(lease->node, lease->until);
+  } else if (const auto* fault = std::get_if<GpuFaultEdit>(&edit)) {
+    Arm(state.now(), TimerKind::kDrain, WorkloadId(), state.now(), fault->node);
   } else if (const auto* idle = std::get_if<IdleEdit>(&edit)) {
     if (const Workload* w = state.workload(idle->workload)) ArmIdle(*w, idle->reclaim_at);
   } else if (const auto* target = std::get_if<SetTargetEdit>(&edit)) {
-    // Opened (its timeout), raised (the same timeout: a stale duplicate is
-    // dropped at Tick) or lowered to what is ready (now).
-    if (const PendingScaleUp* su = state.scale_up(target->workload)) ArmScaleUp(*su, state.now());
+    // One opened now (its timeout; raised twice in this instant, a stale
+    // duplicate is dropped at Tick), or any made ready by a target lowered
+    // to what is ready (now).
+    for (const PendingScaleUp& su : state.open_scale_ups(target->workload)) {
+      if (su.requested_at == state.now() || su.ready_at == state.now()) ArmScaleUp(su, state.now());
+    }
   } else if (const auto* ready = std::get_if<ReplicaReadyEdit>(&edit)) {
-    const PendingScaleUp* su = state.scale_up(ready->workload);
-    if (su != nullptr && su->ready_at == state.now()) ArmScaleUp(*su, state.now());
+    for (const PendingScaleUp& su : state.open_scale_ups(ready->workload)) {
+      if (su.ready_at == state.now()) ArmScaleUp(su, state.now());
+    }
   }
 }
 
@@ -166,10 +210,15 @@ std::vector<Edit> Lifecycle::Tick(const State& state, Time now) {
       NodeLost(state, t.node, out);
       continue;
     }
+    if (t.kind == TimerKind::kDrain) {
+      // An operator uncordoned it meanwhile: the fault was handled.
+      if (state.snapshot().cluster.node(t.node).cordoned) Drain(state, t.node, now, out);
+      continue;
+    }
     if (t.kind == TimerKind::kScaleUp) {
-      // Ended since, or a newer scale-up: stale.
-      const PendingScaleUp* su = state.scale_up(t.workload);
-      if (su == nullptr || su->requested_at != t.armed_for) continue;
+      // Ended since: stale.
+      const PendingScaleUp* su = state.scale_up(t.workload, t.armed_for);
+      if (su == nullptr) continue;
       const Time deadline = su->requested_at + options_.scale_up_timeout;
       ScaleUpEndEdit e{t.workload, ScaleUpResult::kReady, su->from, su->to, su->requested_at, su->ready_at};
       if (su->ready_at != kInfiniteFuture) {
@@ -232,6 +281,7 @@ std::vector<Edit> Lifecycle::Tick(const State& state, Time now) {
       }
       case TimerKind::kLease:
       case TimerKind::kScaleUp:
+      case TimerKind::kDrain:
         break;  // handled above
     }
   }

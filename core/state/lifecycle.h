@@ -14,7 +14,18 @@
 //    it stops for good), except that pods a shrink was removing just exit;
 //  - an idle report (IdleEdit) arms a debug session's reclaim: still idle
 //    then, it gets notice (cause kIdle, no requeue, the default grace);
-//  - a scale-up (opened by a SetTargetEdit, State::scale_up) arms its
+//  - a GPU fault (GpuFaultEdit) arms its node's drain at once: at the next
+//    tick, while the node is still cordoned, each workload with a pod there
+//    leaves it, with the default grace: one that can run on without its
+//    pods there (a service's other replicas, an elastic job still at or
+//    above its minimum) loses only those (ShrinkEdit) and grows back
+//    elsewhere; any other gets notice (cause kDrain, requeued) and restarts
+//    elsewhere whole. Pods a shrink is removing already are left to leave;
+//    a workload already terminating keeps its notice. The whole
+//    node drains, not only the faulty GPUs: an Xid or an uncorrectable ECC
+//    error is often the board's or the NVLink domain's, and a gang on the
+//    node's healthy GPUs would stall on its broken peer anyway;
+//  - a scale-up (each opened by a SetTargetEdit, State::scale_up) arms its
 //    timeout at requested_at + scale_up_timeout: not ready by then, it ends
 //    kTimedOut; and the edit that makes its replicas ready (a ReplicaReady,
 //    or a target lowered to what is ready) arms it at once, so the next tick
@@ -77,14 +88,14 @@ class Lifecycle {
   Time next_deadline() const { return timers_.empty() ? kInfiniteFuture : timers_.top().at; }
 
  private:
-  enum class TimerKind : uint8_t { kGrace, kLeaving, kMaxRuntime, kLease, kIdle, kScaleUp };
+  enum class TimerKind : uint8_t { kGrace, kLeaving, kMaxRuntime, kLease, kIdle, kScaleUp, kDrain };
   struct Timer {
     Time at;
     uint64_t seq = 0;  // arming order: equal deadlines fire in that order
     TimerKind kind = TimerKind::kGrace;
     WorkloadId workload;  // kLease: none
     Time armed_for;  // the deadline, the allocation's start or the scale-up's request it belongs to
-    NodeId node;     // kLease only
+    NodeId node;     // kLease and kDrain only
     bool operator>(const Timer& o) const { return at != o.at ? at > o.at : seq > o.seq; }
   };
 
@@ -96,6 +107,8 @@ class Lifecycle {
   void ArmScaleUp(const PendingScaleUp& su, Time now);
   // The edits of a lost node: it is not ready, and its work is gone.
   void NodeLost(const State& state, NodeId n, std::vector<Edit>& out) const;
+  // The notices that drain a faulty node.
+  void Drain(const State& state, NodeId n, Time now, std::vector<Edit>& out) const;
 
   LifecycleOptions options_;
   uint64_t next_seq_ = 0;
@@ -118,7 +131,13 @@ Cluster ClusterAwaitingAgents(Cluster cluster);
 // through it, and a replay of the server's journal through it at the
 // server's restart (protocol::ServerStart), so the two cannot drift.
 // `registered` is indexed by NodeId (shorter = the rest not registered).
-StatusOr<State> RestartedState(Snapshot kept, const std::vector<bool>& registered);
+// `open_scale_ups` are the scale-ups open when the server stopped: each of a
+// workload still running stays open, with its request time (so its timeout
+// stands), but not ready: a restarted state holds no ready replicas, and the
+// ones the server re-reports after it make it ready again (at the restart),
+// or it times out.
+StatusOr<State> RestartedState(Snapshot kept, const std::vector<bool>& registered,
+                               std::vector<PendingScaleUp> open_scale_ups);
 
 }  // namespace tidal::state
 

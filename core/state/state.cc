@@ -160,11 +160,12 @@ StatusOr<State> State::Restore(const Snapshot& snapshot, const Extras& extras) {
     s.meta_[i] = AllocationMeta{x.stop, x.has_stop, x.leaving_deadline, x.idle_reclaim_at, x.ready};
   }
   for (const PendingScaleUp& su : extras.scale_ups) {
-    if (s.workload(su.workload) == nullptr || s.scale_ups_.count(su.workload.value()) != 0) {
+    const ScaleUpKey key{su.workload.value(), su.requested_at};
+    if (s.workload(su.workload) == nullptr || s.scale_ups_.count(key) != 0) {
       return InvalidArgument("restore: a scale-up of workload " + Id(su.workload) +
                              " that is not live, or listed twice");
     }
-    s.scale_ups_[su.workload.value()] = su;
+    s.scale_ups_[key] = su;
   }
   if (extras.lease_until.size() > snapshot.cluster.nodes.size()) {
     return InvalidArgument("restore: leases for " + std::to_string(extras.lease_until.size()) + " nodes, the state has " +
@@ -247,9 +248,33 @@ Time State::idle_reclaim_at(WorkloadId id) const {
   return s == nullptr || s->allocation < 0 ? kInfiniteFuture : meta_[s->allocation].idle_reclaim_at;
 }
 
+std::map<State::ScaleUpKey, PendingScaleUp>::iterator State::ScaleUpsBegin(WorkloadId id) {
+  return scale_ups_.lower_bound({id.value(), Time::min()});
+}
+
+std::map<State::ScaleUpKey, PendingScaleUp>::const_iterator State::ScaleUpsBegin(WorkloadId id) const {
+  return scale_ups_.lower_bound({id.value(), Time::min()});
+}
+
 const PendingScaleUp* State::scale_up(WorkloadId id) const {
-  auto it = scale_ups_.find(id.value());
+  const PendingScaleUp* newest = nullptr;
+  for (auto it = ScaleUpsBegin(id); it != scale_ups_.end() && it->first.first == id.value(); ++it) {
+    newest = &it->second;
+  }
+  return newest;
+}
+
+const PendingScaleUp* State::scale_up(WorkloadId id, Time requested_at) const {
+  auto it = scale_ups_.find({id.value(), requested_at});
   return it == scale_ups_.end() ? nullptr : &it->second;
+}
+
+std::vector<PendingScaleUp> State::open_scale_ups(WorkloadId id) const {
+  std::vector<PendingScaleUp> out;
+  for (auto it = ScaleUpsBegin(id); it != scale_ups_.end() && it->first.first == id.value(); ++it) {
+    out.push_back(it->second);
+  }
+  return out;
 }
 
 int State::ready_replicas(WorkloadId id) const {
@@ -417,12 +442,11 @@ Status State::ApplyEdit(const SetTargetEdit& e) {
   w.min_pods = min_pods;
   w.max_pods = max_pods;
   // A running service asked for more replicas: a scale-up, timed until they
-  // are ready. A rise while one is open raises its goal and keeps its
-  // start (the wait the service sees began then). Placing a service that
+  // are ready (PendingScaleUp: each rise its own). Placing a service that
   // holds nothing is its deployment, not a scale-up.
   if (const Allocation* a = allocation(e.workload);
       w.kind == WorkloadKind::kInference && a != nullptr && e.pods > before) {
-    auto [it, opened] = scale_ups_.try_emplace(e.workload.value());
+    auto [it, opened] = scale_ups_.try_emplace({e.workload.value(), snap_.now});
     PendingScaleUp& su = it->second;
     if (opened) {
       su = PendingScaleUp{e.workload, static_cast<int>(a->pods.size()), e.pods, snap_.now};
@@ -435,11 +459,16 @@ Status State::ApplyEdit(const SetTargetEdit& e) {
 }
 
 void State::CheckScaleUpReady(WorkloadId id) {
-  auto it = scale_ups_.find(id.value());
-  if (it == scale_ups_.end() || it->second.ready_at != kInfiniteFuture) return;
+  auto it = ScaleUpsBegin(id);
+  if (it == scale_ups_.end() || it->first.first != id.value()) return;
   const Workload* w = workload(id);
-  // A target lowered meanwhile lowers what counts as capacity.
-  if (w != nullptr && ready_replicas(id) >= std::min(it->second.to, w->pods)) it->second.ready_at = snap_.now;
+  if (w == nullptr) return;
+  const int ready = ready_replicas(id);
+  for (; it != scale_ups_.end() && it->first.first == id.value(); ++it) {
+    PendingScaleUp& su = it->second;
+    // A target lowered meanwhile lowers what counts as capacity.
+    if (su.ready_at == kInfiniteFuture && ready >= std::min(su.to, w->pods)) su.ready_at = snap_.now;
+  }
 }
 
 Status State::ApplyEdit(const PlaceEdit& e) {
@@ -579,7 +608,9 @@ Status State::ApplyEdit(const ReleaseEdit& e) {
   snap_.workloads.pop_back();
   EraseSlot(e.workload);
   // A service that ended has no scale-up left to judge.
-  scale_ups_.erase(e.workload.value());
+  auto first = ScaleUpsBegin(e.workload), last_su = first;
+  while (last_su != scale_ups_.end() && last_su->first.first == e.workload.value()) ++last_su;
+  scale_ups_.erase(first, last_su);
   return Status::Ok();
 }
 
@@ -682,8 +713,8 @@ Status State::ApplyEdit(const ReplicaReadyEdit& e) {
 }
 
 Status State::ApplyEdit(const ScaleUpEndEdit& e) {
-  auto it = scale_ups_.find(e.workload.value());
-  if (it == scale_ups_.end() || it->second.requested_at != e.requested_at) {
+  auto it = scale_ups_.find({e.workload.value(), e.requested_at});
+  if (it == scale_ups_.end()) {
     return FailedPrecondition("scale_up_end: workload " + Id(e.workload) + " has no such scale-up open");
   }
   scale_ups_.erase(it);

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <map>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/common/status.h"
@@ -42,13 +43,17 @@ struct StopNotice {
 
 // An inference service's scale-up still waiting for its replicas: opened
 // when its target rises while it runs (SetTargetEdit), it waits for
-// min(to, current target) ready replicas (ReplicaReadyEdit). The state only
-// records when that count was reached (`ready_at`); the Lifecycle judges it
-// (ScaleUpEndEdit), once, for the server and the simulator alike.
+// min(to, current target) ready replicas (ReplicaReadyEdit). Each rise is a
+// scale-up of its own, timed from its own request: a service scaled ahead
+// of its load in steps is judged step by step, not charged from the first
+// step's request for the last step's goal. (Two rises in one instant are
+// one.) The state only records when the count was reached (`ready_at`); the
+// Lifecycle judges each (ScaleUpEndEdit), once, for the server and the
+// simulator alike.
 struct PendingScaleUp {
   WorkloadId workload;
   int from = 0;  // pods it held when the target rose
-  int to = 0;    // the target (raised by a further rise while it is open)
+  int to = 0;    // the target it rose to
   Time requested_at;
   Time ready_at = kInfiniteFuture;  // when enough replicas were ready
 };
@@ -90,7 +95,7 @@ class State {
   };
   struct Extras {
     std::vector<AllocationExtras> allocations;  // parallel to snapshot().allocations
-    std::vector<PendingScaleUp> scale_ups;      // in workload-id order
+    std::vector<PendingScaleUp> scale_ups;      // by workload id, then request time
     std::vector<Time> lease_until;              // by node (LeaseEdit); may be shorter
     std::vector<double> project_base_hours;     // by project
     std::vector<double> project_gpu_s;          // by project
@@ -121,8 +126,12 @@ class State {
   // When an idle workload is reclaimed if it stays idle (IdleEdit);
   // kInfiniteFuture when it holds no GPUs or is not idle.
   Time idle_reclaim_at(WorkloadId id) const;
-  // The workload's pending scale-up; null when none is open.
+  // The workload's newest open scale-up; null when none is open.
   const PendingScaleUp* scale_up(WorkloadId id) const;
+  // Its open scale-up requested at `requested_at`; null when none.
+  const PendingScaleUp* scale_up(WorkloadId id, Time requested_at) const;
+  // Every open scale-up of the workload, oldest first.
+  std::vector<PendingScaleUp> open_scale_ups(WorkloadId id) const;
   // How many of its pods are ready (ReplicaReadyEdit); 0 when it holds none.
   int ready_replicas(WorkloadId id) const;
   // Until when the node's agent lease holds (LeaseEdit); kInfiniteFuture
@@ -203,8 +212,13 @@ class State {
   std::vector<AllocationMeta> meta_;  // parallel to snap_.allocations
   std::vector<GpuMask> used_;         // by node
   std::vector<Time> lease_until_;     // by node; grows on demand (kInfiniteFuture = none)
-  // Ordered, so extras() lists them in id order; few are open at a time.
-  std::map<uint64_t, PendingScaleUp> scale_ups_;
+  // By (workload id, request time): extras() lists them in that order, and
+  // a workload's are adjacent. Few are open at a time.
+  using ScaleUpKey = std::pair<uint64_t, Time>;
+  std::map<ScaleUpKey, PendingScaleUp> scale_ups_;
+  // The range of the workload's open scale-ups.
+  std::map<ScaleUpKey, PendingScaleUp>::iterator ScaleUpsBegin(WorkloadId id);
+  std::map<ScaleUpKey, PendingScaleUp>::const_iterator ScaleUpsBegin(WorkloadId id) const;
   std::vector<int> queue_used_;       // by queue
   std::vector<int> project_gpus_;     // GPUs held, by project
   std::vector<double> project_gpu_s_;       // GPU-seconds held since the state was made, by project

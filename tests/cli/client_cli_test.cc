@@ -148,6 +148,29 @@ TEST_F(CliTest, SubmitListExplainQueuesMatchGolden) {
   ExpectGolden("cancel", cancel.out);
 }
 
+TEST_F(CliTest, CordonAndUncordonANode) {
+  CliRun cordon = Tidal("cordon trn-rack-a-1", kAdminToken);
+  ASSERT_EQ(cordon.exit_code, 0) << cordon.err;
+  EXPECT_EQ(cordon.out, "node trn-rack-a-1 cordoned\n");
+  CliRun shown = Tidal("nodes -o json");
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  const nlohmann::json nodes = nlohmann::json::parse(shown.out);
+  for (const auto& n : nodes["nodes"]) {
+    EXPECT_EQ(n["cordoned"].get<bool>(), n["name"] == "trn-rack-a-1") << n["name"];
+  }
+  CliRun uncordon = Tidal("uncordon trn-rack-a-1", kAdminToken);
+  ASSERT_EQ(uncordon.exit_code, 0) << uncordon.err;
+  EXPECT_EQ(uncordon.out, "node trn-rack-a-1 uncordoned\n");
+  // A user may not; a name that could not be a node's is a usage error,
+  // refused before it reaches a URL.
+  CliRun denied = Tidal("cordon trn-rack-a-1");
+  EXPECT_EQ(denied.exit_code, 1);
+  EXPECT_EQ(denied.err, "tidal: error: role user may not call this endpoint (needs admin) (HTTP 403)\n");
+  CliRun odd = Tidal("cordon '../workloads?x=1'", kAdminToken);
+  EXPECT_EQ(odd.exit_code, 2) << odd.err;
+  EXPECT_NE(odd.err.find("node"), std::string::npos) << odd.err;
+}
+
 TEST_F(CliTest, JsonOutputIsTheApiObject) {
   ASSERT_EQ(Tidal("submit -f " + SourceDir() + "/tests/cli/workloads.yaml").exit_code, 0);
   CliRun get = Tidal("get 2 -o json");

@@ -1,5 +1,5 @@
 // The lifecycle's world-facing timers (core/state/lifecycle.h): node lease
-// loss and idle debug reclaim. Engine-style: one StateMachine, a hand-moved
+// loss, idle debug reclaim and the drain after a GPU fault. Engine-style: one StateMachine, a hand-moved
 // clock, and the edits each Tick makes.
 #include <gtest/gtest.h>
 
@@ -115,6 +115,64 @@ TEST(LifecycleLeaseTest, OnALostNodeLeavingPodsExitAndAStopForGoodEnds) {
   EXPECT_EQ(m.state().allocation(W(1))->pods.size(), 1u);
   EXPECT_EQ(m.state().workload(W(2)), nullptr);
   EXPECT_TRUE(m.state().CheckInvariants().ok());
+}
+
+TEST(LifecycleDrainTest, AGpuFaultDrainsEveryWorkloadStayingOnItsNodeAtTheNextTick) {
+  StateMachine m = Machine();
+  Workload elastic = Job(1, QueueId(0), 3, 2, hours(1));
+  elastic.min_pods = 1;
+  elastic.max_pods = 3;
+  Workload service = Job(5, QueueId(0), 2, 1, Duration(0));
+  service.kind = WorkloadKind::kInference;
+  service.min_pods = 1;
+  Ok(m, state::SubmitEdit{elastic});
+  Ok(m, state::SubmitEdit{Job(2, QueueId(0), 2, 2, hours(1))});  // a gang across both nodes
+  Ok(m, state::SubmitEdit{Job(3, QueueId(0), 1, 2, hours(1))});  // node 1 only
+  Ok(m, state::SubmitEdit{Job(4, QueueId(0), 1, 1, hours(1))});  // on node 0, already told to stop
+  Ok(m, state::SubmitEdit{service});                             // a replica on each node
+  Ok(m, state::PlaceEdit{W(1), {{N(1), GpuRange(0, 2)}, {N(0), GpuRange(0, 2)}, {N(0), GpuRange(2, 2)}}});
+  Ok(m, state::PlaceEdit{W(2), {{N(0), GpuRange(4, 2)}, {N(1), GpuRange(2, 2)}}});
+  Ok(m, state::PlaceEdit{W(3), {{N(1), GpuRange(4, 2)}}});
+  Ok(m, state::PlaceEdit{W(4), {{N(0), GpuRange(7, 1)}}});
+  Ok(m, state::PlaceEdit{W(5), {{N(0), GpuRange(6, 1)}, {N(1), GpuRange(6, 1)}}});
+  // Job 1's pods on node 0 are leaving (a shrink); job 4 has notice already.
+  Ok(m, state::ShrinkEdit{W(1), {{N(0), GpuRange(0, 2)}, {N(0), GpuRange(2, 2)}}, WorkloadId(), At(minutes(5))});
+  Ok(m, state::NoticeEdit{W(4), WorkloadId(), PreemptCause::kPriority, At(minutes(5)), 0, true});
+  // GPU 6 of node 0 (the service's replica there) fails at 100 s.
+  m.AdvanceTo(At(seconds(100)));
+  Ok(m, state::GpuFaultEdit{N(0), GpuRange(6, 1)});
+  EXPECT_EQ(m.lifecycle().next_deadline(), At(seconds(100)));
+  // The tick at 110 s, grace 110 + 30 = 140 s:
+  //  - the gang (job 2) cannot run without its pod there: notice, cause
+  //    drain, requeued; lost work 4 GPUs x 110 s since its start (no
+  //    checkpoint) = 440 GPU-s;
+  //  - the service (job 5) runs on with its other replica: only the one on
+  //    node 0 leaves (a shrink), to grow back elsewhere.
+  m.AdvanceTo(At(seconds(110)));
+  const std::vector<Edit> fired = m.Tick();
+  ASSERT_EQ(fired.size(), 2u);
+  const auto& drain = std::get<state::NoticeEdit>(fired[0]);
+  EXPECT_EQ(drain.workload, W(2));
+  EXPECT_EQ(drain.cause, PreemptCause::kDrain);
+  EXPECT_EQ(drain.grace_deadline, At(seconds(140)));
+  EXPECT_DOUBLE_EQ(drain.lost_gpu_seconds, 440);
+  EXPECT_TRUE(drain.requeue);
+  const auto& shrink = std::get<state::ShrinkEdit>(fired[1]);
+  EXPECT_EQ(shrink.workload, W(5));
+  ASSERT_EQ(shrink.pods.size(), 1u);
+  EXPECT_EQ(shrink.pods[0].node, N(0));
+  EXPECT_EQ(shrink.grace_deadline, At(seconds(140)));
+  EXPECT_TRUE(m.state().snapshot().cluster.node(N(0)).cordoned);
+  EXPECT_TRUE(m.Tick().empty());
+}
+
+TEST(LifecycleDrainTest, ANodeUncordonedBeforeTheTickIsNotDrained) {
+  StateMachine m = Machine();
+  Ok(m, state::SubmitEdit{Job(1, QueueId(0), 1, 2, hours(1))});
+  Ok(m, state::PlaceEdit{W(1), {{N(0), GpuRange(0, 2)}}});
+  Ok(m, state::GpuFaultEdit{N(0), GpuRange(6, 1)});
+  Ok(m, state::CordonEdit{N(0), false});  // an operator judged the fault harmless
+  EXPECT_TRUE(m.Tick().empty());
 }
 
 TEST(LifecycleLeaseTest, ANodeWithoutALeaseIsNeverLost) {

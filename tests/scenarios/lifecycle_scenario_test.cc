@@ -1,7 +1,8 @@
 // The lifecycle's world-facing timers through the simulator: an idle debug
-// session reclaimed and a lost node's work requeued, by the same
+// session reclaimed, a lost node's work requeued and a faulty GPU's node
+// drained, by the same
 // core/state Lifecycle the server runs (the simulator only reports the
-// inputs: an agent's last lease, a session going idle).
+// inputs: an agent's last lease, a session going idle, a GPU's fault).
 #include <optional>
 #include <sstream>
 #include <string>
@@ -146,6 +147,49 @@ TEST(LifecycleScenarioTest, ALostNodesWorkIsRequeuedOneLeaseAfterItsAgentStopped
   const std::vector<json> finished = Of(events, "finish", "trainer");
   ASSERT_EQ(finished.size(), 1u);
   EXPECT_EQ(finished[0]["completed"], true);
+}
+
+TEST(LifecycleScenarioTest, AGpuFaultDrainsItsNodeAndTheWorkRestartsElsewhere) {
+  const std::vector<json> baseline = Simulate(Mix());
+  const std::vector<json> first = Of(baseline, "place", "trainer");
+  ASSERT_EQ(first.size(), 1u);
+  const std::string node = first[0]["placement"][0]["node"];
+
+  // GPU 3 of the trainer's node fails at 600 s.
+  SimInput in = Mix();
+  in.gpu_faults.push_back({node, 3, 600});
+  const std::vector<json> events = Simulate(in);
+  ASSERT_EQ(Of(events, "gpu_fault").size(), 1u);
+  // The fault kicks a pass (within the pass interval, 10 s): the lifecycle
+  // gives the trainer notice, cause drain, with the default grace (60 s);
+  // it does not checkpoint, so it exits at the deadline.
+  const std::vector<json> noticed = Of(events, "preempt", "trainer");
+  ASSERT_EQ(noticed.size(), 1u);
+  EXPECT_EQ(noticed[0]["cause"], "drain");
+  const double at = noticed[0]["t"];
+  EXPECT_GE(at, 600);
+  EXPECT_LE(at, 610);
+  EXPECT_DOUBLE_EQ(noticed[0]["exit_at"].get<double>(), at + 60);
+  // It restarts on another node and completes; nothing is placed on the
+  // drained node after the fault.
+  const std::vector<json> placed = Of(events, "place", "trainer");
+  ASSERT_EQ(placed.size(), 2u);
+  EXPECT_NE(placed[1]["placement"][0]["node"], node);
+  for (const json& p : Of(events, "place")) {
+    if (p["t"].get<double>() < 600) continue;
+    for (const json& pod : p["placement"]) EXPECT_NE(pod["node"], node) << p.dump();
+  }
+  const std::vector<json> finished = Of(events, "finish", "trainer");
+  ASSERT_EQ(finished.size(), 1u);
+  EXPECT_EQ(finished[0]["completed"], true);
+}
+
+TEST(LifecycleScenarioTest, AFaultOfAGpuANodeDoesNotHaveIsAnInputError) {
+  SimInput in = Mix();
+  in.gpu_faults.push_back({"trn-1", 8, 10});
+  auto r = RunSimulation(in, SimOptions{}, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("gpu must be in [0, 8)"), std::string::npos) << r.status().ToString();
 }
 
 TEST(LifecycleScenarioTest, ALossOfAnUnknownNodeIsAnInputError) {

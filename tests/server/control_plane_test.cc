@@ -210,8 +210,11 @@ TEST_F(ControlPlaneTest, StopOutcomeIsRecordedAgainstThePreemption) {
   cp_->RunPass();
   ASSERT_EQ(Get(id)["state"], "running");
   const int64_t notice_ms = ToMillis(clock_.Now());
-  // A GPU fault drains the node: both pods get notice (cause drain).
+  // A GPU fault drains the node at the next pass's tick: both pods get
+  // notice (cause drain).
   ASSERT_TRUE(cp_->Heartbeat(NodeP("d"), "d", {{"gpus", json::array({json{{"index", 1}, {"xid", 79}}})}}).ok());
+  EXPECT_EQ(Get(id)["state"], "running");
+  cp_->RunPass();
   ASSERT_EQ(Get(id)["state"], "terminating");
   clock_.Advance(seconds(5));
   const int64_t exit0 = ToMillis(clock_.Now());
@@ -290,6 +293,7 @@ TEST_F(ControlPlaneTest, AgentEncodedStopOutcomeAndAttemptReachThePreemption) {
   protocol::Heartbeat fault;
   fault.gpus.push_back({0, true, 79, 0, std::nullopt, std::nullopt});
   ASSERT_TRUE(cp_->Heartbeat(NodeP("x"), "x", protocol::HeartbeatToJson(fault)).ok());
+  cp_->RunPass();
   ASSERT_EQ(Get(id)["state"], "terminating");
   const int64_t notice_ms = ToMillis(clock_.Now()) + 150;  // when the agent got it
   clock_.Advance(seconds(4));

@@ -260,6 +260,11 @@ TEST(ServerApi, GpuFaultDrainsTheNode) {
   HttpReply hb = s.PostJson("/v1/agent/nodes/sick/heartbeat", node_token,
                         json{{"gpus", json::array({json{{"index", 1}, {"xid", 79}}})}});
   ASSERT_EQ(hb.status, 200) << hb.body;
+  // The fault kicks a pass, whose lifecycle tick drains the node; the next
+  // heartbeat carries the notice.
+  WaitFor(s, w["id"], [](const json& x) { return !x["stop"].is_null(); });
+  hb = s.PostJson("/v1/agent/nodes/sick/heartbeat", node_token, json::object());
+  ASSERT_EQ(hb.status, 200) << hb.body;
   ASSERT_EQ(hb.json()["pods"].size(), 1u);
   EXPECT_EQ(hb.json()["pods"][0]["desired"], "stop");
   EXPECT_EQ(hb.json()["pods"][0]["notice"]["cause"], "drain");
@@ -269,9 +274,46 @@ TEST(ServerApi, GpuFaultDrainsTheNode) {
     EXPECT_TRUE(n["cordoned"].get<bool>());
     EXPECT_EQ(n["failed_gpus"], json::array({1}));
   }
+  // An operator puts it back in service: its failed GPU stays out.
+  HttpReply uncordoned = s.PostJson("/v1/nodes/sick/uncordon", kAdminToken, json::object());
+  ASSERT_EQ(uncordoned.status, 200) << uncordoned.body;
+  EXPECT_FALSE(uncordoned.json()["cordoned"].get<bool>());
+  EXPECT_EQ(uncordoned.json()["failed_gpus"], json::array({1}));
   // prometheus-cpp writes the labels sorted by name.
   EXPECT_NE(s.Get("/metrics", "").body.find("tidal_gpu_errors_total{kind=\"xid\",node=\"sick\"} 1\n"),
             std::string::npos);
+}
+
+TEST(ServerApi, AnAdminCordonsAndUncordonsANode) {
+  ServerProcess s;
+  json reg = {{"name", "spare"}, {"pool", "training"}, {"gpus", json::array({json{{"index", 0}}, json{{"index", 1}}})},
+              {"labels", {{"host", "spare"}}}};
+  HttpReply registered = s.PostJson("/v1/agent/register", kAdminToken, reg);
+  ASSERT_EQ(registered.status, 200);
+  const std::string node_token = registered.json()["credential"];
+  // Only an admin may: not a tenant's user, not the node's own agent.
+  EXPECT_EQ(s.PostJson("/v1/nodes/spare/cordon", kResearchToken, json::object()).status, 403);
+  EXPECT_EQ(s.PostJson("/v1/nodes/spare/cordon", node_token, json::object()).status, 403);
+  EXPECT_EQ(s.PostJson("/v1/nodes/nope/cordon", kAdminToken, json::object()).status, 404);
+  HttpReply cordoned = s.PostJson("/v1/nodes/spare/cordon", kAdminToken, json::object());
+  ASSERT_EQ(cordoned.status, 200) << cordoned.body;
+  EXPECT_TRUE(cordoned.json()["cordoned"].get<bool>());
+  // Cordoned, it takes no new work: the job for it waits, for that reason.
+  json w = Submit(s, kResearchToken, {{"name", "for-spare"}, {"project", "vision"}, {"gpus_per_replica", 1},
+                                      {"node_selector", {{"host", "spare"}}}});
+  json waiting = WaitFor(s, w["id"], [](const json& x) { return !x["wait"].is_null(); });
+  EXPECT_EQ(waiting["state"], "pending") << waiting.dump();
+  EXPECT_EQ(waiting["wait"]["reason"], "node_health") << waiting.dump();
+  // Uncordoned, it does. Twice is the same answer, audited once.
+  HttpReply uncordoned = s.PostJson("/v1/nodes/spare/uncordon", kAdminToken, json::object());
+  ASSERT_EQ(uncordoned.status, 200) << uncordoned.body;
+  EXPECT_FALSE(uncordoned.json()["cordoned"].get<bool>());
+  EXPECT_EQ(s.PostJson("/v1/nodes/spare/uncordon", kAdminToken, json::object()).status, 200);
+  WaitFor(s, w["id"], [](const json& x) { return x["state"] == "running"; });
+  json audit = s.Get("/v1/audit?action=uncordon", kAdminToken).json();
+  ASSERT_EQ(audit["audit"].size(), 1u);
+  EXPECT_EQ(audit["audit"][0]["detail"]["node"], "spare");
+  EXPECT_EQ(audit["audit"][0]["actor"], "admin");
 }
 
 TEST(ServerApi, MetricsAreExposedInPrometheusFormat) {

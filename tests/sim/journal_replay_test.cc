@@ -153,7 +153,10 @@ class JournalReplayTest : public ::testing::Test {
         world(T(t), state::SubmitEdit{Submitted(4, "urgent", cluster_, "research", WorkloadKind::kTraining, 2, 8,
                                                 900, PreemptibilityClass::kPreemptible, T(t))});
       }
-      if (t == 700) world(T(t), state::GpuFaultEdit{node(4), 0b1});
+      // A GPU fault on the shared node the surge's replicas use: the
+      // lifecycle drains it at the next tick (a replica leaves, lifecycle
+      // edits rerun and compared by the replay).
+      if (t == 700) world(T(t), state::GpuFaultEdit{node(1), 0b1});
       if (t == 770) {
         // A lost node: its agent's last lease holds through 795 s; the
         // lifecycle declares it lost at the pass of 800 s and requeues what
@@ -193,6 +196,7 @@ class JournalReplayTest : public ::testing::Test {
       if (r.find("\"health\":\"not_ready\"") != std::string::npos) ++nodes_lost_;
       if (r.find("\"cause\":\"node_lost\"") != std::string::npos) ++node_lost_requeues_;
       if (r.find("\"edit\":\"scale_up_end\"") != std::string::npos) ++scale_ups_ended_;
+      if (r.find("\"edit\":\"shrink\"") != std::string::npos) ++drains_;  // the lifecycle shrinks only to drain
     }
     placements_ = d.placements();
     notices_ = d.notices();
@@ -202,6 +206,7 @@ class JournalReplayTest : public ::testing::Test {
   int nodes_lost_ = 0;
   int node_lost_requeues_ = 0;
   int scale_ups_ended_ = 0;
+  int drains_ = 0;
 
   // What `tidal sim replay` does, in process.
   ReplayReport Replay() {
@@ -267,6 +272,7 @@ TEST_F(JournalReplayTest, AServerStyleJournalReplaysWithoutDifferences) {
   EXPECT_EQ(nodes_lost_, 1);
   EXPECT_GE(node_lost_requeues_, 1);
   EXPECT_GE(scale_ups_ended_, 1);  // the surge's scale-up, judged by the lifecycle
+  EXPECT_GE(drains_, 1);  // the GPU fault's node drained by the lifecycle
 
   const ReplayReport report = Replay();
   EXPECT_EQ(report.records, records_);
