@@ -257,11 +257,11 @@ std::map<State::ScaleUpKey, PendingScaleUp>::const_iterator State::ScaleUpsBegin
 }
 
 const PendingScaleUp* State::scale_up(WorkloadId id) const {
-  const PendingScaleUp* newest = nullptr;
-  for (auto it = ScaleUpsBegin(id); it != scale_ups_.end() && it->first.first == id.value(); ++it) {
-    newest = &it->second;
-  }
-  return newest;
+  // The entry before the next workload's first is this one's newest.
+  auto past = scale_ups_.lower_bound({id.value() + 1, Time::min()});
+  if (past == scale_ups_.begin()) return nullptr;
+  --past;
+  return past->first.first == id.value() ? &past->second : nullptr;
 }
 
 const PendingScaleUp* State::scale_up(WorkloadId id, Time requested_at) const {
@@ -459,12 +459,10 @@ Status State::ApplyEdit(const SetTargetEdit& e) {
 }
 
 void State::CheckScaleUpReady(WorkloadId id) {
-  auto it = ScaleUpsBegin(id);
-  if (it == scale_ups_.end() || it->first.first != id.value()) return;
   const Workload* w = workload(id);
   if (w == nullptr) return;
   const int ready = ready_replicas(id);
-  for (; it != scale_ups_.end() && it->first.first == id.value(); ++it) {
+  for (auto it = ScaleUpsBegin(id); it != scale_ups_.end() && it->first.first == id.value(); ++it) {
     PendingScaleUp& su = it->second;
     // A target lowered meanwhile lowers what counts as capacity.
     if (su.ready_at == kInfiniteFuture && ready >= std::min(su.to, w->pods)) su.ready_at = snap_.now;
@@ -608,9 +606,7 @@ Status State::ApplyEdit(const ReleaseEdit& e) {
   snap_.workloads.pop_back();
   EraseSlot(e.workload);
   // A service that ended has no scale-up left to judge.
-  auto first = ScaleUpsBegin(e.workload), last_su = first;
-  while (last_su != scale_ups_.end() && last_su->first.first == e.workload.value()) ++last_su;
-  scale_ups_.erase(first, last_su);
+  scale_ups_.erase(ScaleUpsBegin(e.workload), scale_ups_.lower_bound({e.workload.value() + 1, Time::min()}));
   return Status::Ok();
 }
 
