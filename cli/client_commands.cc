@@ -31,6 +31,7 @@
 #include "cli/human_time.h"
 #include "config/input_limits.h"
 #include "config/yaml_document.h"
+#include "protocol/loan_calendar.h"
 #include "protocol/pod_log.h"
 #include "server/build_info.h"
 
@@ -361,6 +362,68 @@ void Guard(const std::function<void()>& body) {
   } catch (const std::exception& e) {
     std::cerr << "tidal: error: " << e.what() << "\n";
     ExitCode() = kExitApiError;
+  }
+}
+
+// `tidal loans`: a summary line, the windows of every node, the services'
+// planned load, then one timeline row per node.
+void PrintLoanCalendar(const json& j, int64_t now_ms) {
+  StatusOr<LoanCalendar> decoded = protocol::LoanCalendarFromJson(j);
+  if (!decoded.ok()) throw std::runtime_error("the server's loan calendar: " + decoded.status().message());
+  const LoanCalendar& c = *decoded;
+  const auto when = [&](const std::optional<Time>& t) -> std::string {
+    if (!t) return "-";
+    return ToMillis(*t) <= now_ms ? "now" : Relative(ToMillis(*t), now_ms);
+  };
+  std::cout << fmt::format("Loan calendar from {}: {} slots of {}, {} mode; notice goes {} before a return.\n",
+                           Rfc3339(ToMillis(c.from)), c.slots, HumanDuration(c.slot.count()),
+                           ColocationModeName(c.mode), HumanDuration(c.lookahead.count()));
+  if (!c.lent_planned.empty()) {
+    const auto [lo, hi] = std::minmax_element(c.lent_planned.begin(), c.lent_planned.end());
+    std::cout << fmt::format("Shared nodes lent now: {} (low load {}, high load {}); over the span {} to {}.\n",
+                             c.lent_planned.front(), c.lent_low_load.front(), c.lent_high_load.front(), *lo, *hi);
+  }
+  Table windows({"NODE", "LENT", "RETURN BY", "EARLIEST", "LATEST", "NOTICE"});
+  for (const NodeLoanPlan& n : c.nodes) {
+    for (const LoanWindow& w : n.windows) {
+      windows.Add({n.name, when(w.lend_at), when(w.return_by), when(w.return_earliest),
+                   w.return_by ? when(w.return_latest) : "-", when(w.notice_at)});
+    }
+  }
+  std::cout << "\n";
+  if (c.nodes.empty()) {
+    std::cout << "No shared nodes.\n";
+  } else if (std::all_of(c.nodes.begin(), c.nodes.end(), [](const NodeLoanPlan& n) { return n.windows.empty(); })) {
+    std::cout << "No loans planned.\n";
+  } else {
+    std::cout << windows.Render();
+  }
+  if (!c.services.empty()) {
+    Table services({"SERVICE", "PROFILE", "PEAK RPS (LOW/PLANNED/HIGH)", "REPLICAS (MIN-MAX)"});
+    for (const ServiceLoadPlan& s : c.services) {
+      LoadBand peak;
+      for (const LoadBand& b : s.load) {
+        peak.low = std::max(peak.low, b.low);
+        peak.planned = std::max(peak.planned, b.planned);
+        peak.high = std::max(peak.high, b.high);
+      }
+      const auto [lo, hi] = s.planned_replicas.empty()
+                                ? std::pair(0, 0)
+                                : std::pair(*std::min_element(s.planned_replicas.begin(), s.planned_replicas.end()),
+                                            *std::max_element(s.planned_replicas.begin(), s.planned_replicas.end()));
+      services.Add({s.name, s.profiled ? "daily" : "recent max",
+                    fmt::format("{:.0f}/{:.0f}/{:.0f}", peak.low, peak.planned, peak.high),
+                    fmt::format("{}-{}", lo, hi)});
+    }
+    std::cout << "\n" << services.Render();
+  }
+  if (!c.nodes.empty()) {
+    std::cout << fmt::format("\nTimeline, one character per {} (L lent, l lent unless load is high, "
+                             "- lent only if load is low, . kept for inference):\n",
+                             HumanDuration(c.slot.count()));
+    Table timeline({"NODE", "TIMELINE"});
+    for (const NodeLoanPlan& n : c.nodes) timeline.Add({n.name, n.timeline});
+    std::cout << timeline.Render();
   }
 }
 
@@ -702,6 +765,22 @@ RegisterCommand reg([](CLI::App& root) {
           }
           std::cout << t.Render();
         });
+      });
+    });
+  }
+  // loans
+  {
+    auto f = std::make_shared<ClientFlags>();
+    auto hours = std::make_shared<int>(24);
+    auto slot = std::make_shared<int>(30);
+    CLI::App* c = root.add_subcommand("loans", "The loan calendar: when each shared node is lent and when it goes back");
+    AddCommon(c, f);
+    c->add_option("--hours", *hours, "How far ahead to plan")->check(CLI::Range(1, 7 * 24));
+    c->add_option("--slot", *slot, "Slot length in minutes")->check(CLI::Range(5, 24 * 60));
+    c->callback([=] {
+      Guard([&] {
+        const std::string q = Query({{"hours", std::to_string(*hours)}, {"slot_minutes", std::to_string(*slot)}});
+        Output(*f, CallJson(*f, "GET", "/v1/loans" + q), [](const json& j) { PrintLoanCalendar(j, WallNowMs()); });
       });
     });
   }

@@ -49,6 +49,10 @@
 #include "server/store.h"
 #include "server/workload_record.h"
 
+namespace tidal {
+struct LoanCalendarOptions;  // core/colocation/loan_calendar.h
+}  // namespace tidal
+
 namespace tidal::server {
 
 struct ListFilter {
@@ -106,6 +110,10 @@ class ControlPlane {
   StatusOr<nlohmann::json> DryRun(const Principal& who, const nlohmann::json& body) const;
   StatusOr<nlohmann::json> Queues(const Principal& who) const;
   StatusOr<nlohmann::json> Nodes(const Principal& who) const;
+  // The loan calendar from now (core/colocation/loan_calendar.h), as
+  // protocol/loan_calendar.h encodes it. A user sees every shared node's
+  // plan but only their own tenant's services.
+  StatusOr<nlohmann::json> Loans(const Principal& who, const LoanCalendarOptions& options) const;
   StatusOr<nlohmann::json> Audit(const Principal& who, AuditQuery query) const;
   StatusOr<nlohmann::json> Report(const Principal& who, const ReportQuery& query) const;
 

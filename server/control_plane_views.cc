@@ -5,7 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "core/colocation/loan_calendar.h"
 #include "core/state/state_machine.h"
+#include "protocol/loan_calendar.h"
 #include "server/control_plane.h"
 #include "server/workload_codec.h"
 
@@ -288,6 +290,34 @@ StatusOr<json> ControlPlane::Nodes(const Principal& who) const {
   json out = json::array();
   for (size_t i = 0; i < config_.catalog.cluster.nodes.size(); ++i) out.push_back(NodeToJsonLocked(NodeId(i)));
   return json{{"nodes", out}};
+}
+
+StatusOr<json> ControlPlane::Loans(const Principal& who, const LoanCalendarOptions& options) const {
+  TIDAL_RETURN_IF_ERROR(RequireRole(who, {Role::kUser, Role::kAdmin}));
+  // The controller is the pass's (pass_mu_, taken first as RunPass does);
+  // the snapshot is copied under mu_ so the API is not held for the packing.
+  std::lock_guard pass_lock(pass_mu_);
+  Snapshot snapshot;
+  Time now;
+  {
+    std::lock_guard lock(mu_);
+    if (!ready_) return Unavailable("the server is recovering its state");
+    now = clock_.Now();
+    snapshot = machine_->state().snapshot();
+  }
+  // Slots start on whole multiples of the slot length, so calendars asked
+  // for a minute apart line up.
+  const int64_t slot_ms = options.slot.count();
+  const Time from = TimeFromMillis(ToMillis(now) / slot_ms * slot_ms);
+  LoanCalendar calendar = PlanLoanCalendar(colocation_, snapshot, from, options);
+  if (who.role == Role::kUser) {
+    std::erase_if(calendar.services, [&](const ServiceLoadPlan& s) {
+      const auto it = std::find_if(snapshot.workloads.begin(), snapshot.workloads.end(),
+                                   [&](const Workload& w) { return w.id == s.service; });
+      return it == snapshot.workloads.end() || it->tenant != who.tenant;
+    });
+  }
+  return protocol::LoanCalendarToJson(calendar);
 }
 
 StatusOr<json> ControlPlane::Audit(const Principal& who, AuditQuery query) const {

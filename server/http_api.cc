@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "config/input_limits.h"
+#include "core/colocation/loan_calendar.h"
 #include "protocol/json_writer.h"
 #include "server/overload_guard.h"
 #include "server/report.h"
@@ -89,6 +90,7 @@ const std::vector<ApiRoute>& ApiRoutes() {
       {"GET", "/v1/nodes", "/v1/nodes"},
       {"POST", "/v1/nodes/{node}/cordon", R"(/v1/nodes/([^/]+)/cordon)"},
       {"POST", "/v1/nodes/{node}/uncordon", R"(/v1/nodes/([^/]+)/uncordon)"},
+      {"GET", "/v1/loans", "/v1/loans"},
       {"GET", "/v1/audit", "/v1/audit"},
       {"GET", "/v1/reports", "/v1/reports"},
       {"POST", "/v1/agent/register", "/v1/agent/register"},
@@ -399,6 +401,20 @@ void HttpApi::Routes() {
           return cp_.Cordon(p, req.matches[1].str(), cordoned);
         }));
   }
+  add("GET", "/v1/loans", route("/v1/loans", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+    TIDAL_RETURN_IF_ERROR(user_or_admin(p));
+    TIDAL_RETURN_IF_ERROR(OnlyParams(req, {"hours", "slot_minutes"}));
+    int64_t hours = 24, slot_minutes = 30;
+    TIDAL_RETURN_IF_ERROR(ParamInt(req, "hours", &hours, 1, 7 * 24));
+    TIDAL_RETURN_IF_ERROR(ParamInt(req, "slot_minutes", &slot_minutes, 5, 24 * 60));
+    if (hours * 60 < slot_minutes) {
+      return InvalidArgument(fmt::format("slot_minutes: {} is longer than hours ({} h)", slot_minutes, hours));
+    }
+    LoanCalendarOptions options;
+    options.span = std::chrono::hours(hours);
+    options.slot = std::chrono::minutes(slot_minutes);
+    return cp_.Loans(p, options);
+  }));
   add("GET", "/v1/audit", route("/v1/audit", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
     TIDAL_RETURN_IF_ERROR(user_or_admin(p));
     TIDAL_RETURN_IF_ERROR(OnlyParams(req, {"from_ms", "to_ms", "workload", "action", "tenant", "limit"}));

@@ -541,6 +541,75 @@ nlohmann::json ReportData(const SimResult& result, const std::string& title) {
           {"services", std::move(services)}};
 }
 
+// The lent nodes sampled at or after `t_s` (-1 past the run's end).
+double LentNodesAt(const TimeSeries& s, double t_s) {
+  const auto it = std::lower_bound(s.t_s.begin(), s.t_s.end(), t_s);
+  if (it == s.t_s.end() || s.lent_nodes.empty()) return -1;
+  return s.lent_nodes[static_cast<size_t>(it - s.t_s.begin())];
+}
+
+// Each day's loan calendar against what happened: a row per shared node
+// (one cell per slot, shaded by how sure the loan is), the lent-node counts
+// the plan expects under low, planned and high load, and the count sampled
+// at the slot's start.
+std::string CalendarSection(const SimResult& result) {
+  if (result.calendars.empty()) return "";
+  constexpr size_t kMaxRows = 48;
+  std::string html =
+      "<style>.cal{border-collapse:collapse;font-size:11px;margin:4px 0 12px}"
+      ".cal td,.cal th{padding:1px 3px;border:1px solid #e5e7eb;text-align:center}"
+      ".cal th{text-align:left;font-weight:normal}.cal .L{background:#1d4ed8}.cal .l{background:#93c5fd}"
+      ".cal .d{background:#dbeafe}.cal .k{background:#f8fafc}.cal .off{color:#b91c1c}</style>"
+      "<h2 id=\"loan-calendar\">Loan calendar</h2><p class=\"muted\">Planned at the start of each day "
+      "from the forecast: dark, lent even under high load; light, lent unless load is high; pale, lent "
+      "only if load is low; blank, kept for inference. The rows below count lent nodes per slot; "
+      "<span class=\"off\">red</span> marks an actual count outside the low-to-high band. The plan "
+      "marks when inference needs a node; the return's notice goes out up to one look-ahead before, so "
+      "during a rise the actual count runs below the plan, and after a peak replicas wait out the "
+      "scale-down delay before their nodes are lent again.</p>";
+  const TimeSeries& series = result.series;
+  for (size_t d = 0; d < result.calendars.size(); ++d) {
+    const LoanCalendar& c = result.calendars[d];
+    const double from_s = ToSeconds(c.from);
+    std::string low = "<tr><th>lent, low load</th>", planned = "<tr><th>lent, planned</th>",
+                high = "<tr><th>lent, high load</th>", actual = "<tr><th>lent, actual</th>";
+    int inside = 0, measured = 0;
+    for (int k = 0; k < c.slots; ++k) {
+      low += fmt::format("<td>{}</td>", c.lent_low_load[k]);
+      planned += fmt::format("<td>{}</td>", c.lent_planned[k]);
+      high += fmt::format("<td>{}</td>", c.lent_high_load[k]);
+      const double got = LentNodesAt(series, from_s + k * ToSeconds(c.slot));
+      if (got < 0) {
+        actual += "<td></td>";
+        continue;
+      }
+      ++measured;
+      const bool in_band = got >= c.lent_high_load[k] && got <= c.lent_low_load[k];
+      inside += in_band ? 1 : 0;
+      actual += fmt::format("<td{}>{:.0f}</td>", in_band ? "" : " class=\"off\"", got);
+    }
+    html += fmt::format("<h3>Day {} (from {})</h3><p>{} shared nodes, {} slots of {}; notice {} before a return. ",
+                        d + 1, FormatHours(from_s), c.nodes.size(), c.slots, FormatHours(ToSeconds(c.slot)),
+                        FormatHours(ToSeconds(c.lookahead)));
+    if (measured > 0) {
+      html += fmt::format("The actual lent count was inside the band in {} of {} slots.", inside, measured);
+    }
+    html += "</p><table class=\"cal\">";
+    for (size_t n = 0; n < c.nodes.size() && n < kMaxRows; ++n) {
+      html += "<tr><th>" + Escape(c.nodes[n].name) + "</th>";
+      for (char ch : c.nodes[n].timeline) {
+        html += fmt::format("<td class=\"{}\"></td>", ch == 'L' ? "L" : ch == 'l' ? "l" : ch == '-' ? "d" : "k");
+      }
+      html += "</tr>";
+    }
+    html += low + "</tr>" + planned + "</tr>" + high + "</tr>" + actual + "</tr></table>";
+    if (c.nodes.size() > kMaxRows) {
+      html += fmt::format("<p class=\"muted\">{} more shared nodes not shown.</p>", c.nodes.size() - kMaxRows);
+    }
+  }
+  return html;
+}
+
 std::string RenderReport(const SimResult& result, const std::string& title, const std::string& bundle_js) {
   const bool bundled = !bundle_js.empty();
   std::string html = PageHead(title, bundled);
@@ -550,6 +619,7 @@ std::string RenderReport(const SimResult& result, const std::string& title, cons
   } else {
     html += SvgCharts(result);
   }
+  html += CalendarSection(result);
   html += "<h2>Summary</h2><div class=\"summary\">" + SummaryTables(result.summary.ToJson()) + "</div>";
   html += "</main>";
   if (bundled) html += PageScripts(ReportData(result, title), bundle_js);

@@ -201,6 +201,9 @@ class Run final : public state::StateObserver {
   int pending_training_ = 0;
   int running_debug_ = 0;
   int lent_gpus_ = 0;
+  int lent_nodes_ = 0;
+  std::vector<LoanCalendar> calendars_;
+  Time next_calendar_;  // the next midnight a loan calendar is planned at
   // False when the cluster has no shared pool and the input no inference,
   // batch or debug work: Prepare could decide nothing and is not called.
   bool colocation_relevant_ = true;
@@ -742,6 +745,7 @@ void Run::Sample() {
   series_.t_s.push_back(Sec(now));
   for (int k = 0; k < 4; ++k) series_.gpus_by_kind[k].push_back(gpus_by_kind_[k]);
   series_.lent_gpus.push_back(lent_gpus_);
+  series_.lent_nodes.push_back(lent_nodes_);
   series_.loans.push_back(loans_since_sample_);
   series_.returns.push_back(returns_since_sample_);
   loans_since_sample_ = returns_since_sample_ = 0;
@@ -834,9 +838,17 @@ void Run::AfterPrepare() {
   const ColocationStatus& st = controller_.status();
   const Snapshot& snapshot = snap();
   if (!st.newly_lent.empty() || !st.returned.empty()) {
-    lent_gpus_ = 0;
-    for (size_t n = 0; n < snapshot.lent_nodes.size(); ++n)
-      if (snapshot.lent_nodes[n]) lent_gpus_ += snapshot.cluster.nodes[n].gpu_count;
+    lent_gpus_ = lent_nodes_ = 0;
+    for (size_t n = 0; n < snapshot.lent_nodes.size(); ++n) {
+      if (!snapshot.lent_nodes[n]) continue;
+      lent_gpus_ += snapshot.cluster.nodes[n].gpu_count;
+      ++lent_nodes_;
+    }
+  }
+  if (clock_.Now() >= next_calendar_ && controller_.mode() != ColocationMode::kStatic) {
+    const Time midnight = next_calendar_;
+    while (next_calendar_ <= clock_.Now()) next_calendar_ += hours(24);
+    calendars_.push_back(PlanLoanCalendar(controller_, snapshot, midnight));
   }
   for (NodeId n : st.newly_lent) {
     ++loans_since_sample_;
@@ -1196,6 +1208,7 @@ StatusOr<SimResult> Run::Go() {
   s.scheduler.cycle_p99_ms = options_.wall_times ? Percentile(cycle_ms_, 0.99) : 0;
   s.scheduler.invalid_decisions = invalid_;
   r.series = std::move(series_);
+  r.calendars = std::move(calendars_);
   return r;
 }
 

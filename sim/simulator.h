@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "config/cluster_config.h"
+#include "core/colocation/loan_calendar.h"
 #include "core/common/status.h"
 #include "core/common/time.h"
 #include "core/model/policy.h"
@@ -111,6 +112,7 @@ struct TimeSeries {
   // GPUs held (running or terminating) by kind: training, inference, batch, debug.
   std::vector<double> gpus_by_kind[4];
   std::vector<double> lent_gpus;
+  std::vector<double> lent_nodes;
   std::vector<double> loans;    // nodes newly lent since the previous sample
   std::vector<double> returns;  // nodes returned since the previous sample
   std::vector<double> training_queue;  // pending training jobs
@@ -132,6 +134,10 @@ struct TimeSeries {
 struct SimResult {
   Summary summary;
   TimeSeries series;
+  // The loan calendar planned at the start of each simulated day (at the
+  // first pass from midnight on), in reactive and predictive co-location:
+  // the report sets each against the loans that happened.
+  std::vector<LoanCalendar> calendars;
 };
 
 // Runs the simulation. `events` (may be null) receives one JSON object per

@@ -5,6 +5,7 @@
 #include <limits>
 #include <set>
 
+#include "core/colocation/return_timing.h"
 #include "core/common/check.h"
 #include "core/model/workload_index.h"
 
@@ -85,6 +86,10 @@ ColocationPlan ColocationController::Prepare(const Snapshot& snapshot) {
   status.mode = config_.mode;
   status.lookahead = config_.forecast_horizon;
   std::vector<InferenceDemand> demand;
+  // Per service (parallel to `demand`), the short look-ahead of
+  // return_timing.h, and the least slack any service leaves a return.
+  std::vector<Duration> soon_lookahead;
+  Duration slack = Duration::max();
   std::set<WorkloadId> services;
   for (const Workload* w : by_id) {
     if (w->kind != WorkloadKind::kInference || !Active(*w)) continue;
@@ -119,6 +124,11 @@ ColocationPlan ColocationController::Prepare(const Snapshot& snapshot) {
     d.replicas = predictive ? std::max(desired, forecast_replicas) : desired;
     d.constraints = w->constraints;
     demand.push_back(std::move(d));
+    if (predictive) {
+      const Duration soon = std::min(lookahead, cold + grace_ + 2 * tick);
+      slack = std::min(slack, lookahead - soon);
+      soon_lookahead.push_back(soon);
+    }
 
     ServiceStatus s;
     s.service = w->id;
@@ -188,6 +198,31 @@ ColocationPlan ColocationController::Prepare(const Snapshot& snapshot) {
     held[i] = needed_at_[i] && now - *needed_at_[i] < config_.relend_delay;
   }
   LoanPlan plan = PlanLoans(config_.mode, snapshot, previously_lent, demand, held);
+  if (predictive && !plan.returned.empty() && !demand.empty() && slack > Duration(0)) {
+    // Returns the short look-ahead does not call for yet may wait for a
+    // cheaper moment (return_timing.h).
+    std::vector<InferenceDemand> soon = demand;
+    for (size_t i = 0; i < soon.size(); ++i) {
+      const Workload& w = *workload_of(soon[i].service);
+      const int lo = std::max(0, w.min_pods);
+      const int hi = std::max(lo, w.max_pods);
+      const double peak = forecaster_.PeakForecast(w.id, now, now + soon_lookahead[i]);
+      const int need = std::clamp(RequiredReplicas(w.inference, peak, config_.headroom), lo, hi);
+      soon[i].replicas = std::max(out.targets[i].second, need);  // targets parallel demand
+    }
+    const LoanPlan urgent = PlanLoans(config_.mode, snapshot, previously_lent, soon, held);
+    std::vector<NodeId> early;
+    for (NodeId n : plan.returned) {
+      if (urgent.lent_nodes[n.value()]) early.push_back(n);
+    }
+    for (NodeId n : ReturnsToDefer(snapshot, early, slack, tick, noticed_)) {
+      plan.lent_nodes[n.value()] = true;
+      ++plan.lent_count;
+      std::erase(plan.returned, n);
+      plan.claimed_by.erase(n);
+      status.deferred.push_back(n);
+    }
+  }
   out.lent_nodes = plan.lent_nodes;
   lent_ = plan.lent_nodes;
   for (size_t i = 0, h = 0; i < node_count; ++i) {

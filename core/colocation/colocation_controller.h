@@ -16,7 +16,10 @@
 //     the look-ahead max(forecast_horizon, cold start + grace + tick); the
 //     tick is the time since the previous Prepare. A shared node inference
 //     needed (held a replica, or was planned to) less than
-//     colocation.relend_delay ago is held: not lent anew.
+//     colocation.relend_delay ago is held: not lent anew. In predictive
+//     mode a return the short look-ahead does not call for yet waits while
+//     a later moment loses less work (return_timing.h): the node stays lent
+//     and is listed in `deferred`.
 //  3. Returns: borrowed training/batch/debug work on nodes being returned gets
 //     notice: an elastic job that can lose its pods there and keep min_pods is
 //     shrunk (Resize, removed = its pods on those nodes), anything else is
@@ -79,6 +82,7 @@ struct ColocationStatus {
   std::vector<NodeId> returned;    // in the last Prepare
   std::vector<NodeId> newly_lent;  // in the last Prepare
   std::vector<NodeId> held;        // not lent anew yet: see relend_delay
+  std::vector<NodeId> deferred;    // returns waiting for a checkpoint
   std::vector<ServiceStatus> services;  // in id order
 };
 
@@ -109,7 +113,15 @@ class ColocationController {
                                           int ready_replicas);
 
   ColocationMode mode() const { return config_.mode; }
+  const ColocationConfig& config() const { return config_; }
+  Duration grace() const { return grace_; }
+  const ColdStartModel& cold_start_model() const { return cold_start_model_; }
   const LoadForecaster& forecaster() const { return forecaster_; }
+  // Which nodes are lent, and per node the last Prepare at which inference
+  // needed it, both indexed by NodeId (possibly shorter than the cluster):
+  // where a loan calendar starts from.
+  const std::vector<bool>& lent() const { return lent_; }
+  const std::vector<std::optional<Time>>& needed_at() const { return needed_at_; }
 
  private:
   ColocationConfig config_;

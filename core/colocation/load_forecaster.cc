@@ -44,6 +44,11 @@ void LoadForecaster::CloseCell(Series& s) const {
   const int64_t day = FloorDiv(s.cell, n);
   if (s.fold_day[b] != day) s.before_fold[b] = p;
   s.fold_day[b] = day;
+  if (const double before = s.before_fold[b]; before >= 0) {
+    const double error = std::abs(mean - before);
+    double& d = s.deviation[b];
+    d = d < 0 ? error : options_.alpha * error + (1 - options_.alpha) * d;
+  }
   p = p < 0 ? mean : options_.alpha * mean + (1 - options_.alpha) * p;
   double& q = s.peak_profile[b];
   q = q < 0 ? peak : options_.alpha * peak + (1 - options_.alpha) * q;
@@ -61,6 +66,7 @@ void LoadForecaster::Observe(WorkloadId service, Time t, double rps) {
     s.profile.assign(static_cast<size_t>(buckets_per_day()), -1.0);
     s.before_fold.assign(s.profile.size(), -1.0);
     s.peak_profile.assign(s.profile.size(), -1.0);
+    s.deviation.assign(s.profile.size(), -1.0);
     s.fold_day.assign(s.profile.size(), std::numeric_limits<int64_t>::min());
   } else if (t < s.last_seen) {
     return;
@@ -108,6 +114,13 @@ double LoadForecaster::BucketValue(const Series& s, int64_t cell, int64_t as_of_
 
 double LoadForecaster::BucketPeak(const Series& s, int64_t cell) const {
   return Nearest(cell, [&](size_t i) { return s.peak_profile[i]; });
+}
+
+double LoadForecaster::BucketDeviation(const Series& s, int64_t cell) const {
+  const bool measured =
+      std::any_of(s.deviation.begin(), s.deviation.end(), [](double d) { return d >= 0; });
+  if (!measured) return options_.fallback_margin * BucketValue(s, cell);
+  return Nearest(cell, [&](size_t i) { return s.deviation[i]; });
 }
 
 template <typename Value>
@@ -170,6 +183,35 @@ double LoadForecaster::PeakForecast(WorkloadId service, Time from, Time to) cons
   }
   peak = std::max(peak, s.level * top);
   return peak;
+}
+
+LoadBand LoadForecaster::Band(WorkloadId service, Time from, Time to) const {
+  LoadBand band;
+  auto it = series_.find(service);
+  if (it == series_.end()) return band;
+  const Series& s = it->second;
+  if (to < from) std::swap(from, to);
+  band.planned = PeakForecast(service, from, to);
+  if (!Trusted(s)) {
+    // No profile: the recent maximum, give or take the fallback margin.
+    const double recent = RecentMaxOf(s);
+    band.low = recent * std::max(0.0, 1 - options_.fallback_margin);
+    band.high = std::max(band.planned, recent * (1 + 2 * options_.fallback_margin));
+    return band;
+  }
+  const int n = buckets_per_day();
+  const int64_t first = CellOf(from);
+  const int64_t last = std::min(CellOf(to), first + n - 1);
+  double low = std::numeric_limits<double>::infinity();
+  double error = 0;
+  for (int64_t cell = first; cell <= last; ++cell) {
+    const double d = BucketDeviation(s, cell);
+    low = std::min(low, BucketValue(s, cell) - d);
+    error = std::max(error, d);
+  }
+  band.low = std::clamp(s.level * low, 0.0, band.planned);
+  band.high = band.planned + s.level * error;
+  return band;
 }
 
 bool LoadForecaster::HasDailyProfile(WorkloadId service) const {

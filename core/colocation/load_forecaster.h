@@ -14,6 +14,14 @@
 // touches (or Forecast at either end if higher): what capacity must cover. A
 // step inside a bucket is seen from the bucket's start and at full height,
 // never averaged down or smeared later.
+// Band over [from, to] bounds the load the forecast expects, for plans made
+// hours ahead (the loan calendar): each bucket also keeps the smoothed
+// absolute error of its daily mean against the profile as it stood before
+// that day's fold, d[b] <- |x - p_before[b]| on the second day seen, then
+// alpha*|x - p_before[b]| + (1-alpha)*d[b]. low = r * the smallest
+// (mean - d) of the buckets the interval touches, planned = PeakForecast,
+// high = planned + r * the largest d (never below planned); a bucket with no
+// error measured yet counts fallback_margin * its mean as its error.
 // Until a service's history spans one full day the profile is not trusted and
 // both return the max observed over the last `fallback_window` times
 // (1 + fallback_margin); a service never observed forecasts 0.
@@ -49,6 +57,14 @@ inline bool InLoadHistoryWindow(Time sample, Time start) {
   return sample <= start && start - sample <= kLoadHistoryWindow;
 }
 
+// The load expected over an interval, req/s: low <= planned <= high.
+struct LoadBand {
+  double low = 0;
+  double planned = 0;  // PeakForecast: what capacity is planned for
+  double high = 0;
+  bool operator==(const LoadBand&) const = default;
+};
+
 struct ForecasterOptions {
   Duration bucket = minutes(5);
   double alpha = 0.5;   // weight of the newest day in the profile
@@ -69,6 +85,7 @@ class LoadForecaster {
 
   double Forecast(WorkloadId service, Time at) const;
   double PeakForecast(WorkloadId service, Time from, Time to) const;
+  LoadBand Band(WorkloadId service, Time from, Time to) const;
 
   // True once the service's history covers a whole day (profile in use).
   bool HasDailyProfile(WorkloadId service) const;
@@ -91,6 +108,7 @@ class LoadForecaster {
     int cell_count = 0;
     std::vector<double> profile;       // bucket means; < 0 = never seen
     std::vector<double> peak_profile;  // bucket maxima; < 0 = never seen
+    std::vector<double> deviation;     // bucket mean's error; < 0 = not measured
     // The bucket's value before its latest fold, and that fold's day: the
     // level compares today's load with the profile as it stood this morning,
     // so today's load is not counted twice (in the profile and the level).
@@ -110,6 +128,8 @@ class LoadForecaster {
   double BucketValue(const Series& s, int64_t cell,
                      int64_t as_of_day = std::numeric_limits<int64_t>::max()) const;
   double BucketPeak(const Series& s, int64_t cell) const;
+  // The bucket's error, or fallback_margin x its mean before one is measured.
+  double BucketDeviation(const Series& s, int64_t cell) const;
   template <typename Value>
   double Nearest(int64_t cell, Value value) const;
   double ForecastSeries(const Series& s, Time at) const;

@@ -307,7 +307,24 @@ TEST_F(CliTest, GetVerbsAndOutputFormats) {
   ASSERT_EQ(wide.exit_code, 0) << wide.err;
   const std::string header = wide.out.substr(0, wide.out.find('\n'));
   EXPECT_TRUE(std::regex_search(header, std::regex("REASON +NODES +SUBMITTED-BY +DETAIL$"))) << header;
-  EXPECT_EQ(Tidal("get workloads").out, Tidal("list").out);
+  // The same table; a second may pass between the two calls.
+  EXPECT_EQ(MaskTimes(Tidal("get workloads").out, true), MaskTimes(Tidal("list").out, true));
+}
+
+// `tidal loans`: the summary, a row per loan window and per node timeline;
+// -o json is the API's calendar; a bad flag is a usage error.
+TEST_F(CliTest, LoansShowsTheCalendar) {
+  CliRun human = Tidal("loans --hours 2");
+  ASSERT_EQ(human.exit_code, 0) << human.err;
+  EXPECT_TRUE(human.out.starts_with("Loan calendar from ")) << human.out;
+  EXPECT_NE(human.out.find(" 4 slots of 30m, predictive mode"), std::string::npos) << human.out;
+  EXPECT_TRUE(std::regex_search(human.out, std::regex(R"(\nshr-\S+ +now +- )"))) << human.out;
+  EXPECT_TRUE(std::regex_search(human.out, std::regex(R"(\nshr-\S+ +LLLL\n)"))) << human.out;
+  CliRun j = Tidal("loans --hours 3 --slot 60 -o json");
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  EXPECT_EQ(nlohmann::json::parse(j.out, nullptr, false)["slots"], 3) << j.out;
+  EXPECT_EQ(Tidal("loans --hours 0").exit_code, 2);
+  EXPECT_EQ(Tidal("loans --slot 1").exit_code, 2);
 }
 
 // No epoch numbers in human output: instants are RFC 3339 with "ago", ages
@@ -518,12 +535,13 @@ TEST(CliCompletionTest, BashScriptHasEverySubcommandParsesAndCompletes) {
     EXPECT_NE(script.find("\"/" + sub + "\")"), std::string::npos) << sub << " missing from\n" << script;
   }
   EXPECT_EQ(run("bash -n " + dir + "/tidal.bash").first, 0);
-  // Completing `tidal lo<TAB>`, `tidal logs 1 --r<TAB>` and `tidal sim re<TAB>`.
+  // Completing `tidal log<TAB>`, `tidal logs 1 --r<TAB>` and `tidal sim re<TAB>`.
   auto complete = [&](const std::string& words, int cword) {
     return run("bash -c 'source " + dir + "/tidal.bash; COMP_WORDS=(" + words + "); COMP_CWORD=" +
                std::to_string(cword) + "; _tidal; echo \"${COMPREPLY[*]}\"'").second;
   };
-  EXPECT_EQ(complete("tidal lo", 1), "logs\n");
+  EXPECT_EQ(complete("tidal lo", 1), "loans logs\n");
+  EXPECT_EQ(complete("tidal log", 1), "logs\n");
   EXPECT_EQ(complete("tidal logs 1 --ra", 3), "--rank\n");
   EXPECT_EQ(complete("tidal sim repl", 2), "replay\n");
   auto [zsh_rc, zsh] = run(tidal + " completion zsh");

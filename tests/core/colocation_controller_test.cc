@@ -16,6 +16,8 @@ using colocation_testing::AddRunning;
 using colocation_testing::ColocationSnapshot;
 using colocation_testing::Gpus;
 using colocation_testing::InferenceService;
+using colocation_testing::StepLoad;
+using colocation_testing::StepScenario;
 using colocation_testing::TrainingJob;
 
 Time At(Duration d) { return Time(d); }
@@ -33,32 +35,6 @@ PolicyConfig Policy(ColocationMode mode) {
   p.colocation.forecast_horizon = minutes(1);
   p.preemption.default_grace = seconds(60);
   return p;
-}
-
-// 30 rps all day, 100 rps from 12:00 to 14:00.
-double StepLoad(Time t) {
-  const int64_t minute_of_day = (ToMillis(t) / 60000) % (24 * 60);
-  return minute_of_day >= 12 * 60 && minute_of_day < 14 * 60 ? 100.0 : 30.0;
-}
-
-// Node 0 inference-reserved, nodes 1..4 shared, 8 GPUs each. The service has
-// 2-GPU replicas of 10 rps with no latency target, so it needs
-// floor(rps * 1.2 / 10) + 1 replicas: 4 at 30 rps (the reserved node), 13 at
-// 100 rps (9 more = 18 GPUs = 3 shared nodes). Cold start 5 min, grace 60 s.
-// Each shared node runs a borrowed 8-GPU training job (ids 101..104).
-Snapshot StepScenario() {
-  Snapshot s = ColocationSnapshot(1, 4, 0);
-  Workload svc = InferenceService(kService.value(), 2, 10, 1, 32);
-  svc.pods = 4;
-  svc.inference.cold_start = minutes(5);
-  AddRunning(s, svc, {{N(0), Gpus(0, 2)}, {N(0), Gpus(2, 2)}, {N(0), Gpus(4, 2)},
-                      {N(0), Gpus(6, 2)}},
-             At(hours(0)), At(hours(0)));
-  for (uint32_t node = 1; node <= 4; ++node) {
-    AddRunning(s, TrainingJob(100 + node, 8, 1), {{N(node), Gpus(0, 8)}}, At(hours(0)),
-               At(hours(0)));
-  }
-  return s;
 }
 
 // Runs Prepare and commits its plan to `s` through the state machine, as the

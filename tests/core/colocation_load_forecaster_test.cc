@@ -120,5 +120,48 @@ TEST(LoadForecasterTest, IgnoresOutOfOrderObservations) {
   EXPECT_DOUBLE_EQ(f.RecentMax(kService), 40.0);
 }
 
+// Day 1 at 100 rps, day 2 at 120: every bucket's profile is
+// 0.5 x 120 + 0.5 x 100 = 110 and its error |120 - 100| = 20 (the level stays
+// 1 with beta 0), so over any interval of day 3 the band is 110 - 20 = 90,
+// 110, 110 + 20 = 130.
+TEST(LoadForecasterTest, BandIsTheProfileGiveOrTakeItsLearnedError) {
+  ForecasterOptions options;
+  options.beta = 0;
+  LoadForecaster f(options);
+  for (int m = 0; m < 2 * 24 * 60; ++m) f.Observe(kService, At(minutes(m)), m < 24 * 60 ? 100 : 120);
+  const Time day3 = At(hours(48));
+  const LoadBand band = f.Band(kService, day3 + hours(1), day3 + hours(1) + minutes(10) - Duration(1));
+  EXPECT_DOUBLE_EQ(band.planned, 110.0);
+  EXPECT_DOUBLE_EQ(band.low, 90.0);
+  EXPECT_DOUBLE_EQ(band.high, 130.0);
+  EXPECT_DOUBLE_EQ(band.planned, f.PeakForecast(kService, day3 + hours(1), day3 + hours(1) + minutes(10) - Duration(1)));
+}
+
+// One day seen, none repeated: no error is measured yet, so each bucket
+// counts fallback_margin (0.2) x its mean, 20, as its error: 80, 100, 120.
+TEST(LoadForecasterTest, BandBeforeAnyErrorIsMeasuredUsesTheFallbackMargin) {
+  LoadForecaster f;
+  for (int m = 0; m <= 24 * 60; ++m) f.Observe(kService, At(minutes(m)), 100);
+  ASSERT_TRUE(f.HasDailyProfile(kService));
+  const LoadBand band = f.Band(kService, At(hours(25)), At(hours(26)));
+  EXPECT_DOUBLE_EQ(band.planned, 100.0);
+  EXPECT_DOUBLE_EQ(band.low, 80.0);
+  EXPECT_DOUBLE_EQ(band.high, 120.0);
+}
+
+// Half an hour at 100 rps, no profile: planned is the fallback's 100 x 1.2,
+// the band 100 x (1 - 0.2) = 80 to 100 x (1 + 2 x 0.2) = 140; an unknown
+// service has an empty band.
+TEST(LoadForecasterTest, BandWithoutAProfileIsAFlatGuessAroundTheRecentMax) {
+  LoadForecaster f;
+  for (int m = 0; m < 30; ++m) f.Observe(kService, At(minutes(m)), 100);
+  const LoadBand band = f.Band(kService, At(hours(1)), At(hours(2)));
+  EXPECT_DOUBLE_EQ(band.planned, 120.0);
+  EXPECT_DOUBLE_EQ(band.low, 80.0);
+  EXPECT_DOUBLE_EQ(band.high, 140.0);
+  const LoadBand none = f.Band(WorkloadId(99), At(hours(1)), At(hours(2)));
+  EXPECT_EQ(none.planned + none.low + none.high, 0.0);
+}
+
 }  // namespace
 }  // namespace tidal

@@ -11,7 +11,9 @@
 
 #include <fmt/format.h>
 
+#include "core/colocation/loan_calendar.h"
 #include "protocol/heartbeat.h"
+#include "protocol/loan_calendar.h"
 #include "protocol/node_registration.h"
 #include "protocol/pod_assignment.h"
 #include "protocol/pod_event.h"
@@ -353,6 +355,49 @@ TEST_F(ControlPlaneTest, ServiceLoadIsTheSumOverReadyReplicas) {
 
 // A service that served nothing has no latency: no P95/P99 series (a 0
 // would read as fast). Once replicas report traffic, both are exported.
+// GET /v1/loans: both shared nodes (shr-*) are planned, in half-hour slots
+// from the current one; an idle service needs 1 replica, which the reserved
+// nodes hold, so both stay lent over the whole span. A tenant's user sees
+// the node plans but not another tenant's services.
+TEST_F(ControlPlaneTest, LoanCalendarPlansTheSharedNodesAndScopesServicesToTheTenant) {
+  // Within the nodes' 30 s lease of their registration.
+  clock_.Set(TimeFromMillis(1'764'000'000'000 + 20'000));
+  const uint64_t id = Submit({{"name", "svc"}, {"project", "chat-serving"}, {"kind", "inference"},
+                              {"replicas", 1}, {"min_replicas", 1}, {"max_replicas", 4},
+                              {"replica_capacity_rps", 100}, {"target_p99_ms", 80}},
+                             kAdmin);
+  cp_->RunPass();
+  LoanCalendarOptions options;
+  options.span = hours(2);
+  options.slot = minutes(30);
+  auto admin = cp_->Loans(kAdmin, options);
+  ASSERT_TRUE(admin.ok()) << admin.status().ToString();
+  auto calendar = protocol::LoanCalendarFromJson(*admin);
+  ASSERT_TRUE(calendar.ok()) << calendar.status().ToString();
+  // 1,764,000,000,000 ms is a whole number of half hours: the first slot
+  // starts there, 20 s before now.
+  EXPECT_EQ(ToMillis(calendar->from), 1'764'000'000'000);
+  EXPECT_EQ(calendar->slots, 4);
+  ASSERT_EQ(calendar->nodes.size(), 2u);
+  for (const NodeLoanPlan& n : calendar->nodes) {
+    EXPECT_TRUE(n.name.starts_with("shr-")) << n.name;
+    EXPECT_EQ(n.timeline, "LLLL") << n.name;
+    ASSERT_EQ(n.windows.size(), 1u);
+    EXPECT_FALSE(n.windows[0].return_by.has_value());
+  }
+  ASSERT_EQ(calendar->services.size(), 1u);
+  EXPECT_EQ(calendar->services[0].service, WorkloadId(id));
+  EXPECT_EQ(calendar->services[0].planned_replicas, (std::vector<int>{1, 1, 1, 1}));
+
+  auto alice = cp_->Loans(kAlice, options);
+  ASSERT_TRUE(alice.ok()) << alice.status().ToString();
+  auto seen = protocol::LoanCalendarFromJson(*alice);
+  ASSERT_TRUE(seen.ok()) << seen.status().ToString();
+  EXPECT_EQ(seen->nodes.size(), 2u);
+  EXPECT_TRUE(seen->services.empty()) << alice->dump();
+  EXPECT_FALSE(cp_->Loans(kAgent, options).ok());
+}
+
 TEST_F(ControlPlaneTest, AnIdleServiceExportsNoLatency) {
   const uint64_t id = Submit({{"name", "svc"}, {"project", "chat-serving"}, {"kind", "inference"},
                               {"replicas", 1}, {"min_replicas", 1}, {"max_replicas", 1},

@@ -115,6 +115,7 @@ TEST_F(AuthMatrix, EveryEndpointChecksRoleAndTenant) {
       {"GET", "/v1/nodes", "", users_admin},
       {"POST", "/v1/nodes/{node}/cordon", "", {Who::kAdmin}},
       {"POST", "/v1/nodes/{node}/uncordon", "", {Who::kAdmin}},
+      {"GET", "/v1/loans", "", users_admin},
       {"GET", "/v1/audit", "", users_admin},
       {"GET", "/v1/reports", "", users_admin},
       {"POST", "/v1/agent/register", R"({"name": "n1", "gpus": [{"index": 0}]})", register_allowed},

@@ -86,4 +86,26 @@ void AddRunning(Snapshot& snapshot, Workload workload, const std::vector<PodPlac
   snapshot.workloads.push_back(std::move(workload));
 }
 
+double StepLoad(Time t) {
+  const int64_t minute_of_day = (ToMillis(t) / 60000) % (24 * 60);
+  return minute_of_day >= 12 * 60 && minute_of_day < 14 * 60 ? 100.0 : 30.0;
+}
+
+Snapshot StepScenario(Duration checkpoint_interval) {
+  Snapshot s = ColocationSnapshot(1, 4, 0);
+  Workload svc = InferenceService(kStepService.value(), 2, 10, 1, 32);
+  svc.pods = 4;
+  svc.inference.cold_start = minutes(5);
+  const NodeId reserved(0);
+  AddRunning(s, svc,
+             {{reserved, Gpus(0, 2)}, {reserved, Gpus(2, 2)}, {reserved, Gpus(4, 2)}, {reserved, Gpus(6, 2)}},
+             Time(), Time());
+  for (uint32_t node = 1; node <= 4; ++node) {
+    Workload job = TrainingJob(100 + node, 8, 1);
+    job.training.checkpoint_interval = checkpoint_interval;
+    AddRunning(s, job, {{NodeId(node), Gpus(0, 8)}}, Time(), Time());
+  }
+  return s;
+}
+
 }  // namespace tidal::colocation_testing

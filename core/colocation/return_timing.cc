@@ -1,0 +1,92 @@
+#include "core/colocation/return_timing.h"
+
+#include <algorithm>
+
+#include "core/model/workload_index.h"
+
+namespace tidal {
+namespace {
+
+// One piece of work a return of the node would stop.
+struct Borrower {
+  int gpus = 0;
+  Time last_checkpoint;
+  Duration interval{0};  // 0: never checkpoints again
+};
+
+// The borrowers on each node of `nodes` (ascending), in the same order.
+std::vector<std::vector<Borrower>> BorrowersOn(
+    const Snapshot& snapshot, const std::vector<NodeId>& nodes,
+    const std::map<std::pair<WorkloadId, NodeId>, Time>& noticed) {
+  std::vector<std::vector<Borrower>> out(nodes.size());
+  const engine::WorkloadIndex index(snapshot.workloads);
+  for (const Allocation& a : snapshot.allocations) {
+    if (a.terminating) continue;
+    const int wi = index.Find(a.workload);
+    if (wi < 0) continue;
+    const Workload& w = snapshot.workloads[wi];
+    if (w.kind == WorkloadKind::kInference) continue;
+    for (size_t k = 0; k < nodes.size(); ++k) {
+      const NodeId node = nodes[k];
+      if (noticed.count({a.workload, node}) > 0) continue;
+      int here = 0;
+      for (const PodPlacement& p : a.pods) {
+        if (p.node != node) continue;
+        if (std::find(a.leaving.begin(), a.leaving.end(), p) != a.leaving.end()) continue;
+        ++here;
+      }
+      if (here == 0) continue;
+      const int remaining = static_cast<int>(a.pods.size() - a.leaving.size()) - here;
+      if (w.is_elastic() && remaining >= w.min_pods) continue;  // shrinks off: loses nothing
+      Borrower b;
+      b.gpus = a.gpu_count();  // stopping it stops all of it
+      b.last_checkpoint = a.last_checkpoint;
+      if (w.kind == WorkloadKind::kTraining) b.interval = w.training.checkpoint_interval;
+      out[k].push_back(b);
+    }
+  }
+  return out;
+}
+
+Time LastCheckpointAt(const Borrower& b, Time at) {
+  if (b.interval.count() <= 0 || at <= b.last_checkpoint) return b.last_checkpoint;
+  return b.last_checkpoint + ((at - b.last_checkpoint) / b.interval) * b.interval;
+}
+
+double LostAt(const std::vector<Borrower>& borrowers, Time at) {
+  double lost = 0;
+  for (const Borrower& b : borrowers) {
+    lost += b.gpus * std::max(0.0, ToSeconds(at - LastCheckpointAt(b, at)));
+  }
+  return lost;
+}
+
+}  // namespace
+
+std::vector<NodeId> ReturnsToDefer(const Snapshot& snapshot, const std::vector<NodeId>& early,
+                                   Duration window, Duration tick,
+                                   const std::map<std::pair<WorkloadId, NodeId>, Time>& noticed) {
+  std::vector<NodeId> defer;
+  if (early.empty() || window <= Duration(0)) return defer;
+  const Time now = snapshot.now;
+  const std::vector<std::vector<Borrower>> borrowers = BorrowersOn(snapshot, early, noticed);
+  for (size_t k = 0; k < early.size(); ++k) {
+    const double lost_now = LostAt(borrowers[k], now);
+    if (lost_now <= 0) continue;
+    bool later_is_cheaper = false;
+    for (const Borrower& b : borrowers[k]) {
+      if (b.interval.count() <= 0) continue;
+      const Time next = LastCheckpointAt(b, now) + b.interval;
+      const Time candidate = next + tick;
+      if (candidate > now + window) continue;
+      if (LostAt(borrowers[k], candidate) < lost_now) {
+        later_is_cheaper = true;
+        break;
+      }
+    }
+    if (later_is_cheaper) defer.push_back(early[k]);
+  }
+  return defer;
+}
+
+}  // namespace tidal
