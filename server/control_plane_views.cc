@@ -294,22 +294,25 @@ StatusOr<json> ControlPlane::Nodes(const Principal& who) const {
 
 StatusOr<json> ControlPlane::Loans(const Principal& who, const LoanCalendarOptions& options) const {
   TIDAL_RETURN_IF_ERROR(RequireRole(who, {Role::kUser, Role::kAdmin}));
-  // The controller is the pass's (pass_mu_, taken first as RunPass does);
-  // the snapshot is copied under mu_ so the API is not held for the packing.
-  std::lock_guard pass_lock(pass_mu_);
+  // The controller and the snapshot are copied (pass_mu_ first, as RunPass
+  // takes them) and the packing runs on the copies with no lock held: a
+  // week of 5-minute slots must not hold up the scheduling pass or the API.
+  std::optional<ColocationController> controller;
   Snapshot snapshot;
   Time now;
   {
+    std::lock_guard pass_lock(pass_mu_);
     std::lock_guard lock(mu_);
     if (!ready_) return Unavailable("the server is recovering its state");
     now = clock_.Now();
+    controller.emplace(colocation_);
     snapshot = machine_->state().snapshot();
   }
   // Slots start on whole multiples of the slot length, so calendars asked
   // for a minute apart line up.
   const int64_t slot_ms = options.slot.count();
   const Time from = TimeFromMillis(ToMillis(now) / slot_ms * slot_ms);
-  LoanCalendar calendar = PlanLoanCalendar(colocation_, snapshot, from, options);
+  LoanCalendar calendar = PlanLoanCalendar(*controller, snapshot, from, options);
   if (who.role == Role::kUser) {
     std::erase_if(calendar.services, [&](const ServiceLoadPlan& s) {
       const auto it = std::find_if(snapshot.workloads.begin(), snapshot.workloads.end(),

@@ -571,6 +571,8 @@ std::string CalendarSection(const SimResult& result) {
   for (size_t d = 0; d < result.calendars.size(); ++d) {
     const LoanCalendar& c = result.calendars[d];
     const double from_s = ToSeconds(c.from);
+    // A calendar planned as the run ended has nothing to be set against.
+    if (series.t_s.empty() || from_s >= series.t_s.back()) continue;
     std::string low = "<tr><th>lent, low load</th>", planned = "<tr><th>lent, planned</th>",
                 high = "<tr><th>lent, high load</th>", actual = "<tr><th>lent, actual</th>";
     int inside = 0, measured = 0;
