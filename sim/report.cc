@@ -628,48 +628,83 @@ std::string RenderReport(const SimResult& result, const std::string& title, cons
   return html + "</body></html>\n";
 }
 
-const std::vector<std::pair<std::string, std::string>>& ComparedMetrics() {
-  static const std::vector<std::pair<std::string, std::string>> kMetrics = {
-      {"", "colocation"},
-      {"inference", "slo_attainment"},
-      {"inference", "scale_up_success_rate"},
-      {"inference", "latency_p99_ms"},
-      {"inference", "scale_ups"},
-      {"inference", "time_to_capacity_p99_s"},
-      {"training", "jobs"},
-      {"training", "completed"},
-      {"training", "queue_wait_mean_s"},
-      {"training", "queue_wait_p95_s"},
-      {"training", "jct_mean_s"},
-      {"training", "gang_partial_starts"},
-      {"training", "preemptions"},
-      {"training", "lost_gpu_hours"},
-      {"training", "recovery_time_p95_s"},
-      {"batch_inference", "deadline_met_rate"},
-      {"debug", "queue_wait_p95_s"},
-      {"cluster", "gpu_allocation_ratio"},
-      {"cluster", "borrowed_gpu_hours"},
-      {"cluster", "reclaims"},
-      {"cluster", "reclaim_latency_p95_s"},
-      {"scheduler", "cycles"},
-      {"scheduler", "cycle_p99_ms"},
+const std::vector<ComparedMetric>& ComparedMetrics() {
+  using enum Better;
+  static const std::vector<ComparedMetric> kMetrics = {
+      {"", "colocation", kNeither},
+      {"inference", "slo_attainment", kHigher},
+      {"inference", "scale_up_success_rate", kHigher},
+      {"inference", "latency_p99_ms", kLower},
+      {"inference", "scale_ups", kNeither},
+      {"inference", "time_to_capacity_p99_s", kLower},
+      {"training", "jobs", kNeither},
+      {"training", "completed", kHigher},
+      {"training", "queue_wait_mean_s", kLower},
+      {"training", "queue_wait_p95_s", kLower},
+      {"training", "jct_mean_s", kLower},
+      {"training", "gang_partial_starts", kLower},
+      {"training", "preemptions", kLower},
+      {"training", "lost_gpu_hours", kLower},
+      {"training", "recovery_time_p95_s", kLower},
+      {"batch_inference", "deadline_met_rate", kHigher},
+      {"debug", "queue_wait_p95_s", kLower},
+      {"cluster", "gpu_allocation_ratio", kHigher},
+      // Borrowing is what co-location is for, and each reclaim is its cost:
+      // more of either is neither better nor worse by itself.
+      {"cluster", "borrowed_gpu_hours", kNeither},
+      {"cluster", "reclaims", kNeither},
+      {"cluster", "reclaim_latency_p95_s", kLower},
+      {"scheduler", "cycles", kNeither},
+      {"scheduler", "cycle_p99_ms", kLower},
   };
   return kMetrics;
 }
 
-namespace {
-nlohmann::json Lookup(const nlohmann::json& summary, const std::string& section,
-                      const std::string& key) {
-  const nlohmann::json* node = &summary;
-  if (!section.empty()) {
-    if (!node->contains(section)) return nullptr;
-    node = &(*node)[section];
+std::vector<bool> BestRuns(Better better, const std::vector<double>& values) {
+  std::vector<bool> best(values.size(), false);
+  if (better == Better::kNeither) return best;
+  std::vector<double> numbers;
+  for (double v : values) {
+    if (std::isfinite(v)) numbers.push_back(v);
   }
-  if (!node->contains(key)) return nullptr;
-  return (*node)[key];
+  if (numbers.size() < 2) return best;
+  const auto [lo, hi] = std::minmax_element(numbers.begin(), numbers.end());
+  if (*lo == *hi) return best;
+  const double target = better == Better::kHigher ? *hi : *lo;
+  for (size_t i = 0; i < values.size(); ++i) best[i] = values[i] == target;
+  return best;
 }
-std::string MetricName(const std::pair<std::string, std::string>& m) {
-  return m.first.empty() ? m.second : m.first + "." + m.second;
+
+namespace {
+nlohmann::json Lookup(const nlohmann::json& summary, const ComparedMetric& m) {
+  const nlohmann::json* node = &summary;
+  if (!m.section.empty()) {
+    if (!node->contains(m.section)) return nullptr;
+    node = &(*node)[m.section];
+  }
+  if (!node->contains(m.key)) return nullptr;
+  return (*node)[m.key];
+}
+std::string MetricName(const ComparedMetric& m) { return m.section.empty() ? m.key : m.section + "." + m.key; }
+const char* BetterText(Better b) {
+  switch (b) {
+    case Better::kHigher:
+      return "higher";
+    case Better::kLower:
+      return "lower";
+    case Better::kNeither:
+      break;
+  }
+  return "-";
+}
+// One metric's values across the runs, NaN where a run has no number.
+std::vector<double> NumericValues(const std::vector<ComparedRun>& runs, const ComparedMetric& m) {
+  std::vector<double> values;
+  for (const ComparedRun& r : runs) {
+    const nlohmann::json v = Lookup(r.summary, m);
+    values.push_back(v.is_number() ? v.get<double>() : std::nan(""));
+  }
+  return values;
 }
 }  // namespace
 
@@ -689,48 +724,54 @@ std::string RenderComparisonText(const std::vector<ComparedRun>& runs) {
   const auto& metrics = ComparedMetrics();
   std::vector<std::vector<std::string>> cells(metrics.size(), std::vector<std::string>(runs.size()));
   size_t name_w = std::string_view("metric").size();
+  const size_t better_w = std::string_view("better").size();
   std::vector<size_t> col_w(runs.size());
   for (size_t i = 0; i < runs.size(); ++i) col_w[i] = runs[i].label.size();
   for (size_t m = 0; m < metrics.size(); ++m) {
     name_w = std::max(name_w, MetricName(metrics[m]).size());
+    const std::vector<bool> best = BestRuns(metrics[m].better, NumericValues(runs, metrics[m]));
     for (size_t i = 0; i < runs.size(); ++i) {
-      cells[m][i] = JsonValueText(Lookup(runs[i].summary, metrics[m].first, metrics[m].second));
+      cells[m][i] = JsonValueText(Lookup(runs[i].summary, metrics[m])) + (best[i] ? "*" : "");
       col_w[i] = std::max(col_w[i], cells[m][i].size());
     }
   }
-  auto row = [&](const std::string& name, const std::vector<std::string>& values) {
-    std::string line = fmt::format("{:<{}}", name, name_w);
+  auto row = [&](const std::string& name, const std::string& better, const std::vector<std::string>& values) {
+    std::string line = fmt::format("{:<{}}  {:<{}}", name, name_w, better, better_w);
     for (size_t i = 0; i < values.size(); ++i) line += fmt::format("  {:>{}}", values[i], col_w[i]);
     return line + "\n";
   };
   std::vector<std::string> labels;
   for (const ComparedRun& r : runs) labels.push_back(r.label);
-  std::string out = row("metric", labels);
-  for (size_t m = 0; m < metrics.size(); ++m) out += row(MetricName(metrics[m]), cells[m]);
-  return out;
+  std::string out = row("metric", "better", labels);
+  for (size_t m = 0; m < metrics.size(); ++m) {
+    out += row(MetricName(metrics[m]), BetterText(metrics[m].better), cells[m]);
+  }
+  return out + "* the best value where one way is better\n";
 }
 
 nlohmann::json ComparisonData(const std::vector<ComparedRun>& runs) {
   nlohmann::json labels = nlohmann::json::array();
   for (const ComparedRun& r : runs) labels.push_back(r.label);
   nlohmann::json metrics = nlohmann::json::array();
-  for (const auto& m : ComparedMetrics()) {
+  for (const ComparedMetric& m : ComparedMetrics()) {
     nlohmann::json values = nlohmann::json::array();
     bool any = false;
-    for (const ComparedRun& r : runs) {
-      const nlohmann::json v = Lookup(r.summary, m.first, m.second);
-      any = any || v.is_number();
-      values.push_back(v.is_number() ? v : nlohmann::json(nullptr));
+    for (double v : NumericValues(runs, m)) {
+      any = any || std::isfinite(v);
+      values.push_back(std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr));
     }
-    if (any) metrics.push_back({{"name", MetricName(m)}, {"values", std::move(values)}});
+    if (!any) continue;
+    metrics.push_back({{"name", MetricName(m)},
+                       {"better", m.better == Better::kNeither ? nlohmann::json(nullptr) : BetterText(m.better)},
+                       {"values", std::move(values)}});
   }
   return {{"kind", "compare"}, {"runs", std::move(labels)}, {"metrics", std::move(metrics)}};
 }
 
 namespace {
 // One metric across runs as horizontal SVG bars on CompareRange's axis.
-std::string CompareBars(const std::string& name, const std::vector<std::string>& labels,
-                        const std::vector<double>& values) {
+std::string CompareBars(const std::string& name, const nlohmann::json& better,
+                        const std::vector<std::string>& labels, const std::vector<double>& values) {
   constexpr int kBarH = 18;
   constexpr int kLabelW = 160;
   constexpr int kW = 620;
@@ -768,6 +809,7 @@ std::string CompareBars(const std::string& name, const std::vector<std::string>&
                        FormatNumber(v));
   }
   html += svg + "</svg><div class=\"legend\">";
+  if (better.is_string()) html += "<span>" + better.get<std::string>() + " is better</span>";
   html += axis.min == 0 ? "<span>axis from 0</span>"
                         : fmt::format("<span class=\"warn\">axis from {}, not 0: bars show the differences</span>",
                                       FormatValue(axis.min));
@@ -778,18 +820,20 @@ std::string CompareBars(const std::string& name, const std::vector<std::string>&
 std::string RenderComparisonHtml(const std::vector<ComparedRun>& runs, const std::string& bundle_js) {
   const bool bundled = !bundle_js.empty();
   std::string html = PageHead("Tidal simulation comparison", bundled) +
-                     "<h1>Simulation comparison</h1><table><tr><th>metric</th>";
+                     "<h1>Simulation comparison</h1><table><tr><th>metric</th><th>better</th>";
   for (const ComparedRun& r : runs) html += "<th>" + Escape(r.label) + "</th>";
   html += "</tr>";
-  for (const auto& m : ComparedMetrics()) {
-    html += "<tr><td>" + Escape(MetricName(m)) + "</td>";
-    for (const ComparedRun& r : runs) {
-      const nlohmann::json v = Lookup(r.summary, m.first, m.second);
-      html += "<td>" + Escape(v.is_null() ? "-" : JsonValueText(v)) + "</td>";
+  for (const ComparedMetric& m : ComparedMetrics()) {
+    html += "<tr><td>" + Escape(MetricName(m)) + "</td><td>" + BetterText(m.better) + "</td>";
+    const std::vector<bool> best = BestRuns(m.better, NumericValues(runs, m));
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const nlohmann::json v = Lookup(runs[i].summary, m);
+      const std::string text = Escape(v.is_null() ? "-" : JsonValueText(v));
+      html += best[i] ? "<td class=\"best\"><strong>" + text + "</strong></td>" : "<td>" + text + "</td>";
     }
     html += "</tr>";
   }
-  html += "</table>";
+  html += "</table><p class=\"muted\">Bold: the best run where one way is better.</p>";
   const nlohmann::json data = ComparisonData(runs);
   if (bundled) {
     html += "<div id=\"charts\"><p class=\"muted\">The charts need JavaScript.</p></div></main>";
@@ -803,7 +847,7 @@ std::string RenderComparisonHtml(const std::vector<ComparedRun>& runs, const std
   for (const nlohmann::json& m : data["metrics"]) {
     std::vector<double> values;
     for (const nlohmann::json& v : m["values"]) values.push_back(v.is_number() ? v.get<double>() : std::nan(""));
-    html += CompareBars(m["name"].get<std::string>(), labels, values);
+    html += CompareBars(m["name"].get<std::string>(), m["better"], labels, values);
   }
   return html + "</div></main></body></html>\n";
 }

@@ -39,12 +39,30 @@ struct ComparedRun {
   nlohmann::json summary;
 };
 
-// The metrics compared side by side, as (section, key) pairs of summary.json.
-const std::vector<std::pair<std::string, std::string>>& ComparedMetrics();
+// Which way a compared metric is better. A count that is neither good nor
+// bad in itself (jobs, scale-ups, GPU-hours borrowed) is kNeither: the
+// comparison marks no winner there.
+enum class Better { kHigher, kLower, kNeither };
+
+// One metric compared side by side: a (section, key) pair of summary.json
+// (section "" for a top-level key) and which way it is better.
+struct ComparedMetric {
+  std::string section;
+  std::string key;
+  Better better = Better::kNeither;
+};
+const std::vector<ComparedMetric>& ComparedMetrics();
+
+// The runs holding a metric's best value ("higher" or "lower" per
+// `better`); none for kNeither, when fewer than two runs have a number, or
+// when every run has the same one (no run is better).
+std::vector<bool> BestRuns(Better better, const std::vector<double>& values);
 
 // A plain-text table, one row per metric, one column per run.
-// Aligned columns: metric names left, values right-aligned under their run's
-// label, every number through FormatNumber and "-" where a run has none.
+// Aligned columns: metric names left, then which way is better ("higher",
+// "lower" or "-"), then values right-aligned under their run's label, every
+// number through FormatNumber, the best run's marked "*", and "-" where a
+// run has none.
 std::string RenderComparisonText(const std::vector<ComparedRun>& runs);
 
 // The one number format of the console and the summary tables: whole numbers
@@ -56,7 +74,8 @@ std::string FormatNumber(double v);
 std::string RenderComparisonHtml(const std::vector<ComparedRun>& runs,
                                  const std::string& bundle_js = "");
 // What report.js draws for a comparison (kind "compare"): the run labels
-// and, per numeric metric, one value per run (null where a run lacks it).
+// and, per numeric metric, one value per run (null where a run lacks it)
+// and `better`: "higher", "lower" or null.
 nlohmann::json ComparisonData(const std::vector<ComparedRun>& runs);
 
 // JSON text that is safe inside <script>: every "</" is written "<\/" (the

@@ -146,6 +146,37 @@ TEST(ComparePageTest, FallbackAxisDoesNotStartAtZeroForCloseValues) {
   EXPECT_NE(html.find("axis from 0.99, not 0"), std::string::npos) << html;
 }
 
+TEST(ComparePageTest, SaysWhichWayIsBetterAndMarksTheBestRun) {
+  // Lost GPU-hours: lower is better, so predictive's 11.2 is the best of
+  // 28.2 and 11.2; SLO attainment: higher is better, 0.9997 > 0.9934.
+  std::vector<ComparedRun> runs = {
+      {"reactive", {{"inference", {{"slo_attainment", 0.9934}}}, {"training", {{"lost_gpu_hours", 28.2}}}}},
+      {"predictive", {{"inference", {{"slo_attainment", 0.9997}}}, {"training", {{"lost_gpu_hours", 11.2}}}}}};
+  const std::string html = RenderComparisonHtml(runs);
+  EXPECT_NE(html.find("<td>training.lost_gpu_hours</td><td>lower</td><td>28.2</td>"
+                      "<td class=\"best\"><strong>11.2</strong></td>"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<td>inference.slo_attainment</td><td>higher</td><td>0.9934</td>"
+                      "<td class=\"best\"><strong>0.9997</strong></td>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<span>lower is better</span>"), std::string::npos);
+  const nlohmann::json d = ComparisonData(runs);
+  ASSERT_EQ(d["metrics"].size(), 2u);
+  EXPECT_EQ(d["metrics"][0]["better"], "higher");
+  EXPECT_EQ(d["metrics"][1]["better"], "lower");
+}
+
+TEST(ComparePageTest, BestRunsNeedTwoDifferentNumbersAndADirection) {
+  const double nan = std::nan("");
+  EXPECT_EQ(BestRuns(Better::kLower, {3, 1, 1}), (std::vector<bool>{false, true, true}));
+  EXPECT_EQ(BestRuns(Better::kHigher, {3, 1, nan}), (std::vector<bool>{true, false, false}));
+  // Nothing to beat: one number, equal numbers, or no direction.
+  EXPECT_EQ(BestRuns(Better::kHigher, {3, nan}), (std::vector<bool>{false, false}));
+  EXPECT_EQ(BestRuns(Better::kLower, {2, 2}), (std::vector<bool>{false, false}));
+  EXPECT_EQ(BestRuns(Better::kNeither, {3, 1}), (std::vector<bool>{false, false}));
+}
+
 // ---------- the arithmetic ----------
 
 TEST(ChartMathTest, NiceTicks) {
@@ -303,10 +334,13 @@ TEST(CompareTextTest, OneNumberFormatAndAlignedColumnsMatchTheGolden) {
   EXPECT_EQ(text, testing::ReadWholeFile(golden))
       << "to accept a deliberate change, write this to " << golden << ":\n" << text;
   EXPECT_EQ(text.find("e+"), std::string::npos);
-  // Every row as wide as the header: the columns line up.
-  size_t start = 0, width = text.find('\n');
-  for (size_t end = text.find('\n'); end != std::string::npos; end = text.find('\n', start)) {
-    EXPECT_EQ(end - start, width) << text.substr(start, end - start);
+  // Every row as wide as the header: the columns line up. The last line is
+  // the footnote on the best-value mark.
+  const std::string table = text.substr(0, text.rfind('\n', text.size() - 2) + 1);
+  EXPECT_EQ(text.substr(table.size()), "* the best value where one way is better\n");
+  size_t start = 0, width = table.find('\n');
+  for (size_t end = table.find('\n'); end != std::string::npos; end = table.find('\n', start)) {
+    EXPECT_EQ(end - start, width) << table.substr(start, end - start);
     start = end + 1;
   }
 }

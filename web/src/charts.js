@@ -217,8 +217,8 @@ export function timeChart(el, {
 // One metric across runs, a bar per run. The value axis is compareRange's:
 // it starts where the values are, not at zero (said under the axis), so a
 // 0.9934 and a 0.9997 do not look the same. Each bar has its value written
-// on it.
-export function barChart(el, { title, labels, values, unit = '', height = 170 }) {
+// on it. `better` ("higher", "lower" or null) is said in the legend.
+export function barChart(el, { title, labels, values, better = null, unit = '', height = 170 }) {
   const { body, legend } = frame(el, title, unit);
   const fg = cssVar('--muted');
   const grid = cssVar('--line');
@@ -229,6 +229,11 @@ export function barChart(el, { title, labels, values, unit = '', height = 170 })
   const note = document.createElement('span');
   note.className = range.fromZero ? '' : 'axis-note';
   note.textContent = range.fromZero ? 'axis from 0' : `axis from ${fmtNum(range.min)}, not 0: bars show the differences`;
+  if (better) {
+    const dir = document.createElement('span');
+    dir.textContent = `${better} is better`;
+    legend.append(dir);
+  }
   legend.append(note);
   let plot = null;
   const width = fitWidth(body, () => plot, height);

@@ -119,7 +119,9 @@ function drawCompare(root, d) {
   const grid = section(root, 'Per metric', 'Each axis spans the runs\' values (it does not start at 0 unless a value is near it).');
   d.metrics.forEach((m, i) => {
     if (!m.values.some((v) => Number.isFinite(v))) return;
-    barChart(chartBox(grid, `c-m-${i}`), { title: m.name, labels: d.runs, values: m.values.map((v) => (v == null ? NaN : v)) });
+    barChart(chartBox(grid, `c-m-${i}`), {
+      title: m.name, labels: d.runs, better: m.better, values: m.values.map((v) => (v == null ? NaN : v)),
+    });
   });
 }
 

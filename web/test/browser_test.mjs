@@ -156,6 +156,11 @@ async function checkSimPages(browser) {
   const slo = cc.find((c) => c.title === 'inference.slo_attainment');
   check(slo && tickValue(slo.y[0]) > 0 && /not 0/.test(slo.legend),
     `compare.html's SLO attainment axis does not start at 0 (${slo ? slo.y.join(', ') + '; ' + slo.legend : 'no chart'})`);
+  check(slo && /higher is better/.test(slo.legend), `compare.html says which way SLO attainment is better (${slo ? slo.legend : 'no chart'})`);
+  const lost = cc.find((c) => c.title === 'training.lost_gpu_hours');
+  check(lost && /lower is better/.test(lost.legend), `compare.html says which way lost GPU-hours are better (${lost ? lost.legend : 'no chart'})`);
+  const bold = await page.evaluate(() => document.querySelectorAll('table td.best strong').length);
+  check(bold > 0, `compare.html's table marks the best run (${bold} cells)`);
   await page.screenshot({ path: join(outDir, 'sim-compare.png'), fullPage: true });
 
   // Dark mode follows the OS, as the dashboard does.
