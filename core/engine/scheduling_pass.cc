@@ -69,8 +69,6 @@ SchedulingPass::SchedulingPass(const PolicyConfig& policy, const Snapshot& snaps
     : policy_(policy),
       snapshot_(snapshot),
       now_(snapshot.now),
-      index_(snapshot.workloads),
-      workload_of_(WorkloadsOfAllocations(snapshot, index_)),
       state_(snapshot, std::move(classes), &alloc_gpus_),
       eligibility_(snapshot, state_, &policy.templates),
       quota_(snapshot, quota::QuotaTracker::QueuesOnly{}) {
@@ -82,8 +80,6 @@ SchedulingPass::SchedulingPass(const PolicyConfig& policy, const Snapshot& snaps
     : policy_(policy),
       snapshot_(snapshot),
       now_(snapshot.now),
-      index_(snapshot.workloads),
-      workload_of_(WorkloadsOfAllocations(snapshot, index_)),
       alloc_gpus_(snapshot.allocation_gpus),
       state_(start),
       start_state_(&start),
@@ -96,40 +92,91 @@ SchedulingPass::SchedulingPass(const PolicyConfig& policy, const Snapshot& snaps
 
 void SchedulingPass::Init() {
   const Snapshot& snapshot = snapshot_;
-  const PolicyConfig& policy = policy_;
   const std::vector<Workload>& ws = snapshot.workloads;
-  alloc_of_.assign(ws.size(), -1);
-  alloc_state_.resize(snapshot.allocations.size(), AllocState::kLive);
-  alloc_end_override_.assign(snapshot.allocations.size(), kInfiniteFuture);
-  for (uint32_t i = 0; i < snapshot.allocations.size(); ++i) {
-    const Allocation& a = snapshot.allocations[i];
-    if (a.terminating) alloc_state_[i] = AllocState::kTerminating;
-    if (workload_of_[i] >= 0) alloc_of_[workload_of_[i]] = static_cast<int>(i);
+  const size_t n_allocs = snapshot.allocations.size();
+  alloc_state_.assign(n_allocs, AllocState::kLive);
+  alloc_end_override_.assign(n_allocs, kInfiniteFuture);
+  leaving_claimed_.assign(n_allocs, 0);
+  reserved_queue_.assign(snapshot.queues.size(), 0);
+  // Each workload's digest, both directions between workloads and
+  // allocations, and the allocations with pods leaving: from the snapshot's
+  // digests when it has them (the State's do), so that no Workload or
+  // Allocation is read here; else from the records and an index of ids.
+  std::vector<WorkloadDigest> computed;
+  std::vector<uint32_t> leaving;  // allocations, ascending
+  const bool given = snapshot.workload_digests.size() == ws.size();
+  if (given) {
+    alloc_of_.resize(ws.size());
+    workload_of_.assign(n_allocs, -1);
+    for (uint32_t wi = 0; wi < ws.size(); ++wi) {
+      const WorkloadDigest& d = snapshot.workload_digests[wi];
+      alloc_of_[wi] = d.allocation;
+      if (d.allocation < 0) continue;
+      TIDAL_CHECK(static_cast<size_t>(d.allocation) < n_allocs) << "a workload digest names allocation " << d.allocation;
+      workload_of_[d.allocation] = static_cast<int>(wi);
+      if (d.state == WorkloadState::kTerminating) alloc_state_[d.allocation] = AllocState::kTerminating;
+      if (d.leaving) leaving.push_back(static_cast<uint32_t>(d.allocation));
+    }
+    std::sort(leaving.begin(), leaving.end());
+  } else {
+    workload_of_ = WorkloadsOfAllocations(snapshot, WorkloadIndex(ws));
+    alloc_of_.assign(ws.size(), -1);
+    for (uint32_t i = 0; i < n_allocs; ++i) {
+      const Allocation& a = snapshot.allocations[i];
+      if (a.terminating) alloc_state_[i] = AllocState::kTerminating;
+      if (!a.leaving.empty()) leaving.push_back(i);
+      if (workload_of_[i] >= 0) alloc_of_[workload_of_[i]] = static_cast<int>(i);
+    }
+    computed.reserve(ws.size());
+    for (uint32_t wi = 0; wi < ws.size(); ++wi) {
+      const int ai = alloc_of_[wi];
+      computed.push_back(WorkloadDigest::Of(ws[wi], ai, ai < 0 ? nullptr : &snapshot.allocations[ai]));
+    }
   }
-  // One scan of the workloads sorts out what each phase looks at, so no
-  // phase walks every workload again.
-  for (uint32_t wi = 0; wi < ws.size(); ++wi) {
-    const Workload& w = ws[wi];
+#if !defined(NDEBUG) || defined(TIDAL_EXPENSIVE_CHECKS)
+  if (given) {
+    TIDAL_CHECK(workload_of_ == WorkloadsOfAllocations(snapshot, WorkloadIndex(ws)))
+        << "the workload digests name other allocations than the workloads' ids do";
+    for (uint32_t wi = 0; wi < ws.size(); ++wi) {
+      const int ai = alloc_of_[wi];
+      const Allocation* a = ai < 0 ? nullptr : &snapshot.allocations[ai];
+      TIDAL_CHECK(snapshot.workload_digests[wi] == WorkloadDigest::Of(ws[wi], ai, a) &&
+                  (a == nullptr || a->terminating == (ws[wi].state == WorkloadState::kTerminating)))
+          << "the digest of workload " << ws[wi].id.value() << " is out of date";
+    }
+  }
+#endif
+  const std::vector<WorkloadDigest>& digests = given ? snapshot.workload_digests : computed;
+  // One scan of the digests sorts out what each phase looks at, so no phase
+  // walks every workload again; GPUs held are summed per queue first and
+  // then added up the queue tree once per queue.
+  std::vector<int> live_gpus(snapshot.queues.size(), 0);
+  std::vector<int> terminating_gpus(snapshot.queues.size(), 0);
+  for (uint32_t wi = 0; wi < digests.size(); ++wi) {
+    const WorkloadDigest& d = digests[wi];
     const int ai = alloc_of_[wi];
-    if (ai >= 0) quota_.AddAllocation(w.queue, alloc_gpus_[ai], alloc_state_[ai] == AllocState::kTerminating);
+    if (ai >= 0 && quota_.tracked(d.queue)) {
+      (alloc_state_[ai] == AllocState::kTerminating ? terminating_gpus : live_gpus)[d.queue.value()] += alloc_gpus_[ai];
+    }
     if (ai < 0) {
-      if (w.state == WorkloadState::kPending || w.state == WorkloadState::kAwaitingApproval) {
+      if (d.state == WorkloadState::kPending || d.state == WorkloadState::kAwaitingApproval) {
         unplaced_.push_back(wi);
       }
-    } else if (w.kind == WorkloadKind::kInference) {
+    } else if (d.kind == WorkloadKind::kInference) {
       placed_services_.push_back(wi);
-    } else if (w.kind == WorkloadKind::kTraining && w.is_elastic()) {
+    } else if (d.kind == WorkloadKind::kTraining && d.elastic) {
       placed_elastic_.push_back(wi);
-    } else if (w.kind == WorkloadKind::kDebug) {
+    } else if (d.kind == WorkloadKind::kDebug) {
       debug_allocs_.push_back(static_cast<uint32_t>(ai));
     }
   }
+  for (uint32_t q = 0; q < live_gpus.size(); ++q) {
+    if (live_gpus[q] != 0) quota_.AddAllocation(QueueId(q), live_gpus[q], /*terminating=*/false);
+    if (terminating_gpus[q] != 0) quota_.AddAllocation(QueueId(q), terminating_gpus[q], /*terminating=*/true);
+  }
   std::sort(debug_allocs_.begin(), debug_allocs_.end());
-  reserved_queue_.assign(snapshot.queues.size(), 0);
-  leaving_claimed_.assign(snapshot.allocations.size(), 0);
-  for (uint32_t i = 0; i < snapshot.allocations.size(); ++i) {
+  for (uint32_t i : leaving) {
     const Allocation& a = snapshot.allocations[i];
-    if (a.leaving.empty()) continue;
     std::vector<uint8_t>& removed = removed_pods_[i];
     removed.assign(a.pods.size(), 0);
     for (const PodPlacement& gone : a.leaving) {
@@ -141,8 +188,8 @@ void SchedulingPass::Init() {
       }
     }
     // Their exit time is not in the snapshot: assume a full grace period.
-    const QueueId q = workload_of_[i] < 0 ? QueueId() : snapshot.workloads[workload_of_[i]].queue;
-    placed_releases_.push_back({now_ + policy.preemption.default_grace, {q, a.leaving}});
+    const QueueId q = workload_of_[i] < 0 ? QueueId() : ws[workload_of_[i]].queue;
+    placed_releases_.push_back({now_ + policy_.preemption.default_grace, {q, a.leaving}});
   }
 }
 

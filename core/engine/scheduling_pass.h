@@ -150,7 +150,6 @@ class SchedulingPass {
   const Time now_;
   Decisions out_;
 
-  WorkloadIndex index_;
   std::vector<int> workload_of_;     // per allocation: its workload or -1
   std::vector<int> alloc_gpus_;      // per allocation, filled by state_
   ClusterState state_;

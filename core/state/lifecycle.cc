@@ -37,8 +37,7 @@ StatusOr<State> RestartedState(Snapshot kept, const std::vector<bool>& registere
   // borrowed work on shared nodes, and lends them anew at the first pass.
   kept.lent_nodes.clear();
   // Derived bookkeeping is recounted by FromSnapshot.
-  kept.free_gpus.clear();
-  kept.allocation_gpus.clear();
+  kept.ClearDerived();
   TIDAL_ASSIGN_OR_RETURN(State restarted, State::FromSnapshot(kept));
   if (open_scale_ups.empty()) return restarted;
   State::Extras extras = restarted.extras();

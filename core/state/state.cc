@@ -94,6 +94,7 @@ StatusOr<State> State::FromSnapshot(const Snapshot& snapshot) {
     }
     TIDAL_RETURN_IF_ERROR(s.ApplyEdit(SubmitEdit{std::move(pending)}));
     s.snap_.workloads.back().state = held;
+    s.SyncDigest(static_cast<int>(s.snap_.workloads.size()) - 1);
   }
   for (const Allocation& a : snapshot.allocations) {
     const Slot* slot = s.SlotOf(a.workload);
@@ -114,6 +115,7 @@ StatusOr<State> State::FromSnapshot(const Snapshot& snapshot) {
     }
     s.meta_.push_back(meta);
     s.MutableSlot(a.workload).allocation = alloc;
+    s.SyncDigest(slot->workload);
     const Workload& w = s.snap_.workloads[slot->workload];
     for (const PodPlacement& p : a.pods) s.Bind(w, alloc, p);
   }
@@ -370,12 +372,22 @@ void State::FreeAllocation(const Workload& w, int alloc) {
     snap_.allocations[alloc] = std::move(snap_.allocations[last]);
     snap_.allocation_gpus[alloc] = snap_.allocation_gpus[last];
     meta_[alloc] = std::move(meta_[last]);
-    MutableSlot(snap_.allocations[alloc].workload).allocation = alloc;
+    Slot& moved = MutableSlot(snap_.allocations[alloc].workload);
+    moved.allocation = alloc;
+    SyncDigest(moved.workload);
   }
   snap_.allocations.pop_back();
   snap_.allocation_gpus.pop_back();
   meta_.pop_back();
-  MutableSlot(w.id).allocation = -1;
+  Slot& freed = MutableSlot(w.id);
+  freed.allocation = -1;
+  SyncDigest(freed.workload);
+}
+
+void State::SyncDigest(int i) {
+  const Workload& w = snap_.workloads[i];
+  const int alloc = SlotOf(w.id)->allocation;
+  snap_.workload_digests[i] = WorkloadDigest::Of(w, alloc, alloc < 0 ? nullptr : &snap_.allocations[alloc]);
 }
 
 // ---------------------------------------------------------------------------
@@ -401,6 +413,7 @@ Status State::ApplyEdit(const SubmitEdit& e) {
   }
   MutableSlot(w.id).workload = static_cast<int32_t>(snap_.workloads.size());
   snap_.workloads.push_back(w);
+  snap_.workload_digests.push_back(WorkloadDigest::Of(w, -1, nullptr));
   return Status::Ok();
 }
 
@@ -413,6 +426,7 @@ Status State::ApplyEdit(const ApproveEdit& e) {
   w.state = WorkloadState::kPending;
   w.priority.awaiting_approval = false;
   w.top_tier_approved = true;
+  SyncDigest(i);
   return Status::Ok();
 }
 
@@ -425,6 +439,7 @@ Status State::ApplyEdit(const SetPriorityEdit& e) {
   } else if (w.state == WorkloadState::kAwaitingApproval && !w.priority.awaiting_approval) {
     w.state = WorkloadState::kPending;
   }
+  SyncDigest(i);
   return Status::Ok();
 }
 
@@ -441,6 +456,7 @@ Status State::ApplyEdit(const SetTargetEdit& e) {
   w.pods = e.pods;
   w.min_pods = min_pods;
   w.max_pods = max_pods;
+  SyncDigest(i);
   // A running service asked for more replicas: a scale-up, timed until they
   // are ready (PendingScaleUp: each rise its own). Placing a service that
   // holds nothing is its deployment, not a scale-up.
@@ -489,6 +505,7 @@ Status State::ApplyEdit(const PlaceEdit& e) {
   meta_.emplace_back();
   MutableSlot(w.id).allocation = alloc;
   snap_.workloads[i].state = WorkloadState::kRunning;
+  SyncDigest(i);
   for (const PodPlacement& p : e.pods) {
     snap_.allocations[alloc].pods.push_back(p);
     Bind(w, alloc, p);
@@ -522,7 +539,9 @@ Status State::ApplyEdit(const NoticeEdit& e) {
   meta_[alloc].has_stop = true;
   meta_[alloc].stop = StopNotice{e.cause, e.preemptor, snap_.now, e.grace_deadline,
                                  e.lost_gpu_seconds, e.requeue};
-  snap_.workloads[SlotOf(e.workload)->workload].state = WorkloadState::kTerminating;
+  const int i = SlotOf(e.workload)->workload;
+  snap_.workloads[i].state = WorkloadState::kTerminating;
+  SyncDigest(i);
   return Status::Ok();
 }
 
@@ -544,6 +563,7 @@ Status State::ApplyEdit(const ShrinkEdit& e) {
   a.leaving.insert(a.leaving.end(), e.pods.begin(), e.pods.end());
   Time& deadline = meta_[alloc].leaving_deadline;
   deadline = deadline == kInfiniteFuture ? e.grace_deadline : std::max(deadline, e.grace_deadline);
+  SyncDigest(SlotOf(e.workload)->workload);
   return Status::Ok();
 }
 
@@ -559,7 +579,9 @@ Status State::ApplyEdit(const PodExitEdit& e) {
     // Its last pod: the workload holds nothing and waits again.
     if (a.terminating) return FailedPrecondition("pod_exit: the last pod of a terminating workload exits by requeue or release");
     FreeAllocation(w, alloc);
-    snap_.workloads[SlotOf(e.workload)->workload].state = WorkloadState::kPending;
+    const int i = SlotOf(e.workload)->workload;
+    snap_.workloads[i].state = WorkloadState::kPending;
+    SyncDigest(i);
     return Status::Ok();
   }
   const PodPlacement pod = *pos;
@@ -568,6 +590,7 @@ Status State::ApplyEdit(const PodExitEdit& e) {
     a.leaving.erase(gone);
   }
   if (a.leaving.empty()) meta_[alloc].leaving_deadline = kInfiniteFuture;
+  SyncDigest(SlotOf(e.workload)->workload);
   std::vector<PodPlacement>& ready = meta_[alloc].ready;
   if (auto r = std::find(ready.begin(), ready.end(), pod); r != ready.end()) ready.erase(r);
   Unbind(w, alloc, pod);
@@ -587,6 +610,7 @@ Status State::ApplyEdit(const RequeueEdit& e) {
   const int i = SlotOf(e.workload)->workload;
   FreeAllocation(snap_.workloads[i], alloc);
   snap_.workloads[i].state = WorkloadState::kPending;
+  SyncDigest(i);
   return Status::Ok();
 }
 
@@ -601,9 +625,11 @@ Status State::ApplyEdit(const ReleaseEdit& e) {
   const int last = static_cast<int>(snap_.workloads.size()) - 1;
   if (i != last) {
     snap_.workloads[i] = std::move(snap_.workloads[last]);
+    snap_.workload_digests[i] = snap_.workload_digests[last];
     MutableSlot(snap_.workloads[i].id).workload = i;
   }
   snap_.workloads.pop_back();
+  snap_.workload_digests.pop_back();
   EraseSlot(e.workload);
   // A service that ended has no scale-up left to judge.
   scale_ups_.erase(ScaleUpsBegin(e.workload), scale_ups_.lower_bound({e.workload.value() + 1, Time::min()}));
@@ -770,11 +796,16 @@ Status State::CheckInvariants() const {
   }
   if (queue_used != queue_used_) return Internal("GPUs per queue are out of date");
   if (project_gpus != project_gpus_) return Internal("GPUs per project are out of date");
+  if (snap_.workload_digests.size() != snap_.workloads.size()) return Internal("workload digests differ in size");
   for (size_t i = 0; i < snap_.workloads.size(); ++i) {
     const Workload& w = snap_.workloads[i];
     const Slot* s = SlotOf(w.id);
     if (s == nullptr || s->workload != static_cast<int>(i)) {
       return Internal("workload " + Id(w.id) + " is not indexed");
+    }
+    const Allocation* a = s->allocation < 0 ? nullptr : &snap_.allocations[s->allocation];
+    if (snap_.workload_digests[i] != WorkloadDigest::Of(w, s->allocation, a)) {
+      return Internal("the digest of workload " + Id(w.id) + " is out of date");
     }
     const bool holds = s->allocation >= 0;
     const bool should = w.state == WorkloadState::kRunning || w.state == WorkloadState::kTerminating;

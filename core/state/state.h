@@ -1,8 +1,9 @@
 // The committed state: the cluster, the queue tree and projects, every live
 // workload, every allocation, the loans, and the bookkeeping the engine reads
-// (free GPUs per node, GPUs per allocation, GPUs per queue). It changes only
-// through State::Apply(Edit) (core/state/edit.h), so the server, the
-// simulator and a replay of the server's journal change it the same way.
+// (free GPUs per node, GPUs per allocation, GPUs per queue, each workload's
+// digest). It changes only through State::Apply(Edit) (core/state/edit.h),
+// so the server, the simulator and a replay of the server's journal change
+// it the same way.
 //
 // The state keeps its Snapshot live: snapshot() is the engine's input as is,
 // never rebuilt or copied per pass. Workloads and allocations leave their
@@ -206,6 +207,8 @@ class State {
   void Unbind(const Workload& w, int alloc, const PodPlacement& pod);
   // Frees every pod and swap-removes the allocation.
   void FreeAllocation(const Workload& w, int alloc);
+  // Brings workload i's digest (Snapshot::workload_digests) up to date.
+  void SyncDigest(int i);
   void RefreshFree(NodeId n);
 
   Snapshot snap_;

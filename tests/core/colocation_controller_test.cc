@@ -50,8 +50,7 @@ Decisions Commit(ColocationController& controller, Snapshot& s) {
   EXPECT_TRUE(outcome.refused.empty()) << outcome.refused[0].why.message();
   s = machine.state().snapshot();
   // The tests edit `s` by hand next: let the engine recount free GPUs.
-  s.free_gpus.clear();
-  s.allocation_gpus.clear();
+  s.ClearDerived();
   s.cluster_version = 0;
   return plan.decisions;
 }

@@ -65,8 +65,7 @@ std::vector<Return> RunToThePeak(Duration forecast_horizon) {
     state::StateMachine machine(*std::move(st), state::LifecycleOptions{seconds(60), Duration(0)});
     EXPECT_TRUE(machine.ApplyPlan(plan).refused.empty());
     s = machine.state().snapshot();
-    s.free_gpus.clear();
-    s.allocation_gpus.clear();
+    s.ClearDerived();
     s.cluster_version = 0;
     for (const PreemptDecision& p : plan.decisions.preempts) {
       out.push_back({p.notice_time, p.lost_gpu_seconds});

@@ -17,8 +17,7 @@ using testing::GpuRange;
 
 // Fills the snapshot's free_gpus / allocation_gpus as the State keeps them.
 void Bookkeep(Snapshot& s) {
-  s.free_gpus.clear();
-  s.allocation_gpus.clear();
+  s.ClearDerived();
   std::vector<int> gpus;
   ClusterState scanned(s, nullptr, &gpus);
   for (size_t n = 0; n < s.cluster.nodes.size(); ++n) {
@@ -96,8 +95,7 @@ TEST(ClusterStateCatchUpTest, OtherClassesLoansOrNoBookkeepingAreRefused) {
   lent.lent_nodes = {true, false, false, false};
   EXPECT_FALSE(kept.CatchUp(lent, statics));
   Snapshot bare = s;
-  bare.free_gpus.clear();
-  bare.allocation_gpus.clear();
+  bare.ClearDerived();
   EXPECT_FALSE(kept.CatchUp(bare, statics));
   EXPECT_TRUE(kept.CatchUp(s, statics));
 }
