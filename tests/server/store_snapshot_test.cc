@@ -109,6 +109,12 @@ TEST_F(StoreSnapshotTest, SnapshotsCompactTheJournalAndARestartKeepsTheState) {
   const size_t at = metrics.find(counter);
   ASSERT_NE(at, std::string::npos) << metrics;
   EXPECT_GE(std::stod(metrics.substr(at + counter.size())), 5) << metrics;
+  // Each one's encode under the lock is timed.
+  const std::string encodes = "\ntidal_journal_snapshot_encode_seconds_count ";
+  const size_t encodes_at = metrics.find(encodes);
+  ASSERT_NE(encodes_at, std::string::npos) << metrics;
+  EXPECT_EQ(std::stod(metrics.substr(encodes_at + encodes.size())), std::stod(metrics.substr(at + counter.size())))
+      << metrics;
 
   // Only the latest snapshot is kept, and exactly the journal after it.
   Stored stored = ReadStore();
