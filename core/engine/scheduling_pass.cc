@@ -98,11 +98,10 @@ void SchedulingPass::Init() {
   alloc_end_override_.assign(n_allocs, kInfiniteFuture);
   leaving_claimed_.assign(n_allocs, 0);
   reserved_queue_.assign(snapshot.queues.size(), 0);
-  // Each workload's digest, both directions between workloads and
-  // allocations, and the allocations with pods leaving: from the snapshot's
-  // digests when it has them (the State's do), so that no Workload or
-  // Allocation is read here; else from the records and an index of ids.
-  std::vector<WorkloadDigest> computed;
+  // Both directions between workloads and allocations, and the allocations
+  // with pods leaving: from the snapshot's digests when it has them (the
+  // State's do), so that no Workload or Allocation is read here; else from
+  // the records and an index of ids.
   std::vector<uint32_t> leaving;  // allocations, ascending
   const bool given = snapshot.workload_digests.size() == ws.size();
   if (given) {
@@ -127,11 +126,6 @@ void SchedulingPass::Init() {
       if (!a.leaving.empty()) leaving.push_back(i);
       if (workload_of_[i] >= 0) alloc_of_[workload_of_[i]] = static_cast<int>(i);
     }
-    computed.reserve(ws.size());
-    for (uint32_t wi = 0; wi < ws.size(); ++wi) {
-      const int ai = alloc_of_[wi];
-      computed.push_back(WorkloadDigest::Of(ws[wi], ai, ai < 0 ? nullptr : &snapshot.allocations[ai]));
-    }
   }
 #if !defined(NDEBUG) || defined(TIDAL_EXPENSIVE_CHECKS)
   if (given) {
@@ -146,15 +140,15 @@ void SchedulingPass::Init() {
     }
   }
 #endif
-  const std::vector<WorkloadDigest>& digests = given ? snapshot.workload_digests : computed;
-  // One scan of the digests sorts out what each phase looks at, so no phase
-  // walks every workload again; GPUs held are summed per queue first and
-  // then added up the queue tree once per queue.
+  // One scan of the digests (made here when not given; `leaving` is not read)
+  // sorts out what each phase looks at, so no phase walks every workload
+  // again; GPUs held are summed per queue first and then added up the queue
+  // tree once per queue.
   std::vector<int> live_gpus(snapshot.queues.size(), 0);
   std::vector<int> terminating_gpus(snapshot.queues.size(), 0);
-  for (uint32_t wi = 0; wi < digests.size(); ++wi) {
-    const WorkloadDigest& d = digests[wi];
+  for (uint32_t wi = 0; wi < ws.size(); ++wi) {
     const int ai = alloc_of_[wi];
+    const WorkloadDigest d = given ? snapshot.workload_digests[wi] : WorkloadDigest::Of(ws[wi], ai, nullptr);
     if (ai >= 0 && quota_.tracked(d.queue)) {
       (alloc_state_[ai] == AllocState::kTerminating ? terminating_gpus : live_gpus)[d.queue.value()] += alloc_gpus_[ai];
     }
