@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <queue>
+#include <tuple>
 #include <vector>
 
 #include "core/common/rng.h"
@@ -59,6 +61,36 @@ TEST(EventQueueBulkTest, MatchesTheHeapOnARandomStream) {
   while (!heap.empty()) from_heap.push_back(heap.Pop().subject);
   EXPECT_EQ(from_bulk.size(), 600u);
   EXPECT_EQ(from_bulk, from_heap);
+}
+
+// The 4-ary heap pops exactly the order of a binary heap (std::priority_queue)
+// under (time, kind rank, insertion order), with pushes between pops and
+// many ties, as the simulator makes them.
+TEST(EventQueueBulkTest, PopsTheOrderOfABinaryHeap) {
+  using Key = std::tuple<int64_t, int, uint64_t>;  // (ms, rank, seq); lowest pops first
+  std::priority_queue<Key, std::vector<Key>, std::greater<Key>> oracle;
+  EventQueue q;
+  Rng rng(11);
+  uint64_t seq = 0;
+  const auto push = [&](int64_t ms, EventKind kind) {
+    q.Push(TimeFromMillis(ms), kind, seq);
+    oracle.push({ms, static_cast<int>(kind), seq});
+    ++seq;
+  };
+  for (int i = 0; i < 2000; ++i) push(rng.UniformInt(0, 40) * 100, static_cast<EventKind>(rng.UniformInt(0, 9)));
+  int64_t now = 0;
+  for (int i = 0; i < 20000 && !oracle.empty(); ++i) {
+    const Event e = q.Pop();
+    ASSERT_EQ(e.subject, std::get<2>(oracle.top())) << "pop " << i;
+    oracle.pop();
+    now = ToMillis(e.at);
+    // Each pop schedules up to two events at or after it, ties included.
+    for (int k = rng.UniformInt(0, 2); k > 0 && seq < 12000; --k) {
+      push(now + rng.UniformInt(0, 3) * 100, static_cast<EventKind>(rng.UniformInt(0, 9)));
+    }
+  }
+  EXPECT_TRUE(oracle.empty());
+  EXPECT_TRUE(q.empty());
 }
 
 }  // namespace
