@@ -1,13 +1,13 @@
 // Issue #2 points 5 and 6: one explanation per waiting workload, rejects for
 // work that can never fit, estimated starts, and determinism.
 #include <set>
-#include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "core/common/rng.h"
 #include "core/engine/scheduler.h"
 #include "tests/support/cluster_builder.h"
+#include "tests/support/decision_fingerprint.h"
 
 namespace tidal {
 namespace {
@@ -45,23 +45,6 @@ Snapshot MixedSnapshot(uint64_t seed) {
   return s;
 }
 
-std::string Fingerprint(const Decisions& d) {
-  std::ostringstream out;
-  for (const PlaceDecision& p : d.places) {
-    out << "P" << p.workload.value() << (p.borrowed ? "b" : "");
-    for (const PodPlacement& pod : p.pods) out << ":" << pod.node.value() << "/" << pod.gpus;
-    out << "\n";
-  }
-  for (const PreemptDecision& p : d.preempts) out << "X" << p.victim.value() << "<" << p.preemptor.value() << "\n";
-  for (const ResizeDecision& r : d.resizes) out << "R" << r.workload.value() << ":" << r.to_pods << "\n";
-  for (const WaitDecision& w : d.waits) {
-    out << "W" << w.workload.value() << ":" << ReasonCodeName(w.reason) << ":" << w.detail << ":"
-        << (w.estimated_start ? ToMillis(*w.estimated_start) : -1) << "\n";
-  }
-  for (const RejectDecision& r : d.rejects) out << "J" << r.workload.value() << ":" << r.detail << "\n";
-  return out.str();
-}
-
 TEST(ExplainScenarioTest, EveryPendingWorkloadGetsExactlyOneDecision) {
   for (uint64_t seed = 1; seed <= 20; ++seed) {
     const Snapshot s = MixedSnapshot(seed);
@@ -90,8 +73,8 @@ TEST(ExplainScenarioTest, EveryPendingWorkloadGetsExactlyOneDecision) {
 TEST(ExplainScenarioTest, SameSnapshotSameDecisions) {
   for (uint64_t seed = 1; seed <= 5; ++seed) {
     const Snapshot s = MixedSnapshot(seed);
-    const std::string first = Fingerprint(Scheduler(PolicyConfig{}).Schedule(s));
-    const std::string second = Fingerprint(Scheduler(PolicyConfig{}).Schedule(s));
+    const std::string first = testing::DecisionFingerprint(Scheduler(PolicyConfig{}).Schedule(s));
+    const std::string second = testing::DecisionFingerprint(Scheduler(PolicyConfig{}).Schedule(s));
     EXPECT_EQ(first, second);
     EXPECT_FALSE(first.empty());
   }

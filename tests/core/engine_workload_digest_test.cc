@@ -3,12 +3,12 @@
 // the workloads and allocations themselves decides.
 #include <gtest/gtest.h>
 
-#include <sstream>
 #include <string>
 
 #include "core/engine/scheduler.h"
 #include "core/state/state_machine.h"
 #include "tests/support/cluster_builder.h"
+#include "tests/support/decision_fingerprint.h"
 
 namespace tidal {
 namespace {
@@ -87,23 +87,6 @@ TEST(WorkloadDigestTest, TheStateKeepsEachDigestThroughEveryEdit) {
   EXPECT_TRUE(DigestOf(m.state(), WorkloadId(3)).elastic);
 }
 
-// The decisions as text, in the order the pass made them.
-std::string Text(const Decisions& d) {
-  std::ostringstream out;
-  for (const PlaceDecision& p : d.places) {
-    out << "place " << p.workload.value() << (p.borrowed ? " borrowed" : "");
-    for (const PodPlacement& pod : p.pods) out << " " << pod.node.value() << ":" << pod.gpus;
-    out << "\n";
-  }
-  for (const PreemptDecision& p : d.preempts) out << "preempt " << p.victim.value() << " for " << p.preemptor.value() << "\n";
-  for (const ResizeDecision& r : d.resizes) out << "resize " << r.workload.value() << " " << r.from_pods << "->" << r.to_pods << "\n";
-  for (const WaitDecision& w : d.waits) {
-    out << "wait " << w.workload.value() << " " << ReasonCodeName(w.reason) << " " << w.detail << "\n";
-  }
-  for (const RejectDecision& r : d.rejects) out << "reject " << r.workload.value() << " " << r.detail << "\n";
-  return out.str();
-}
-
 TEST(WorkloadDigestTest, APassDecidesTheSameWithOrWithoutThem) {
   StateMachine m = Machine();
   // Running: a 2 x 8 gang, an elastic job that can grow, a job leaving.
@@ -124,11 +107,11 @@ TEST(WorkloadDigestTest, APassDecidesTheSameWithOrWithoutThem) {
   ASSERT_EQ(with.workload_digests.size(), with.workloads.size());
   Snapshot without = with;
   without.workload_digests.clear();
-  const std::string given = Text(scheduler.Schedule(with));
-  EXPECT_EQ(given, Text(Scheduler{PolicyConfig{}}.Schedule(without)));
+  const std::string given = testing::DecisionFingerprint(scheduler.Schedule(with));
+  EXPECT_EQ(given, testing::DecisionFingerprint(Scheduler{PolicyConfig{}}.Schedule(without)));
   // The pass did decide something for each kind of workload it sorts out.
-  EXPECT_NE(given.find("place 5"), std::string::npos) << given;
-  EXPECT_NE(given.find("wait 4"), std::string::npos) << given;
+  EXPECT_NE(given.find("P5"), std::string::npos) << given;
+  EXPECT_NE(given.find("W4:"), std::string::npos) << given;
 }
 
 #if !defined(NDEBUG) || defined(TIDAL_EXPENSIVE_CHECKS)
