@@ -32,6 +32,7 @@ ControlPlane::ControlPlane(ServerConfig config, std::unique_ptr<Store> store, co
     : config_(std::move(config)),
       store_(std::move(store)),
       clock_(clock),
+      snapshot_writer_(*store_, metrics_),
       overload_(OverloadLimits{config_.http_threads, config_.tenant_submit_rate_per_s, config_.tenant_submit_burst,
                                config_.auth_failure_burst, config_.auth_failure_rate_per_s}),
       scheduler_(config_.policy),
@@ -269,6 +270,11 @@ Status ControlPlane::ReadBarrier(uint64_t seq) const {
   return durable;
 }
 
+Status ControlPlane::FlushJournalSnapshot() {
+  const uint64_t seq = snapshot_writer_.Flush();
+  return seq == 0 ? Status::Ok() : store_->WaitDurable(seq);
+}
+
 uint64_t ControlPlane::Enqueue(Mutation m) {
   for (uint64_t id : to_persist_) {
     if (const WorkloadRecord* r = Find(id)) {
@@ -282,24 +288,26 @@ uint64_t ControlPlane::Enqueue(Mutation m) {
   journal_.clear();
   journal_seq_ += static_cast<int64_t>(m.journal.size());
   since_snapshot_ += static_cast<int64_t>(m.journal.size());
-  // The snapshot is of the state after the mutation's last record: every
-  // record is journaled as its edit applies, and the state lock is held.
-  if (!m.journal.empty() && machine_ && since_snapshot_ >= config_.snapshot_every_records) {
-    // Encoded under the state lock, so its cost is paid by every request
-    // waiting for the lock: measured, for the operator and the benchmarks.
-    const auto encode_start = std::chrono::steady_clock::now();
+  const bool records = !m.journal.empty();
+  if (!m.empty()) last_seq_ = store_->Enqueue(std::move(m));
+  // A snapshot of the state after the last record just enqueued (every
+  // record is journaled as its edit applies, and the state lock is held).
+  // Only the copy is made here, under the lock; the writer encodes it and
+  // enqueues it after these records. While the previous snapshot is still
+  // in flight, the count goes on and a later mutation takes the copy.
+  if (records && machine_ && since_snapshot_ >= config_.snapshot_every_records && snapshot_writer_.idle()) {
+    const auto copy_start = std::chrono::steady_clock::now();
     std::vector<bool> registered(node_rt_.size());
     for (size_t i = 0; i < node_rt_.size(); ++i) registered[i] = node_rt_[i].registered;
-    m.snapshot = protocol::JournalSnapshotToText(protocol::SnapshotOf(journal_seq_, machine_->state(), registered));
-    metrics_.Observe("tidal_journal_snapshot_encode_seconds", {},
-                     std::chrono::duration<double>(std::chrono::steady_clock::now() - encode_start).count());
-    m.snapshot_seq = journal_seq_;
-    // The forecaster's warm start at the next restart reads these.
-    m.keep_load_since_ms = ToMillis(machine_->state().now() - kLoadHistoryWindow);
-    since_snapshot_ = 0;
-    metrics_.Inc("tidal_journal_snapshots_total", {});
+    // The forecaster's warm start at the next restart reads the load
+    // samples the compaction keeps.
+    if (snapshot_writer_.Offer(protocol::SnapshotOf(journal_seq_, machine_->state(), std::move(registered)),
+                               ToMillis(machine_->state().now() - kLoadHistoryWindow))) {
+      since_snapshot_ = 0;
+    }
+    metrics_.Observe("tidal_journal_snapshot_copy_seconds", {},
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - copy_start).count());
   }
-  if (!m.empty()) last_seq_ = store_->Enqueue(std::move(m));
   return last_seq_;
 }
 

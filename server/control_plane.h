@@ -42,6 +42,7 @@
 #include "protocol/journal_record.h"
 #include "protocol/pod_assignment.h"
 #include "server/auth.h"
+#include "server/journal_snapshot_writer.h"
 #include "server/metrics.h"
 #include "server/overload_guard.h"
 #include "server/pod_log_store.h"
@@ -94,6 +95,9 @@ class ControlPlane {
   void RunPass();
   // An event (submit, exit, approval) worth a pass soon.
   void Kick();
+  // Waits until the journal snapshot in flight (if any) is durable: the
+  // snapshots are written off the state lock, on a thread of their own.
+  Status FlushJournalSnapshot();
 
   StatusOr<SubmitResult> Submit(const Principal& who, const nlohmann::json& body,
                                 const std::string& idempotency_key);
@@ -308,6 +312,7 @@ class ControlPlane {
   const Clock& clock_;
   // Mutable: a scrape (const) adds the 0 series of queues and nodes it finds.
   mutable Metrics metrics_;
+  JournalSnapshotWriter snapshot_writer_;  // after store_ and metrics_, which it writes
   OverloadGuard overload_;
   Scheduler scheduler_;
   ColocationController colocation_;  // under pass_mu_
@@ -330,8 +335,9 @@ class ControlPlane {
   int64_t next_audit_seq_ = 1;
   uint64_t last_seq_ = 0;
   // The seq the store gave (or will give) the last journal record enqueued,
-  // and the records since the latest snapshot: Enqueue adds a snapshot to
-  // the mutation that brings it to config_.snapshot_every_records.
+  // and the records since the latest snapshot: the Enqueue that brings it
+  // to config_.snapshot_every_records hands a copy of the state to
+  // snapshot_writer_ (or a later one, while a snapshot is in flight).
   int64_t journal_seq_ = 0;
   int64_t since_snapshot_ = 0;
   std::vector<std::tuple<WorkloadId, Time, double>> observed_load_;

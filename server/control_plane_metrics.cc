@@ -55,9 +55,12 @@ void ControlPlane::DefineMetrics() {
   metrics_.DefineCounter("tidal_nodes_lost_total", "Nodes whose lease expired.", {{}});
   metrics_.DefineCounter("tidal_journal_snapshots_total",
                          "Journal snapshots written (each compacts the journal it covers).", {{}});
-  metrics_.DefineHistogram("tidal_journal_snapshot_encode_seconds",
-                           "Time to encode one journal snapshot of the live state, under the state lock.", fast_buckets,
+  metrics_.DefineHistogram("tidal_journal_snapshot_copy_seconds",
+                           "Time to copy the live state for one journal snapshot, under the state lock.", fast_buckets,
                            {{}});
+  metrics_.DefineHistogram("tidal_journal_snapshot_encode_seconds",
+                           "Time to encode one journal snapshot, on the snapshot writer's thread (off the state lock).",
+                           fast_buckets, {{}});
   metrics_.DefineCounter("tidal_placements_total", "Placements by queue, kind and whether borrowed.");
   metrics_.DefineCounter("tidal_refused_decisions_total", "Engine decisions the state refused because the world moved since the pass's snapshot, by kind.", refused);
   metrics_.DefineCounter("tidal_loans_total", "Shared nodes the co-location controller lent to training, by pool.");

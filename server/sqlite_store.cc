@@ -131,6 +131,7 @@ struct Statements {
   Statement& put_snapshot;
   Statement& drop_journal;
   Statement& drop_snapshots;
+  Statement& snapshot_bounds;  // the last journal seq given, the latest snapshot's seq
 };
 
 class SqliteStore final : public Store {
@@ -376,10 +377,14 @@ class SqliteStore final : public Store {
                            "DELETE FROM journal WHERE seq <= ?1 AND NOT (json_extract(entry, '$.record') = 'load' "
                            "AND json_extract(entry, '$.at_ms') >= ?2)");
     Statement drop_snapshots(db_, "DELETE FROM snapshots WHERE seq < ?1");
-    Statements statements{begin,       commit,   put_workload, put_node,     put_audit,     put_key,
-                          put_journal, put_meta, put_snapshot, drop_journal, drop_snapshots};
+    Statement snapshot_bounds(db_,
+                              "SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'journal'), 0), "
+                              "COALESCE((SELECT MAX(seq) FROM snapshots), 0)");
+    Statements statements{begin,    commit,       put_workload, put_node,       put_audit,      put_key, put_journal,
+                          put_meta, put_snapshot, drop_journal, drop_snapshots, snapshot_bounds};
     for (const Statement* st : {&begin, &commit, &rollback, &put_workload, &put_node, &put_audit, &put_key,
-                                &put_journal, &put_meta, &put_snapshot, &drop_journal, &drop_snapshots}) {
+                                &put_journal, &put_meta, &put_snapshot, &drop_journal, &drop_snapshots,
+                                &snapshot_bounds}) {
       if (!st->status().ok()) {
         Fail(st->status());
         break;
@@ -417,7 +422,7 @@ class SqliteStore final : public Store {
 
   Status WriteBatch(const std::vector<Mutation>& batch, Statements& st) {
     auto& [begin, commit, put_workload, put_node, put_audit, put_key, put_journal, put_meta, put_snapshot,
-           drop_journal, drop_snapshots] = st;
+           drop_journal, drop_snapshots, snapshot_bounds] = st;
     {
       std::lock_guard lock(mu_);
       if (!error_.ok()) return error_;
@@ -454,18 +459,13 @@ class SqliteStore final : public Store {
         put_journal.BindText(1, entry);
         TIDAL_RETURN_IF_ERROR(Check(put_journal.Run(), "journal"));
       }
-      // Before the meta upserts, which move the last insert rowid.
-      const int64_t last_record = m.journal.empty() ? -1 : sqlite3_last_insert_rowid(db_);
       for (const auto& [key, value] : m.meta) {
         put_meta.BindText(1, key);
         put_meta.BindText(2, value);
         TIDAL_RETURN_IF_ERROR(Check(put_meta.Run(), "meta"));
       }
       if (!m.snapshot.empty()) {
-        if (last_record != m.snapshot_seq) {
-          return Internal(fmt::format("store write failed (snapshot): it covers journal row {}, but the "
-                                      "mutation's last record is row {}", m.snapshot_seq, last_record));
-        }
+        TIDAL_RETURN_IF_ERROR(CheckSnapshotSeq(m.snapshot_seq, snapshot_bounds));
         put_snapshot.BindInt(1, m.snapshot_seq);
         put_snapshot.BindText(2, m.snapshot);
         TIDAL_RETURN_IF_ERROR(Check(put_snapshot.Run(), "snapshot"));
@@ -479,6 +479,25 @@ class SqliteStore final : public Store {
     TIDAL_RETURN_IF_ERROR(Check(commit.Run(), "COMMIT"));
     commits_.fetch_add(1);
     committed_mutations_.fetch_add(batch.size());
+    return Status::Ok();
+  }
+
+  // A snapshot covers records the store was given before it (its own
+  // transaction or an earlier one: the control plane encodes it off the
+  // state lock) and comes after the latest one. Anything else means the
+  // caller miscounted, and the snapshot would claim records it does not
+  // cover (or hide a newer one): the write fails instead.
+  Status CheckSnapshotSeq(int64_t seq, Statement& bounds) {
+    const int rc = sqlite3_step(bounds.get());
+    const int64_t last_record = rc == SQLITE_ROW ? sqlite3_column_int64(bounds.get(), 0) : -1;
+    const int64_t latest_snapshot = rc == SQLITE_ROW ? sqlite3_column_int64(bounds.get(), 1) : -1;
+    sqlite3_reset(bounds.get());
+    if (rc != SQLITE_ROW) return Check(rc, "snapshot bounds");
+    if (seq > last_record || seq <= latest_snapshot) {
+      return Internal(fmt::format("store write failed (snapshot): it covers journal row {}, but the journal's "
+                                  "last row is {} and the latest snapshot covers row {}",
+                                  seq, last_record, latest_snapshot));
+    }
     return Status::Ok();
   }
 

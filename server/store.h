@@ -53,15 +53,18 @@ struct Mutation {
   // Upsert: key, value. The server keeps "cluster" and "policy" (JSON text)
   // here so that a replay finds the configuration the history ran under.
   std::vector<std::pair<std::string, std::string>> meta;
-  // A snapshot of the state after this mutation's last journal record
-  // (protocol/journal_snapshot.h text; "" = none), whose seq is
-  // `snapshot_seq`. The store writes it in the same transaction as the
-  // records, then compacts: the journal rows it covers (seq <= snapshot_seq)
-  // and every older snapshot are deleted. One transaction, so a crash or a
-  // failed write leaves either the old snapshot and the whole journal, or
-  // the new snapshot and its tail. A `snapshot_seq` that is not the seq
-  // the store gave the mutation's last record fails the write (the caller
-  // miscounted): a snapshot never claims records it does not cover.
+  // A snapshot of the state after journal record `snapshot_seq`
+  // (protocol/journal_snapshot.h text; "" = none). The control plane encodes
+  // it off the state lock and enqueues it in a mutation of its own after the
+  // records it covers, so `snapshot_seq` is at most the seq of the last
+  // record written before it (records enqueued after the copy may come
+  // first). The store writes it, then compacts in the same transaction: the
+  // journal rows it covers (seq <= snapshot_seq) and every older snapshot
+  // are deleted. One transaction, so a crash or a failed write leaves
+  // either the old snapshot and the whole journal, or the new snapshot and
+  // its tail. A `snapshot_seq` past the last record written, or not after
+  // the latest snapshot's, fails the write (the caller miscounted): a
+  // snapshot never claims records it does not cover.
   std::string snapshot;
   int64_t snapshot_seq = 0;
   // Compaction keeps the load samples (`"record":"load"`) taken at or after

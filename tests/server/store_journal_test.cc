@@ -135,5 +135,62 @@ TEST_F(StoreJournalTest, AFailedBatchWritesNoJournalRows) {
   EXPECT_FALSE(policy->has_value());
 }
 
+// The control plane encodes a snapshot off the state lock and enqueues it
+// after the records it covers, so later records may come first or share its
+// transaction: they stay. A snapshot past the last record, or not after the
+// latest snapshot, fails the write (the caller miscounted).
+TEST_F(StoreJournalTest, ASnapshotCoversTheRowsBeforeItAndNoMore) {
+  {
+    auto store = Open();
+    ASSERT_NE(store, nullptr);
+    Mutation a;
+    a.journal = {"{\"record\":\"r1\"}", "{\"record\":\"r2\"}", "{\"record\":\"r3\"}"};
+    store->Enqueue(std::move(a));
+    Mutation b;  // enqueued after the copy at row 3 was taken
+    b.journal = {"{\"record\":\"r4\"}", "{\"record\":\"r5\"}"};
+    store->Enqueue(std::move(b));
+    Mutation snapshot;
+    snapshot.snapshot = "state after r3";
+    snapshot.snapshot_seq = 3;
+    ASSERT_TRUE(store->WaitDurable(store->Enqueue(std::move(snapshot))).ok());
+
+    Mutation stale;  // not after the latest snapshot
+    stale.snapshot = "state after r2";
+    stale.snapshot_seq = 2;
+    const Status refused = store->WaitDurable(store->Enqueue(std::move(stale)));
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.message().find("it covers journal row 2, but the journal's last row is 5 and the latest "
+                                     "snapshot covers row 3"),
+              std::string::npos)
+        << refused.message();
+  }
+  {
+    auto store = Open();
+    ASSERT_NE(store, nullptr);
+    auto snapshot = store->ReadSnapshot();
+    ASSERT_TRUE(snapshot.ok() && snapshot->has_value());
+    EXPECT_EQ((*snapshot)->seq, 3);
+    EXPECT_EQ((*snapshot)->snapshot, "state after r3");
+    EXPECT_EQ(Entries(*store), (std::vector<std::string>{"{\"record\":\"r4\"}", "{\"record\":\"r5\"}"}));
+    auto recovered = store->Load();
+    ASSERT_TRUE(recovered.ok());
+    EXPECT_EQ(recovered->last_journal_seq, 5);
+    EXPECT_EQ(recovered->journal_since_snapshot, 2);
+
+    Mutation ahead;  // claims a record never written
+    ahead.snapshot = "state after r6";
+    ahead.snapshot_seq = 6;
+    const Status refused = store->WaitDurable(store->Enqueue(std::move(ahead)));
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.message().find("it covers journal row 6, but the journal's last row is 5"), std::string::npos)
+        << refused.message();
+  }
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto snapshot = store->ReadSnapshot();
+  ASSERT_TRUE(snapshot.ok() && snapshot->has_value());
+  EXPECT_EQ((*snapshot)->seq, 3) << "a refused snapshot is not written";
+}
+
 }  // namespace
 }  // namespace tidal::server
