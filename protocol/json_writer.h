@@ -67,6 +67,11 @@ class JsonWriter {
     Separate();
     out_ += "null";
   }
+  // A value already printed as compact JSON (a small tree's dump()).
+  void Raw(std::string_view json_text) {
+    Separate();
+    out_.append(json_text);
+  }
   void StringArray(const std::vector<std::string>& v) {
     BeginArray();
     for (const std::string& s : v) String(s);

@@ -153,6 +153,40 @@ TEST_F(JournalSnapshotTest, ReadyReplicasAndAPendingScaleUpSurvive) {
   EXPECT_TRUE(legacy->allocation_extras[0].ready.empty());
 }
 
+// The text is written without building the whole tree (the server's
+// snapshot thread), and is byte for byte the tree's dump: running,
+// terminating, shrinking and pending work, names that need escaping, every
+// small list filled.
+TEST_F(JournalSnapshotTest, TextIsTheTreeDumpByteForByte) {
+  State s(base_.cluster, base_.queues, base_.projects);
+  s.AdvanceTo(T(0));
+  const std::vector<std::string> names = {"plain", "qu\"ote\\slash", "tab\tnewline\n", "\u00e9t\u00e9-\u4e2d"};
+  for (uint64_t id = 1; id <= 4; ++id) {
+    Workload w = testing::Job(id, QueueId(0), 2, 2, hours(1), 100 * static_cast<int>(id), T(0));
+    w.project = ProjectId(0);
+    w.name = names[id - 1];
+    w.tenant = "lab";
+    w.min_pods = 1;
+    w.max_pods = 2;
+    w.constraints.node_selector = {{"fabric", "ib"}};
+    w.constraints.tolerations = {{"dedicated", "x"}};
+    w.constraints.preferred_gpu_models = {"H100"};
+    w.priority.derivation = {"tier gold: 1000", "budget \u00d70.5"};
+    w.inference.replica_capacity_rps = 12.5;
+    ASSERT_TRUE(s.Apply(SubmitEdit{w}).ok());
+  }
+  ASSERT_TRUE(s.Apply(PlaceEdit{WorkloadId(1), {{NodeId(0), GpuRange(0, 2)}, {NodeId(0), GpuRange(2, 2)}}, false}).ok());
+  ASSERT_TRUE(s.Apply(PlaceEdit{WorkloadId(2), {{NodeId(2), GpuRange(0, 2)}, {NodeId(2), GpuRange(2, 2)}}, true}).ok());
+  s.AdvanceTo(T(50));
+  ASSERT_TRUE(s.Apply(ShrinkEdit{WorkloadId(1), {{NodeId(0), GpuRange(2, 2)}}, WorkloadId(), T(80)}).ok());
+  ASSERT_TRUE(s.Apply(NoticeEdit{WorkloadId(2), WorkloadId(3), PreemptCause::kReclaim, T(90), 1.0 / 3.0, true}).ok());
+  const JournalSnapshot snapshot = SnapshotOf(77, s, registered_);
+  ASSERT_EQ(snapshot.workloads.size(), 4u);
+  ASSERT_EQ(snapshot.allocations.size(), 2u);
+  EXPECT_EQ(JournalSnapshotToText(snapshot), JournalSnapshotToJson(snapshot).dump());
+  EXPECT_EQ(JournalSnapshotToText(JournalSnapshot{}), JournalSnapshotToJson(JournalSnapshot{}).dump());
+}
+
 TEST_F(JournalSnapshotTest, TornGarbledAndForeignSnapshotsAreRefused) {
   State s(base_.cluster, base_.queues, base_.projects);
   Workload w = testing::Job(1, QueueId(0), 1, 4, hours(1), 500, T(0));
