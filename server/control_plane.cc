@@ -221,6 +221,20 @@ WorkloadRecord* ControlPlane::Find(uint64_t id) {
   return it == records_.end() ? nullptr : &it->second;
 }
 
+const WaitDecision* ControlPlane::LastWait(const WorkloadRecord& r) const {
+  if (!r.active() || r.allocation) return nullptr;
+  if (!last_waits_indexed_) {
+    last_wait_index_.clear();
+    last_wait_index_.reserve(last_waits_.size());
+    for (uint32_t i = 0; i < last_waits_.size(); ++i) last_wait_index_[last_waits_[i].workload.value()] = i;
+    last_waits_indexed_ = true;
+  }
+  auto it = last_wait_index_.find(r.w.id.value());
+  return it == last_wait_index_.end() ? nullptr : &last_waits_[it->second];
+}
+
+json ControlPlane::RecordJson(const WorkloadRecord& r) const { return RecordToJson(r, config_.catalog, LastWait(r)); }
+
 const WorkloadRecord* ControlPlane::Find(uint64_t id) const {
   auto it = records_.find(id);
   return it == records_.end() ? nullptr : &it->second;
@@ -576,7 +590,7 @@ StatusOr<SubmitResult> ControlPlane::Submit(const Principal& who, const json& bo
               "use a new key for a new request",
               idempotency_key, first.w.id.value()));
         }
-        result.workload = RecordToJson(first, config_.catalog);
+        result.workload = RecordJson(first);
         result.replayed = true;
         seq = last_seq_;
       } else if (idempotency_in_flight_.count(key)) {
@@ -609,7 +623,7 @@ StatusOr<SubmitResult> ControlPlane::Submit(const Principal& who, const json& bo
                 {"awaiting_approval", r.w.priority.awaiting_approval}},
                now);
       if (!key.empty()) r.request_digest = RequestDigest(body);
-      json record = RecordToJson(r, config_.catalog);
+      json record = RecordToJson(r, config_.catalog, /*wait=*/nullptr);  // not yet in a pass
       m.workloads.emplace_back(r.w.id.value(), protocol::DumpReserved(RecordToStoredJson(r, config_.catalog)));
       if (!key.empty()) {
         m.idempotency.push_back({key, r.w.id.value()});
@@ -649,7 +663,7 @@ StatusOr<json> ControlPlane::Get(const Principal& who, uint64_t id) const {
     const WorkloadRecord* r = Find(id);
     if (!r) return NotFound(fmt::format("workload {} not found", id));
     TIDAL_RETURN_IF_ERROR(CheckTenantAccess(who, r->w.tenant));
-    reply = RecordToJson(*r, config_.catalog);
+    reply = RecordJson(*r);
     seq = last_seq_;
   }
   TIDAL_RETURN_IF_ERROR(ReadBarrier(seq));
@@ -683,7 +697,7 @@ StatusOr<json> ControlPlane::List(const Principal& who, const ListFilter& f) con
     if (!f.queue.empty() && config_.catalog.QueueName(r.w.queue) != f.queue) continue;
     if (!f.kind.empty() && WorkloadKindName(r.w.kind) != f.kind) continue;
     if (!f.state.empty() && WorkloadStateName(r.w.state) != f.state) continue;
-    out.push_back(RecordToJson(r, config_.catalog));
+    out.push_back(RecordJson(r));
     if (static_cast<int>(out.size()) >= f.limit) break;
   }
   const uint64_t seq = last_seq_;
@@ -779,7 +793,7 @@ StatusOr<json> ControlPlane::Cancel(const Principal& who, uint64_t id) {
       applied = ApplyEdit(notice);
     }
     if (!applied.ok()) return Internal("cancel: " + applied.message());
-    reply = RecordToJson(*r, config_.catalog);
+    reply = RecordJson(*r);
     seq = Enqueue(std::move(m));
   }
   return Acknowledge(seq, std::move(reply));
@@ -825,7 +839,7 @@ StatusOr<json> ControlPlane::Resize(const Principal& who, uint64_t id, const jso
     if (Status s = ApplyEdit(state::SetTargetEdit{r->w.id, w.pods, w.min_pods, w.max_pods}); !s.ok()) {
       return Internal("resize: " + s.message());
     }
-    reply = RecordToJson(*r, config_.catalog);
+    reply = RecordJson(*r);
     seq = Enqueue(std::move(m));
   }
   return Acknowledge(seq, std::move(reply));
@@ -853,7 +867,7 @@ StatusOr<json> ControlPlane::Approve(const Principal& who, uint64_t id) {
     // than at the next pass, so that the reply shows it.
     if (Status s = machine_->RefreshPriorities(); !s.ok()) return Internal("priority: " + s.message());
     MarkChanged(*r);
-    reply = RecordToJson(*r, config_.catalog);
+    reply = RecordJson(*r);
     seq = Enqueue(std::move(m));
   }
   return Acknowledge(seq, std::move(reply));

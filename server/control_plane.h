@@ -31,6 +31,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -247,6 +248,11 @@ class ControlPlane {
   // Replies once change `seq` is durable, and wakes the loop. mu_ not held.
   StatusOr<nlohmann::json> Acknowledge(uint64_t seq, nlohmann::json reply);
   const WorkloadRecord* Find(uint64_t id) const;
+  // The last pass's explanation of a pending workload; nullptr for one that
+  // is not pending or was not in that pass. mu_ held.
+  const WaitDecision* LastWait(const WorkloadRecord& r) const;
+  // The API form of a record, with its last wait.
+  nlohmann::json RecordJson(const WorkloadRecord& r) const;
   void IndexAllocation(const WorkloadRecord& r, bool add);
   // Ends the open run intervals (usage reports, project budget spent).
   void CloseRuns(WorkloadRecord& r, int64_t now_ms, const std::string& reason);
@@ -290,7 +296,7 @@ class ControlPlane {
   void IssueCredential(NodeId n, std::string* credential);
   // A scale-up the lifecycle judged (ready, or timed out).
   void ReactScaleUpEnd(WorkloadRecord& r, const state::ScaleUpEndEdit& e, Time now);
-  void ApplyDecisions(const Decisions& d);
+  void ApplyDecisions(Decisions d);
   std::vector<protocol::PodAssignment> PodsFor(NodeId node) const;
   // The node's desired pods, once the store has everything they reflect.
   StatusOr<std::vector<protocol::PodAssignment>> DesiredPods(const std::string& node) const;
@@ -344,6 +350,11 @@ class ControlPlane {
   // The committed state (built at Recover); its sink is OnApplied.
   std::optional<state::StateMachine> machine_;
   Applying applying_;
+  // The last pass's waits (ApplyDecisions), and their index by workload id,
+  // built by the first LastWait after the pass.
+  std::vector<WaitDecision> last_waits_;
+  mutable std::unordered_map<uint64_t, uint32_t> last_wait_index_;
+  mutable bool last_waits_indexed_ = false;
   // Encoded journal records of the edits applied since the last Enqueue.
   std::vector<std::string> journal_;
   int64_t last_pass_ms_ = 0;

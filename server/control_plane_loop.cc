@@ -213,9 +213,9 @@ void ControlPlane::RunPass() {
     {
       ApplyScope scope(*this, m, "scheduler");
       JournalMarker(protocol::PassPhase::kEngineSnapshot);
-      const Decisions decisions = scheduler_.Schedule(machine_->state().snapshot());
+      Decisions decisions = scheduler_.Schedule(machine_->state().snapshot());
       JournalMarker(protocol::PassPhase::kEngineApply);
-      ApplyDecisions(decisions);
+      ApplyDecisions(std::move(decisions));
     }
     seq = Enqueue(std::move(m));
     last_pass_ms_ = ToMillis(now);
@@ -230,7 +230,7 @@ void ControlPlane::RunPass() {
   last_pass_s_ = took;
 }
 
-void ControlPlane::ApplyDecisions(const Decisions& d) {
+void ControlPlane::ApplyDecisions(Decisions d) {
   applying_.decisions = &d;
   const state::ApplyOutcome out = machine_->ApplyDecisions(d);
   // A refused decision: the world moved since the snapshot (a cancel, an
@@ -238,11 +238,12 @@ void ControlPlane::ApplyDecisions(const Decisions& d) {
   for (const state::RefusedDecision& no : out.refused) {
     metrics_.Inc("tidal_refused_decisions_total", {{"kind", std::string(no.kind)}});
   }
-  for (const WaitDecision& w : d.waits) {
-    WorkloadRecord* r = Find(w.workload.value());
-    if (r && r->active()) r->last_wait = w;  // memory only: explanations, not history
-  }
   applying_.decisions = nullptr;
+  // Explanations, not history: kept in memory as the engine gave them, and
+  // indexed only when read (LastWait). Thousands of waits per pass over a
+  // deep backlog would otherwise cost a record lookup each under the lock.
+  last_waits_ = std::move(d.waits);
+  last_waits_indexed_ = false;
 }
 
 // ---- the record side of each applied edit ----
@@ -406,7 +407,6 @@ void ControlPlane::ReactPlace(WorkloadRecord& r, const state::PlaceEdit& pl) {
   const Catalog& cat = config_.catalog;
   const Time now = machine_->state().now();
   SyncRecord(r);
-  r.last_wait.reset();
   r.exited_ranks.clear();
   r.ready_ranks.clear();
   r.pod_started_ms = 0;

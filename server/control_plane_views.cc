@@ -80,8 +80,8 @@ StatusOr<json> ControlPlane::Explain(const Principal& who, uint64_t id) const {
                                   "(POST /v1/workloads/{}/approve)",
                                   cat.project(r->w.project).tier, cat.ProjectName(r->w.project), id);
       out["estimated_start_ms"] = nullptr;
-    } else if (r->last_wait) {
-      json w = WaitToJson(*r->last_wait);
+    } else if (const WaitDecision* wait = LastWait(*r)) {
+      json w = WaitToJson(*wait);
       out["reason"] = w["reason"];
       out["detail"] = w["detail"];
       out["estimated_start_ms"] = w["estimated_start_ms"];
@@ -113,7 +113,7 @@ StatusOr<json> ControlPlane::Explain(const Principal& who, uint64_t id) const {
                     {"borrowing_limit_gpus", q.borrowing_limit_gpus},
                     {"borrowed_gpus", qu.borrowed},
                     {"requested_gpus", r->w.min_gpus()}};
-    out["preemptions"] = RecordToJson(*r, cat)["preemptions"];
+    out["preemptions"] = RecordToJson(*r, cat, /*wait=*/nullptr)["preemptions"];
   }
   AuditQuery q;
   q.workload = id;
@@ -401,7 +401,7 @@ std::string ControlPlane::MetricsText() const {
       states[{{"state", std::string(WorkloadStateName(r.w.state))}, {"kind", kind}}]++;
       if (r.allocation) continue;
       std::string reason = r.w.state == WorkloadState::kAwaitingApproval ? "awaiting_approval"
-                           : r.last_wait ? std::string(ReasonCodeName(r.last_wait->reason))
+                           : LastWait(r) ? std::string(ReasonCodeName(LastWait(r)->reason))
                                          : "not_yet_scheduled";
       pending[{{"queue", cat.QueueName(r.w.queue)}, {"tenant", r.w.tenant}, {"kind", kind}, {"reason", reason}}]++;
     }

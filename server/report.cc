@@ -290,7 +290,7 @@ StatusOr<json> ControlPlane::Report(const Principal& who, const ReportQuery& que
     } else if (r.w.state == WorkloadState::kPending) {
       ++pending_n[q];
       oldest_wait_ms[q] = std::max(oldest_wait_ms[q], now_ms - ToMillis(r.w.submit_time));
-      if (r.last_wait) ++reasons[q][std::string(ReasonCodeName(r.last_wait->reason))];
+      if (const WaitDecision* wait = LastWait(r)) ++reasons[q][std::string(ReasonCodeName(wait->reason))];
       const Queue& qq = cat.queue(r.w.queue);
       const int cap = qq.borrowing_limit_gpus == kUnlimited ? cluster_gpus : qq.guaranteed_gpus + qq.borrowing_limit_gpus;
       if (r.w.min_gpus() > cap) ++oversized[q];

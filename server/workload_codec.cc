@@ -123,7 +123,8 @@ json PreemptionToJson(const PreemptionRecord& p) {
 
 // Everything the server keeps besides the workload fields. `compact` drops
 // what equals its default (the store's form: smaller rows, faster commits).
-void AddServerFields(const WorkloadRecord& r, const Catalog& catalog, bool compact, json& j) {
+void AddServerFields(const WorkloadRecord& r, const Catalog& catalog, const WaitDecision* wait, bool compact,
+                     json& j) {
   auto put = [&](const char* key, json value, bool is_default) {
     if (!compact || !is_default) j[key] = std::move(value);
   };
@@ -152,7 +153,7 @@ void AddServerFields(const WorkloadRecord& r, const Catalog& catalog, bool compa
   put("pod_started_ms", r.pod_started_ms, r.pod_started_ms == 0);
   put("attempt", r.attempt, r.attempt == 0);
   // The last pass's wait is an explanation, not history: not stored.
-  if (!compact) j["wait"] = r.last_wait ? WaitToJson(*r.last_wait) : json(nullptr);
+  if (!compact) j["wait"] = wait ? WaitToJson(*wait) : json(nullptr);
   put("rejected",
       r.rejected ? json{{"reason", ReasonCodeName(r.rejected->reason)}, {"detail", r.rejected->detail}}
                  : json(nullptr),
@@ -355,15 +356,15 @@ json WaitToJson(const WaitDecision& w) {
   return j;
 }
 
-json RecordToJson(const WorkloadRecord& r, const Catalog& catalog) {
+json RecordToJson(const WorkloadRecord& r, const Catalog& catalog, const WaitDecision* wait) {
   json j = config::WorkloadToJson(r.w, ScopeOf(catalog));
-  AddServerFields(r, catalog, /*compact=*/false, j);
+  AddServerFields(r, catalog, wait, /*compact=*/false, j);
   return j;
 }
 
 json RecordToStoredJson(const WorkloadRecord& r, const Catalog& catalog) {
   json j = config::WorkloadToJson(r.w, ScopeOf(catalog));
-  AddServerFields(r, catalog, /*compact=*/true, j);
+  AddServerFields(r, catalog, /*wait=*/nullptr, /*compact=*/true, j);
   return j;
 }
 

@@ -64,7 +64,9 @@ inline std::vector<int> MaskToIndices(GpuMask mask) { return config::GpuIndices(
 std::string RequestDigest(const nlohmann::json& body);
 
 nlohmann::json WaitToJson(const WaitDecision& w);
-nlohmann::json RecordToJson(const WorkloadRecord& r, const Catalog& catalog);
+// `wait` is the last pass's explanation of a pending workload (nullptr =
+// none): the control plane keeps those apart from the records.
+nlohmann::json RecordToJson(const WorkloadRecord& r, const Catalog& catalog, const WaitDecision* wait);
 nlohmann::json RecordToStoredJson(const WorkloadRecord& r, const Catalog& catalog);
 // Names that no longer resolve (a queue removed from the config) are errors.
 StatusOr<WorkloadRecord> RecordFromJson(const nlohmann::json& j, const Catalog& catalog);

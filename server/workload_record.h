@@ -105,7 +105,6 @@ struct WorkloadRecord {
   // pods by (workload, rank, attempt), so a requeued rank that lands on the
   // same node again is restarted, not mistaken for the old process.
   int64_t attempt = 0;
-  std::optional<WaitDecision> last_wait;
   std::optional<RejectDecision> rejected;
   std::vector<RunInterval> runs;
   std::vector<PreemptionRecord> preemptions;

@@ -283,7 +283,10 @@ TEST(RecordCodec, StoredFormIsCompactAndRoundTrips) {
   EXPECT_FALSE(stored.contains("env"));
   EXPECT_FALSE(stored.contains("runs"));
   EXPECT_FALSE(stored.contains("wait"));
-  EXPECT_TRUE(RecordToJson(r, cat).contains("env"));
+  EXPECT_TRUE(RecordToJson(r, cat, /*wait=*/nullptr).contains("env"));
+  EXPECT_TRUE(RecordToJson(r, cat, /*wait=*/nullptr)["wait"].is_null());
+  const WaitDecision wait{WorkloadId(7), ReasonCode::kQuota, "quota: over the guarantee", std::nullopt};
+  EXPECT_EQ(RecordToJson(r, cat, &wait)["wait"]["detail"], "quota: over the guarantee");
   auto back = RecordFromJson(stored, cat);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->w.id, WorkloadId(7));
