@@ -248,7 +248,8 @@ Status JournalReplay::Feed(const protocol::JournalRecord& record) {
       OpenStep(Step::kPlanApply, marker.at, std::move(captured_));
       break;
     case protocol::PassPhase::kEngineSnapshot:
-      decisions_ = scheduler_->Schedule(machine_->state().snapshot());
+      // Compared with the journaled edits only: no wait explanations.
+      decisions_ = scheduler_->Schedule(machine_->state().snapshot(), ScheduleOptions{.explain_waits = false});
       break;
     case protocol::PassPhase::kEngineApply:
       if (!decisions_) {

@@ -798,7 +798,9 @@ void Run::HandlePass() {
     AfterPrepare();
     ApplyDeferred();
   }
-  const Decisions eng = scheduler_.Schedule(snap());
+  // The simulator reports what happened, not why work waited: it asks for
+  // no wait explanations, and the pass decides the same without them.
+  const Decisions eng = scheduler_.Schedule(snap(), ScheduleOptions{.explain_waits = false});
   const auto wall1 = std::chrono::steady_clock::now();
   cycle_ms_.push_back(std::chrono::duration<double, std::milli>(wall1 - wall0).count());
   ++cycles_;

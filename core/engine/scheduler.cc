@@ -53,20 +53,24 @@ std::shared_ptr<const engine::StaticNodeClasses> Scheduler::NodeClasses(
   return cache->classes;
 }
 
-Decisions Scheduler::Schedule(const Snapshot& snapshot) const {
+Decisions Scheduler::Schedule(const Snapshot& snapshot, ScheduleOptions options) const {
   std::shared_ptr<const engine::StaticNodeClasses> classes = NodeClasses(snapshot);
   // A start state can be kept only where the snapshot says which GPUs are
   // free (the simulator's and the server's State keep free_gpus); without it
   // every pass scans the allocations anyway.
   if (classes == nullptr || snapshot.free_gpus.empty() ||
       snapshot.allocation_gpus.size() != snapshot.allocations.size()) {
-    return engine::SchedulingPass(policy_, snapshot, std::move(classes)).Run();
+    engine::SchedulingPass pass(policy_, snapshot, std::move(classes));
+    pass.set_explain_waits(options.explain_waits);
+    return pass.Run();
   }
   std::unique_ptr<engine::ClusterState> kept = TakeKept();
   if (kept == nullptr || !kept->CatchUp(snapshot, classes)) {
     kept = std::make_unique<engine::ClusterState>(snapshot, classes);
   }
-  Decisions out = engine::SchedulingPass(policy_, snapshot, *kept).Run();
+  engine::SchedulingPass pass(policy_, snapshot, *kept);
+  pass.set_explain_waits(options.explain_waits);
+  Decisions out = pass.Run();
   PutKept(std::move(kept));
   return out;
 }

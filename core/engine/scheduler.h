@@ -15,6 +15,16 @@
 
 namespace tidal {
 
+// What a pass returns besides its actions.
+struct ScheduleOptions {
+  // A WaitDecision (dominant reason, detail with numbers, estimated start)
+  // for every workload that waits: what explain and the API show. The
+  // simulator reads none, and over a deep backlog building one per waiting
+  // workload per pass is a large part of the pass. Without them the pass
+  // decides exactly the same (EngineInvariantsTest.ThousandSeeds checks).
+  bool explain_waits = true;
+};
+
 // The only state kept between passes is a cache of node classes, keyed by
 // Snapshot::cluster_version (never used when it is 0), and the last pass's
 // start ClusterState, which the next pass catches up to its snapshot by the
@@ -41,7 +51,7 @@ class Scheduler {
   const PolicyConfig& policy() const { return policy_; }
 
   // One pass: decisions for every pending workload in `snapshot`.
-  Decisions Schedule(const Snapshot& snapshot) const;
+  Decisions Schedule(const Snapshot& snapshot, ScheduleOptions options = {}) const;
 
  private:
   std::shared_ptr<const engine::StaticNodeClasses> NodeClasses(const Snapshot& snapshot) const;

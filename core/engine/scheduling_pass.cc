@@ -535,8 +535,10 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
   const Workload& w = snapshot_.workloads[wi];
   if (w.priority.awaiting_approval || w.state == WorkloadState::kAwaitingApproval) {
     Wait(wi, ReasonCode::kAwaitingApproval,
-         Str("awaiting approval: the top tier", w.priority.template_name.empty() ? "" : " of template ",
-             w.priority.template_name, " needs an admin"),
+         explain_waits_ ? Str("awaiting approval: the top tier",
+                              w.priority.template_name.empty() ? "" : " of template ", w.priority.template_name,
+                              " needs an admin")
+                        : std::string(),
          std::nullopt);
     return true;
   }
@@ -563,7 +565,9 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
            std::nullopt);
     } else {
       Wait(wi, ReasonCode::kNodeHealth,
-           Str("node health: all ", e.nodes_failing_health, " matching nodes are failed, not ready or cordoned"),
+           explain_waits_ ? Str("node health: all ", e.nodes_failing_health,
+                                " matching nodes are failed, not ready or cordoned")
+                          : std::string(),
            std::nullopt);
     }
     return true;
@@ -604,7 +608,7 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
       deferred_.push_back(wi);
       return false;
     }
-    Wait(wi, ReasonCode::kQuota, denied.detail, EstimateQuota(w.queue, min_pods * g));
+    Wait(wi, ReasonCode::kQuota, std::move(denied.detail), EstimateQuota(w.queue, min_pods * g));
     return true;
   }
 
@@ -620,18 +624,19 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
         if ((usable & (1u << i)) == 0) holder = &reservations_[i];
       }
       Wait(wi, ReasonCode::kReservation,
-           Str("reservation: capacity is held for ", holder->holder_name, " from ", TimeText(holder->start),
-               "; this job ",
-               w.expected_duration > Duration::zero()
-                   ? Str("would end at ", TimeText(now_ + w.expected_duration))
-                   : std::string("has no expected duration")),
+           explain_waits_ ? Str("reservation: capacity is held for ", holder->holder_name, " from ",
+                                TimeText(holder->start), "; this job ",
+                                w.expected_duration > Duration::zero()
+                                    ? Str("would end at ", TimeText(now_ + w.expected_duration))
+                                    : std::string("has no expected duration"))
+                          : std::string(),
            holder->start);
       return true;
     }
   }
   if (TryPreempt(wi, e, tried, within)) return true;
   // Explained before reserving: its own reservation must not count against it.
-  FitFailure f = ExplainFit(w, e, tried, key, usable);
+  const FitFailure& f = ExplainFit(w, e, tried, key, usable);
   std::optional<Time> start;
   if (TryReserve(wi, e, tried)) {
     start = reservations_.back().start;
@@ -640,14 +645,22 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
       if (res.holder == w.id) start = res.start;  // a head reservation
     }
   }
+  ReasonCode reason = f.reason;
+  std::string detail;
   if (f.fit_at_start && highest_placed_priority_ > w.priority.value) {
-    f.reason = ReasonCode::kPriority;
-    f.detail = Str("priority: the ", tried.total_gpus(), " GPUs it needs were free at the start of this "
+    reason = ReasonCode::kPriority;
+    if (explain_waits_) {
+      detail = Str("priority: the ", tried.total_gpus(), " GPUs it needs were free at the start of this "
                    "pass but went to higher-priority work (priority ", highest_placed_priority_, " > ",
                    w.priority.value, ")");
+    }
+  } else if (explain_waits_) {
+    detail = f.detail;  // the shape's, shared by every workload of that shape
   }
+  // Estimated even when not explained: its release timeline is built on
+  // first use, and what it holds then is what later reservations read.
   if (!start) start = EstimateFit(e, tried.total_gpus());
-  Wait(wi, f.reason, f.detail, start);
+  Wait(wi, reason, std::move(detail), start);
   return true;
 }
 
@@ -941,8 +954,9 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
   // pass must not reclaim again for the same guarantee.
   quota_.Add(w.queue, r.total_gpus());
   Wait(wi, ReasonCode::kAwaitingVictims,
-       Str("awaiting victims: ", n_new, " newly preempted and ", n_terminating, " terminating release ", freed,
-           " GPUs by ", TimeText(ready)),
+       explain_waits_ ? Str("awaiting victims: ", n_new, " newly preempted and ", n_terminating,
+                            " terminating release ", freed, " GPUs by ", TimeText(ready))
+                      : std::string(),
        ready);
   return true;
 }
@@ -1043,7 +1057,7 @@ const std::vector<uint8_t>* SchedulingPass::BlockedFor(uint32_t usable_mask) {
 // ---------------------------------------------------------------------------
 // Explanations and estimates
 
-SchedulingPass::FitFailure SchedulingPass::ExplainFit(const Workload& w, const Eligibility& e,
+const SchedulingPass::FitFailure& SchedulingPass::ExplainFit(const Workload& w, const Eligibility& e,
                                                       const PlacementRequest& r, const ShapeKey& key,
                                                       uint32_t usable_mask) {
   FitFailure& f = fit_failures_[key];
@@ -1075,6 +1089,7 @@ SchedulingPass::FitFailure SchedulingPass::ExplainFit(const Workload& w, const E
 
 void SchedulingPass::Wait(uint32_t wi, ReasonCode reason, std::string detail, std::optional<Time> start) {
   if (IsCapacityReason(reason)) capacity_waits_ = true;
+  if (!explain_waits_) return;
   // A batch job is rejected for its deadline only when even starting now
   // misses it (certain). The estimated start is not a bound either way (work
   // may end early, preemption may make room, higher-priority work may come

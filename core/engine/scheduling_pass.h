@@ -64,6 +64,9 @@ class SchedulingPass {
   // it (a caller's state kept across passes, see ClusterState::CatchUp),
   // which must outlive the pass; the snapshot must carry allocation_gpus.
   SchedulingPass(const PolicyConfig& policy, const Snapshot& snapshot, const ClusterState& start);
+  // Whether Run returns a WaitDecision per waiting workload (see
+  // ScheduleOptions); everything else it decides is the same either way.
+  void set_explain_waits(bool explain) { explain_waits_ = explain; }
   Decisions Run();
 
  private:
@@ -123,9 +126,9 @@ class SchedulingPass {
                   const placement::PlacementRequest& r, bool within_guarantee);
   bool TryReserve(uint32_t wi, const placement::Eligibility& e,
                   const placement::PlacementRequest& r, bool head = false);
-  FitFailure ExplainFit(const Workload& w, const placement::Eligibility& e,
-                        const placement::PlacementRequest& r, const ShapeKey& key,
-                        uint32_t usable_mask);
+  const FitFailure& ExplainFit(const Workload& w, const placement::Eligibility& e,
+                               const placement::PlacementRequest& r, const ShapeKey& key,
+                               uint32_t usable_mask);
 
   void Wait(uint32_t wi, ReasonCode reason, std::string detail, std::optional<Time> start);
   void Preempt(uint32_t alloc, PreemptCause cause, WorkloadId preemptor, std::string detail);
@@ -194,6 +197,7 @@ class SchedulingPass {
   std::vector<std::pair<uint32_t, int>> placed_elastic_now_;
   std::vector<uint32_t> debug_allocs_;
   bool capacity_waits_ = false;
+  bool explain_waits_ = true;
   int preemption_searches_ = 0;
   int highest_placed_priority_ = std::numeric_limits<int>::min();
 };

@@ -9,7 +9,9 @@
 //  - every priority or reclaim preemption names a live beneficiary;
 //  - no queue holds more than its guarantee plus its borrowing limit;
 //  - shrink before evict (ShrinkBeforeEvictViolation);
-//  - priority order inside a queue (PriorityOrderViolation).
+//  - priority order inside a queue (PriorityOrderViolation);
+//  - on the first 250 seeds, a pass without wait explanations (the
+//    simulator's) decides exactly what the explained pass decided.
 // At the end, replaying the journal of applied edits on a fresh state gives
 // the live state back. A failure names its seed: rerun one seed with
 // --gtest_filter=EngineInvariantsTest.* and TIDAL_SEED=N.
@@ -26,6 +28,7 @@
 
 #include "core/common/rng.h"
 #include "tests/support/cluster_builder.h"
+#include "tests/support/decision_fingerprint.h"
 #include "tests/support/engine_driver.h"
 
 namespace tidal {
@@ -325,6 +328,10 @@ void RunCase(uint64_t seed, Coverage& seen) {
   PolicyConfig policy;
   policy.preemption.default_grace = seconds(30);
   EngineDriver driver(c.snapshot, policy);
+  // The same passes without wait explanations (the simulator's) must decide
+  // the same, on the first seeds (each doubles the engine's work).
+  const bool check_quiet = seed <= 250;
+  const Scheduler quiet(policy);
   const Time end = c.arrivals.back().submit_time + hours(12);
   size_t next = 0;
   int steps = 0;
@@ -335,6 +342,14 @@ void RunCase(uint64_t seed, Coverage& seen) {
     const Snapshot before = driver.snapshot();
     const Decisions& d = driver.Step();
     ++steps;
+    if (check_quiet) {
+      const Decisions q = quiet.Schedule(before, ScheduleOptions{.explain_waits = false});
+      EXPECT_TRUE(q.waits.empty()) << "pass " << steps;
+      Decisions explained = d;
+      explained.waits.clear();
+      ASSERT_EQ(testing::DecisionFingerprint(q), testing::DecisionFingerprint(explained))
+          << "a pass without wait explanations decided otherwise, at pass " << steps;
+    }
     ASSERT_EQ(driver.refused(), 0) << "a decision the state refused, at pass " << steps;
     seen.preempts += static_cast<int>(d.preempts.size());
     seen.resizes += static_cast<int>(d.resizes.size());
