@@ -535,10 +535,10 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
   const Workload& w = snapshot_.workloads[wi];
   if (w.priority.awaiting_approval || w.state == WorkloadState::kAwaitingApproval) {
     Wait(wi, ReasonCode::kAwaitingApproval,
-         explain_waits_ ? Str("awaiting approval: the top tier",
-                              w.priority.template_name.empty() ? "" : " of template ", w.priority.template_name,
-                              " needs an admin")
-                        : std::string(),
+         [&] {
+           return Str("awaiting approval: the top tier", w.priority.template_name.empty() ? "" : " of template ",
+                      w.priority.template_name, " needs an admin");
+         },
          std::nullopt);
     return true;
   }
@@ -548,7 +548,8 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
     return true;
   }
   if (w.kind == WorkloadKind::kInference && w.pods <= 0) {
-    Wait(wi, ReasonCode::kCapacity, "capacity: the service is scaled to zero replicas", std::nullopt);
+    Wait(wi, ReasonCode::kCapacity, [] { return std::string("capacity: the service is scaled to zero replicas"); },
+         std::nullopt);
     return true;
   }
   const int g = w.gpus_per_pod;
@@ -561,13 +562,15 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
   }
   if (!e.any_ok) {
     if (e.furthest == ClassVerdict::kLoan) {
-      Wait(wi, ReasonCode::kLoan, "loan: the matching shared-pool nodes are not lent to training now",
+      Wait(wi, ReasonCode::kLoan,
+           [] { return std::string("loan: the matching shared-pool nodes are not lent to training now"); },
            std::nullopt);
     } else {
       Wait(wi, ReasonCode::kNodeHealth,
-           explain_waits_ ? Str("node health: all ", e.nodes_failing_health,
-                                " matching nodes are failed, not ready or cordoned")
-                          : std::string(),
+           [&] {
+             return Str("node health: all ", e.nodes_failing_health,
+                        " matching nodes are failed, not ready or cordoned");
+           },
            std::nullopt);
     }
     return true;
@@ -608,7 +611,7 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
       deferred_.push_back(wi);
       return false;
     }
-    Wait(wi, ReasonCode::kQuota, std::move(denied.detail), EstimateQuota(w.queue, min_pods * g));
+    Wait(wi, ReasonCode::kQuota, [&] { return std::move(denied.detail); }, EstimateQuota(w.queue, min_pods * g));
     return true;
   }
 
@@ -624,12 +627,13 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
         if ((usable & (1u << i)) == 0) holder = &reservations_[i];
       }
       Wait(wi, ReasonCode::kReservation,
-           explain_waits_ ? Str("reservation: capacity is held for ", holder->holder_name, " from ",
-                                TimeText(holder->start), "; this job ",
-                                w.expected_duration > Duration::zero()
-                                    ? Str("would end at ", TimeText(now_ + w.expected_duration))
-                                    : std::string("has no expected duration"))
-                          : std::string(),
+           [&] {
+             return Str("reservation: capacity is held for ", holder->holder_name, " from ",
+                        TimeText(holder->start), "; this job ",
+                        w.expected_duration > Duration::zero()
+                            ? Str("would end at ", TimeText(now_ + w.expected_duration))
+                            : std::string("has no expected duration"));
+           },
            holder->start);
       return true;
     }
@@ -645,22 +649,20 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
       if (res.holder == w.id) start = res.start;  // a head reservation
     }
   }
-  ReasonCode reason = f.reason;
-  std::string detail;
-  if (f.fit_at_start && highest_placed_priority_ > w.priority.value) {
-    reason = ReasonCode::kPriority;
-    if (explain_waits_) {
-      detail = Str("priority: the ", tried.total_gpus(), " GPUs it needs were free at the start of this "
-                   "pass but went to higher-priority work (priority ", highest_placed_priority_, " > ",
-                   w.priority.value, ")");
-    }
-  } else if (explain_waits_) {
-    detail = f.detail;  // the shape's, shared by every workload of that shape
-  }
   // Estimated even when not explained: its release timeline is built on
   // first use, and what it holds then is what later reservations read.
   if (!start) start = EstimateFit(e, tried.total_gpus());
-  Wait(wi, reason, std::move(detail), start);
+  if (f.fit_at_start && highest_placed_priority_ > w.priority.value) {
+    Wait(wi, ReasonCode::kPriority,
+         [&] {
+           return Str("priority: the ", tried.total_gpus(), " GPUs it needs were free at the start of this "
+                      "pass but went to higher-priority work (priority ", highest_placed_priority_, " > ",
+                      w.priority.value, ")");
+         },
+         start);
+  } else {
+    Wait(wi, f.reason, [&] { return f.detail; }, start);  // the shape's text, shared by its workloads
+  }
   return true;
 }
 
@@ -954,9 +956,10 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
   // pass must not reclaim again for the same guarantee.
   quota_.Add(w.queue, r.total_gpus());
   Wait(wi, ReasonCode::kAwaitingVictims,
-       explain_waits_ ? Str("awaiting victims: ", n_new, " newly preempted and ", n_terminating,
-                            " terminating release ", freed, " GPUs by ", TimeText(ready))
-                      : std::string(),
+       [&] {
+         return Str("awaiting victims: ", n_new, " newly preempted and ", n_terminating, " terminating release ",
+                    freed, " GPUs by ", TimeText(ready));
+       },
        ready);
   return true;
 }
@@ -1058,8 +1061,8 @@ const std::vector<uint8_t>* SchedulingPass::BlockedFor(uint32_t usable_mask) {
 // Explanations and estimates
 
 const SchedulingPass::FitFailure& SchedulingPass::ExplainFit(const Workload& w, const Eligibility& e,
-                                                      const PlacementRequest& r, const ShapeKey& key,
-                                                      uint32_t usable_mask) {
+                                                             const PlacementRequest& r, const ShapeKey& key,
+                                                             uint32_t usable_mask) {
   FitFailure& f = fit_failures_[key];
   if (!f.detail.empty()) return f;
   const int total = r.total_gpus();
@@ -1087,9 +1090,12 @@ const SchedulingPass::FitFailure& SchedulingPass::ExplainFit(const Workload& w, 
   return f;
 }
 
-void SchedulingPass::Wait(uint32_t wi, ReasonCode reason, std::string detail, std::optional<Time> start) {
+bool SchedulingPass::CountWait(ReasonCode reason) {
   if (IsCapacityReason(reason)) capacity_waits_ = true;
-  if (!explain_waits_) return;
+  return explain_waits_;
+}
+
+void SchedulingPass::Explain(uint32_t wi, ReasonCode reason, std::string detail, std::optional<Time> start) {
   // A batch job is rejected for its deadline only when even starting now
   // misses it (certain). The estimated start is not a bound either way (work
   // may end early, preemption may make room, higher-priority work may come

@@ -130,7 +130,17 @@ class SchedulingPass {
                                const placement::PlacementRequest& r, const ShapeKey& key,
                                uint32_t usable_mask);
 
-  void Wait(uint32_t wi, ReasonCode reason, std::string detail, std::optional<Time> start);
+  // A wait decision for workload `wi`. `make_detail()` gives its text and
+  // is called only when the pass explains its waits (ScheduleOptions): a
+  // pass that does not formats no text per waiting workload.
+  template <typename MakeDetail>
+  void Wait(uint32_t wi, ReasonCode reason, MakeDetail make_detail, std::optional<Time> start) {
+    if (CountWait(reason)) Explain(wi, reason, make_detail(), start);
+  }
+  // Notes what a wait for `reason` means for this pass's later phases, and
+  // says whether to explain it.
+  bool CountWait(ReasonCode reason);
+  void Explain(uint32_t wi, ReasonCode reason, std::string detail, std::optional<Time> start);
   void Preempt(uint32_t alloc, PreemptCause cause, WorkloadId preemptor, std::string detail);
 
   // Reservations whose nodes workload w may still use (bit r = reservation r).
