@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/agent_bench_util.h"
+#include "protocol/node_registration.h"
 #include "core/common/percentile.h"
 
 namespace fs = std::filesystem;
@@ -88,6 +89,9 @@ int main(int argc, char** argv) {
                         : httplib::to_string(res.error());
     }
   };
+  // Each node's own credential, as its registration returned it: the
+  // bootstrap token may only register, as for a real agent.
+  std::vector<std::string> credentials(agents);
   const auto reg_start = Clock::now();
   {
     std::vector<std::thread> pool;
@@ -102,6 +106,10 @@ int main(int argc, char** argv) {
           if (!res || res->status != 200) {
             ++reg_errors;
             note_error(res);
+          } else if (auto reply = tidal::protocol::RegistrationReplyFromJson(
+                         json::parse(res->body, nullptr, /*allow_exceptions=*/false));
+                     reply.ok()) {
+            credentials[i] = reply->credential;
           }
           const int done = i + 1;
           if (done % 1000 == 0) {
@@ -128,7 +136,6 @@ int main(int argc, char** argv) {
       httplib::Client c("127.0.0.1", port);
       c.set_keep_alive(true);
       c.set_read_timeout(60, 0);
-      c.set_default_headers({{"Authorization", "Bearer agent-token"}});
       std::vector<double> mine;
       for (long round = 0;; ++round) {
         for (int i = t; i < agents; i += threads) {
@@ -140,7 +147,8 @@ int main(int argc, char** argv) {
           std::this_thread::sleep_until(due);
           const auto t0 = Clock::now();
           auto res = c.Post(fmt::format("/v1/agent/nodes/sim-{:05d}/heartbeat", i).c_str(),
-                            HeartbeatBody(i), "application/json");
+                            httplib::Headers{{"Authorization", "Bearer " + credentials[i]}}, HeartbeatBody(i),
+                            "application/json");
           mine.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
           ++sent;
           if (!res || res->status != 200) {
