@@ -6,15 +6,24 @@
 //
 //   build/bench/submit_benchmark [--tidal build/tidal] [--clients 64] [--seconds 10]
 //                                [--interval-ms 1000 | --server-defaults 1]
+//                                [--idle N] [--slowloris N]
 //
 // --interval-ms sets both schedule_interval_ms and min_pass_gap_ms (a pass
 // at most once a second by default); --server-defaults 1 leaves them and
 // http_threads at the server's own defaults (1 s timer, passes >= 50 ms
 // apart, 64 threads), the configuration a deployment starts with.
 //
+// --idle N holds N more connections open without a byte sent; --slowloris N
+// holds N connections that send a request header one byte a second (and
+// reconnect when the server closes them): the submits' latency with them
+// shows whether idle or hostile connections cost the server's clients.
+//
 // (Not a Google Benchmark: the thing measured is another process.)
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -44,6 +53,48 @@ double Scrape(int port, const std::string& metric) {
   return at == std::string::npos ? 0 : std::atof(r->body.c_str() + at + metric.size() + 2);
 }
 
+int Connect(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Idle and slowloris connections until `stop`: returns how many times the
+// server closed a slowloris connection (its header deadline).
+long HoldHostileConnections(int port, int idle, int slowloris, const std::atomic<bool>& stop) {
+  std::vector<int> idle_fds;
+  for (int i = 0; i < idle; ++i) idle_fds.push_back(Connect(port));
+  const std::string header = "POST /v1/workloads HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer bench-token\r\n";
+  std::vector<std::pair<int, size_t>> slow;  // fd, bytes sent
+  for (int i = 0; i < slowloris; ++i) slow.push_back({Connect(port), 0});
+  long closed = 0;
+  while (!stop) {
+    for (auto& [fd, sent] : slow) {
+      if (fd < 0 || send(fd, header.data() + sent % header.size(), 1, MSG_NOSIGNAL) != 1) {
+        if (fd >= 0) {
+          close(fd);
+          ++closed;
+        }
+        fd = Connect(port);
+        sent = 0;
+        continue;
+      }
+      ++sent;
+    }
+    for (int i = 0; i < 10 && !stop; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  for (int fd : idle_fds) close(fd);
+  for (auto& [fd, sent] : slow) close(fd);
+  return closed;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -52,6 +103,7 @@ int main(int argc, char** argv) {
   double seconds = 10;
   int interval_ms = 1000;  // scheduling loop timer (and minimum gap)
   bool server_defaults = false;
+  int idle = 0, slowloris = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--tidal") tidal = argv[i + 1];
@@ -59,6 +111,8 @@ int main(int argc, char** argv) {
     if (a == "--seconds") seconds = std::atof(argv[i + 1]);
     if (a == "--interval-ms") interval_ms = std::atoi(argv[i + 1]);
     if (a == "--server-defaults") server_defaults = std::atoi(argv[i + 1]) != 0;
+    if (a == "--idle") idle = std::atoi(argv[i + 1]);
+    if (a == "--slowloris") slowloris = std::atoi(argv[i + 1]);
   }
   char tmpl[] = "/tmp/tidal-submit-bench-XXXXXX";
   const std::string dir = mkdtemp(tmpl);
@@ -127,9 +181,7 @@ int main(int argc, char** argv) {
       c.set_tcp_nodelay(true);
       const httplib::Headers h = {{"Authorization", "Bearer bench-token"}};
       long n = 0;
-      // Warm-up: open the keep-alive connection before the clock starts
-      // (cpp-httplib listens with a backlog of 5, so a burst of new
-      // connections waits on SYN retries).
+      // Warm-up: open the keep-alive connection before the clock starts.
       for (int i = 0; i < 50; ++i) {
         if (c.Get("/healthz")) break;
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -155,11 +207,14 @@ int main(int argc, char** argv) {
     });
   }
   while (ready < clients) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  long slowloris_closed = 0;
+  std::thread hostile([&] { slowloris_closed = HoldHostileConnections(port, idle, slowloris, stop); });
   const auto measured_from = std::chrono::steady_clock::now();
   go = true;
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   stop = true;
   for (auto& th : threads) th.join();
+  hostile.join();
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - measured_from).count();
   (void)start;
   std::vector<double> all;
@@ -179,6 +234,10 @@ int main(int argc, char** argv) {
   std::printf("journal snapshots: %.0f, copy mean %.1f ms (under the state lock), encode mean %.1f ms (off it)\n",
               snapshots, snapshots > 0 ? 1000 * Scrape(port, "tidal_journal_snapshot_copy_seconds_sum") / snapshots : 0,
               snapshots > 0 ? 1000 * Scrape(port, "tidal_journal_snapshot_encode_seconds_sum") / snapshots : 0);
+  if (idle + slowloris > 0) {
+    std::printf("hostile connections: %d idle, %d slowloris (closed by the server %ld times)\n", idle, slowloris,
+                slowloris_closed);
+  }
   kill(pid, SIGTERM);
   waitpid(pid, nullptr, 0);
   std::filesystem::remove_all(dir);

@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config ccache git
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libyaml-cpp-dev libcpp-httplib-dev libsqlite3-dev
-  libcli11-dev libfmt-dev libspdlog-dev libssl-dev zlib1g-dev
+  libcli11-dev libfmt-dev libspdlog-dev libssl-dev zlib1g-dev libboost-dev
   prometheus-cpp-dev libcivetweb-dev libcurl4-openssl-dev
   curl procps
 )

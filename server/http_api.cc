@@ -1,7 +1,5 @@
 #include "server/http_api.h"
 
-#include <httplib.h>
-
 #include <cctype>
 #include <cstdio>
 #include <map>
@@ -74,37 +72,37 @@ StatusOr<std::pair<std::string, int>> ParseListen(const std::string& listen) {
 
 const std::vector<ApiRoute>& ApiRoutes() {
   static const std::vector<ApiRoute> routes = {
-      {"GET", "/healthz", "/healthz"},
-      {"GET", "/readyz", "/readyz"},
-      {"GET", "/metrics", "/metrics"},
-      {"POST", "/v1/workloads", "/v1/workloads"},
-      {"GET", "/v1/workloads", "/v1/workloads"},
-      {"GET", "/v1/workloads/{id}", R"(/v1/workloads/([^/]+))"},
-      {"POST", "/v1/workloads/{id}/cancel", R"(/v1/workloads/([^/]+)/cancel)"},
-      {"POST", "/v1/workloads/{id}/resize", R"(/v1/workloads/([^/]+)/resize)"},
-      {"POST", "/v1/workloads/{id}/approve", R"(/v1/workloads/([^/]+)/approve)"},
-      {"GET", "/v1/workloads/{id}/explain", R"(/v1/workloads/([^/]+)/explain)"},
-      {"GET", "/v1/workloads/{id}/logs", R"(/v1/workloads/([^/]+)/logs)"},
-      {"POST", "/v1/dry-run", "/v1/dry-run"},
-      {"GET", "/v1/queues", "/v1/queues"},
-      {"GET", "/v1/nodes", "/v1/nodes"},
-      {"POST", "/v1/nodes/{node}/cordon", R"(/v1/nodes/([^/]+)/cordon)"},
-      {"POST", "/v1/nodes/{node}/uncordon", R"(/v1/nodes/([^/]+)/uncordon)"},
-      {"GET", "/v1/loans", "/v1/loans"},
-      {"GET", "/v1/audit", "/v1/audit"},
-      {"GET", "/v1/reports", "/v1/reports"},
-      {"POST", "/v1/agent/register", "/v1/agent/register"},
-      {"POST", "/v1/agent/nodes/{node}/heartbeat", R"(/v1/agent/nodes/([^/]+)/heartbeat)"},
-      {"GET", "/v1/agent/nodes/{node}/pods", R"(/v1/agent/nodes/([^/]+)/pods)"},
-      {"POST", "/v1/agent/nodes/{node}/pods/status", R"(/v1/agent/nodes/([^/]+)/pods/status)"},
-      {"POST", "/v1/agent/nodes/{node}/pods/logs", R"(/v1/agent/nodes/([^/]+)/pods/logs)"},
+      {"GET", "/healthz"},
+      {"GET", "/readyz"},
+      {"GET", "/metrics"},
+      {"POST", "/v1/workloads"},
+      {"GET", "/v1/workloads"},
+      {"GET", "/v1/workloads/{id}"},
+      {"POST", "/v1/workloads/{id}/cancel"},
+      {"POST", "/v1/workloads/{id}/resize"},
+      {"POST", "/v1/workloads/{id}/approve"},
+      {"GET", "/v1/workloads/{id}/explain"},
+      {"GET", "/v1/workloads/{id}/logs"},
+      {"POST", "/v1/dry-run"},
+      {"GET", "/v1/queues"},
+      {"GET", "/v1/nodes"},
+      {"POST", "/v1/nodes/{node}/cordon"},
+      {"POST", "/v1/nodes/{node}/uncordon"},
+      {"GET", "/v1/loans"},
+      {"GET", "/v1/audit"},
+      {"GET", "/v1/reports"},
+      {"POST", "/v1/agent/register"},
+      {"POST", "/v1/agent/nodes/{node}/heartbeat"},
+      {"GET", "/v1/agent/nodes/{node}/pods"},
+      {"POST", "/v1/agent/nodes/{node}/pods/status"},
+      {"POST", "/v1/agent/nodes/{node}/pods/logs"},
   };
   return routes;
 }
 
 namespace {
 
-void Reply(httplib::Response& res, const StatusOr<json>& r, int ok_status = 200) {
+void Reply(HttpResponse& res, const StatusOr<json>& r, int ok_status = 200) {
   if (r.ok()) {
     res.status = ok_status;
     // set_content would copy the body once more.
@@ -116,7 +114,7 @@ void Reply(httplib::Response& res, const StatusOr<json>& r, int ok_status = 200)
   }
 }
 
-StatusOr<json> ParseBody(const httplib::Request& req, size_t limit) {
+StatusOr<json> ParseBody(const HttpRequest& req, size_t limit) {
   if (req.body.size() > limit) {
     return InvalidArgument(fmt::format("body: {} bytes is above the limit of {}", req.body.size(), limit));
   }
@@ -146,9 +144,9 @@ StatusOr<uint64_t> ParseId(const std::string& s) {
   return static_cast<uint64_t>(v);
 }
 
-Status ParamInt(const httplib::Request& req, const char* name, int64_t* out, int64_t min, int64_t max) {
+Status ParamInt(const HttpRequest& req, const char* name, int64_t* out, int64_t min, int64_t max) {
   if (!req.has_param(name)) return Status::Ok();
-  const std::string v = req.get_param_value(name);
+  const std::string v = req.param(name);
   char* end = nullptr;
   errno = 0;
   const long long x = std::strtoll(v.c_str(), &end, 10);
@@ -159,7 +157,7 @@ Status ParamInt(const httplib::Request& req, const char* name, int64_t* out, int
   return Status::Ok();
 }
 
-Status OnlyParams(const httplib::Request& req, std::initializer_list<std::string_view> allowed) {
+Status OnlyParams(const HttpRequest& req, std::initializer_list<std::string_view> allowed) {
   for (const auto& [k, v] : req.params) {
     bool ok = false;
     for (std::string_view a : allowed) ok = ok || k == a;
@@ -170,44 +168,41 @@ Status OnlyParams(const httplib::Request& req, std::initializer_list<std::string
 
 }  // namespace
 
-HttpApi::HttpApi(ControlPlane& cp, const Authenticator& auth, const ServerConfig& config)
-    : cp_(cp), auth_(auth), config_(config) {
-  // TLS is all or nothing: an SSLServer answers only TLS handshakes, so a
+namespace {
+
+HttpServerOptions ServerOptions(const ServerConfig& config) {
+  HttpServerOptions o;
+  o.workers = config.http_threads;
+  o.max_queued = config.http_max_queued;
+  o.max_connections = config.http_max_connections;
+  o.max_body_bytes = config.max_body_bytes;
+  o.header_timeout = config.http_header_timeout;
+  o.body_timeout = config.http_body_timeout;
+  o.idle_timeout = config.http_idle_timeout;
+  // TLS is all or nothing: a TLS server answers only TLS handshakes, so a
   // plain-HTTP client (which would send tokens in the clear) gets no reply.
-  if (!config_.tls_cert_file.empty()) {
-    svr_ = std::make_unique<httplib::SSLServer>(config_.tls_cert_file.c_str(), config_.tls_key_file.c_str());
-  } else {
-    svr_ = std::make_unique<httplib::Server>();
-  }
-  const int threads = config_.http_threads;
-  svr_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  // httplib itself answers 413 to bodies over the limit, before any handler.
-  svr_->set_payload_max_length(config_.max_body_bytes);
-  svr_->set_keep_alive_max_count(100000);
-  // Without it Nagle holds a reply body behind its headers for ~40 ms.
-  svr_->set_tcp_nodelay(true);
-  svr_->set_read_timeout(30, 0);
-  svr_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "unexpected error";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    res.status = 500;
-    res.set_content(ErrorBody(Internal(what)), "application/json");
-  });
-  svr_->set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    if (res.status == 404) {
-      res.set_content(ErrorBody(NotFound(fmt::format("no route for {} {}", req.method, req.path))), "application/json");
-    } else if (res.status == 413) {
-      cp_.metrics().Inc("tidal_http_rejected_total", {{"reason", std::string(RejectionName(Rejection::kBodyTooLarge))}});
-      res.set_content(ErrorBody(InvalidArgument("body: above the size limit"), "payload_too_large"), "application/json");
-    } else {
-      res.set_content(ErrorBody(Status(StatusCode::kInvalidArgument, fmt::format("request: HTTP {}", res.status))),
-                      "application/json");
+  o.tls_cert_file = config.tls_cert_file;
+  o.tls_key_file = config.tls_key_file;
+  return o;
+}
+
+}  // namespace
+
+HttpApi::HttpApi(ControlPlane& cp, const Authenticator& auth, const ServerConfig& config)
+    : cp_(cp), auth_(auth), config_(config), svr_(std::make_unique<HttpServer>(ServerOptions(config))) {
+  // The replies the HTTP layer gives itself get the API's error body.
+  svr_->OnError([this](std::optional<Rejection> why, HttpResponse& res) {
+    if (why) cp_.metrics().Inc("tidal_http_rejected_total", {{"reason", std::string(RejectionName(*why))}});
+    const std::string message = std::move(res.body);
+    switch (res.status) {
+      case 500: res.set_content(ErrorBody(Internal(message)), "application/json"); break;
+      case 413: res.set_content(ErrorBody(InvalidArgument(message), "payload_too_large"), "application/json"); break;
+      case 431: res.set_content(ErrorBody(InvalidArgument(message), "header_too_large"), "application/json"); break;
+      case 503:
+        res.set_header("Retry-After", "1");
+        res.set_content(ErrorBody(Unavailable(message)), "application/json");
+        break;
+      default: res.set_content(ErrorBody(InvalidArgument(message)), "application/json"); break;
     }
   });
   Routes();
@@ -215,24 +210,10 @@ HttpApi::HttpApi(ControlPlane& cp, const Authenticator& auth, const ServerConfig
 
 HttpApi::~HttpApi() = default;
 
-StatusOr<int> HttpApi::Bind(const std::string& host, int port) {
-  // CheckTlsFiles ran first; this is the case it cannot see (e.g. a file
-  // replaced in between).
-  if (!svr_->is_valid()) {
-    return InvalidArgument(fmt::format("tls_cert_file '{}' / tls_key_file '{}': OpenSSL cannot use them",
-                                       config_.tls_cert_file, config_.tls_key_file));
-  }
-  if (port == 0) {
-    const int bound = svr_->bind_to_any_port(host);
-    if (bound <= 0) return Unavailable(fmt::format("cannot bind {}:0", host));
-    return bound;
-  }
-  if (!svr_->bind_to_port(host, port)) return Unavailable(fmt::format("cannot bind {}:{}", host, port));
-  return port;
-}
+StatusOr<int> HttpApi::Bind(const std::string& host, int port) { return svr_->Bind(host, port); }
 
-void HttpApi::Serve() { svr_->listen_after_bind(); }
-void HttpApi::Stop() { svr_->stop(); }
+void HttpApi::Serve() { svr_->Serve(); }
+void HttpApi::Stop() { svr_->Stop(); }
 
 StatusOr<Principal> HttpApi::Authenticate(const std::string& authorization_header) const {
   auto who = auth_.Authenticate(authorization_header);
@@ -247,10 +228,10 @@ HttpApi::Admission::~Admission() {
   if (guard != nullptr) guard->Leave(tenant);
 }
 
-StatusOr<Principal> HttpApi::Admit(const httplib::Request& req, bool submit, Admission* admission) {
+StatusOr<Principal> HttpApi::Admit(const HttpRequest& req, bool submit, Admission* admission) {
   OverloadGuard& guard = cp_.overload();
   const auto now = std::chrono::steady_clock::now();
-  auto who = Authenticate(req.get_header_value("Authorization"));
+  auto who = Authenticate(std::string(req.header("Authorization")));
   if (!who.ok()) {
     if (guard.NoteAuthFailure(req.remote_addr, now)) return who;
     return Rejected(Rejection::kAuthFailures, admission,
@@ -283,7 +264,7 @@ Status HttpApi::Rejected(Rejection why, Admission* admission, std::string_view m
 
 void HttpApi::Finish(const std::string& route_name, const std::string& method,
                      std::chrono::steady_clock::time_point start, const Admission& admission,
-                     httplib::Response& res) {
+                     HttpResponse& res) {
   if (admission.retry_after_s > 0) res.set_header("Retry-After", std::to_string(admission.retry_after_s));
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   cp_.metrics().Observe("tidal_api_request_seconds", {{"route", route_name}, {"method", method}}, s);
@@ -291,8 +272,8 @@ void HttpApi::Finish(const std::string& route_name, const std::string& method,
 }
 
 void HttpApi::Routes() {
-  using Req = httplib::Request;
-  using Res = httplib::Response;
+  using Req = HttpRequest;
+  using Res = HttpResponse;
   using Handler = std::function<StatusOr<json>(const Req&, const Principal&, int* ok_status)>;
   // Wraps a handler with auth, timing and error mapping.
   auto route = [this](const std::string& route_name, Handler h) {
@@ -308,8 +289,8 @@ void HttpApi::Routes() {
     };
   };
   const size_t limit = config_.max_body_bytes;
-  std::map<std::string, httplib::Server::Handler> handlers;  // "METHOD name" -> handler
-  auto add = [&handlers](const std::string& method, const std::string& name, httplib::Server::Handler h) {
+  std::map<std::string, HttpServer::Handler> handlers;  // "METHOD name" -> handler
+  auto add = [&handlers](const std::string& method, const std::string& name, HttpServer::Handler h) {
     handlers[method + " " + name] = std::move(h);
   };
   auto user_or_admin = [](const Principal& p) { return RequireRole(p, {Role::kUser, Role::kAdmin}); };
@@ -326,7 +307,7 @@ void HttpApi::Routes() {
 
   add("POST", "/v1/workloads", route("/v1/workloads", [=, this](const Req& req, const Principal& p, int* ok) -> StatusOr<json> {
     TIDAL_RETURN_IF_ERROR(user_or_admin(p));
-    const std::string key = req.get_header_value("Idempotency-Key");
+    const std::string key(req.header("Idempotency-Key"));
     if (key.size() > 200) return InvalidArgument("Idempotency-Key: longer than 200 characters");
     TIDAL_ASSIGN_OR_RETURN(json body, ParseBody(req, limit));
     TIDAL_ASSIGN_OR_RETURN(SubmitResult r, cp_.Submit(p, body, key));
@@ -337,11 +318,11 @@ void HttpApi::Routes() {
     TIDAL_RETURN_IF_ERROR(user_or_admin(p));
     TIDAL_RETURN_IF_ERROR(OnlyParams(req, {"tenant", "project", "queue", "kind", "state", "limit"}));
     ListFilter f;
-    f.tenant = req.get_param_value("tenant");
-    f.project = req.get_param_value("project");
-    f.queue = req.get_param_value("queue");
-    f.kind = req.get_param_value("kind");
-    f.state = req.get_param_value("state");
+    f.tenant = req.param("tenant");
+    f.project = req.param("project");
+    f.queue = req.param("queue");
+    f.kind = req.param("kind");
+    f.state = req.param("state");
     int64_t lim = 500;
     TIDAL_RETURN_IF_ERROR(ParamInt(req, "limit", &lim, 1, 10000));
     f.limit = static_cast<int>(lim);
@@ -349,33 +330,33 @@ void HttpApi::Routes() {
   }));
   add("GET", "/v1/workloads/{id}", route("/v1/workloads/{id}", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
     TIDAL_RETURN_IF_ERROR(user_or_admin(p));
-    TIDAL_ASSIGN_OR_RETURN(uint64_t id, ParseId(req.matches[1]));
+    TIDAL_ASSIGN_OR_RETURN(uint64_t id, ParseId(req.path_params[0]));
     return cp_.Get(p, id);
   }));
   add("POST", "/v1/workloads/{id}/cancel", route("/v1/workloads/{id}/cancel", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
     TIDAL_RETURN_IF_ERROR(user_or_admin(p));
-    TIDAL_ASSIGN_OR_RETURN(uint64_t id, ParseId(req.matches[1]));
+    TIDAL_ASSIGN_OR_RETURN(uint64_t id, ParseId(req.path_params[0]));
     return cp_.Cancel(p, id);
   }));
   add("POST", "/v1/workloads/{id}/resize", route("/v1/workloads/{id}/resize", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
     TIDAL_RETURN_IF_ERROR(user_or_admin(p));
-    TIDAL_ASSIGN_OR_RETURN(uint64_t id, ParseId(req.matches[1]));
+    TIDAL_ASSIGN_OR_RETURN(uint64_t id, ParseId(req.path_params[0]));
     TIDAL_ASSIGN_OR_RETURN(json body, ParseBody(req, limit));
     return cp_.Resize(p, id, body);
   }));
   add("POST", "/v1/workloads/{id}/approve", route("/v1/workloads/{id}/approve", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
     TIDAL_RETURN_IF_ERROR(RequireRole(p, {Role::kAdmin}));
-    TIDAL_ASSIGN_OR_RETURN(uint64_t id, ParseId(req.matches[1]));
+    TIDAL_ASSIGN_OR_RETURN(uint64_t id, ParseId(req.path_params[0]));
     return cp_.Approve(p, id);
   }));
   add("GET", "/v1/workloads/{id}/explain", route("/v1/workloads/{id}/explain", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
     TIDAL_RETURN_IF_ERROR(user_or_admin(p));
-    TIDAL_ASSIGN_OR_RETURN(uint64_t id, ParseId(req.matches[1]));
+    TIDAL_ASSIGN_OR_RETURN(uint64_t id, ParseId(req.path_params[0]));
     return cp_.Explain(p, id);
   }));
   add("GET", "/v1/workloads/{id}/logs", route("/v1/workloads/{id}/logs", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
     TIDAL_RETURN_IF_ERROR(user_or_admin(p));
-    TIDAL_ASSIGN_OR_RETURN(uint64_t id, ParseId(req.matches[1]));
+    TIDAL_ASSIGN_OR_RETURN(uint64_t id, ParseId(req.path_params[0]));
     TIDAL_RETURN_IF_ERROR(OnlyParams(req, {"rank", "offset"}));
     int64_t rank = 0, offset = 0;
     TIDAL_RETURN_IF_ERROR(ParamInt(req, "rank", &rank, 0, 1 << 20));
@@ -398,7 +379,7 @@ void HttpApi::Routes() {
     add("POST", "/v1/nodes/{node}/" + verb,
         route("/v1/nodes/{node}/" + verb, [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
           TIDAL_RETURN_IF_ERROR(RequireRole(p, {Role::kAdmin}));
-          return cp_.Cordon(p, req.matches[1].str(), cordoned);
+          return cp_.Cordon(p, req.path_params[0], cordoned);
         }));
   }
   add("GET", "/v1/loans", route("/v1/loans", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
@@ -426,15 +407,15 @@ void HttpApi::Routes() {
     TIDAL_RETURN_IF_ERROR(ParamInt(req, "limit", &lim, 1, 100000));
     q.workload = static_cast<uint64_t>(wl);
     q.limit = static_cast<int>(lim);
-    q.action = req.get_param_value("action");
-    q.tenant = req.get_param_value("tenant");
+    q.action = req.param("action");
+    q.tenant = req.param("tenant");
     return cp_.Audit(p, q);
   }));
   add("GET", "/v1/reports", [=, this](const Req& req, Res& res) {
     const auto start = std::chrono::steady_clock::now();
     Admission admission;
     auto who = Admit(req, false, &admission);
-    std::string format = req.has_param("format") ? req.get_param_value("format") : "json";
+    std::string format = req.has_param("format") ? req.param("format") : "json";
     StatusOr<json> out = json();
     if (!who.ok()) {
       out = who.status();
@@ -448,14 +429,12 @@ void HttpApi::Routes() {
         ReportQuery q;
         TIDAL_RETURN_IF_ERROR(ParamInt(req, "from_ms", &q.from_ms, 0, INT64_MAX));
         TIDAL_RETURN_IF_ERROR(ParamInt(req, "to_ms", &q.to_ms, 0, INT64_MAX));
-        q.tenant = req.get_param_value("tenant");
-        q.project = req.get_param_value("project");
+        q.tenant = req.param("tenant");
+        q.project = req.param("project");
         return cp_.Report(*who, q);
       }();
     }
     if (out.ok() && format == "csv") {
-      // set_content leaves the status unset (-1) until httplib sends the
-      // reply, after this handler: the metric below would count code="-1".
       res.status = 200;
       res.set_content(ReportToCsv(*out), "text/csv");
     } else {
@@ -476,18 +455,18 @@ void HttpApi::Routes() {
     if (!req.body.empty()) {
       TIDAL_ASSIGN_OR_RETURN(body, ParseBody(req, limit));
     }
-    return cp_.Heartbeat(p, req.matches[1], body);
+    return cp_.Heartbeat(p, req.path_params[0], body);
   }));
   add("GET", "/v1/agent/nodes/{node}/pods", route("/v1/agent/nodes/{node}/pods", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
-    return cp_.NodePods(p, req.matches[1]);
+    return cp_.NodePods(p, req.path_params[0]);
   }));
   add("POST", "/v1/agent/nodes/{node}/pods/status", route("/v1/agent/nodes/{node}/pods/status", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
     TIDAL_ASSIGN_OR_RETURN(json body, ParseBody(req, limit));
-    return cp_.PodStatus(p, req.matches[1], body);
+    return cp_.PodStatus(p, req.path_params[0], body);
   }));
   add("POST", "/v1/agent/nodes/{node}/pods/logs", route("/v1/agent/nodes/{node}/pods/logs", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
     TIDAL_ASSIGN_OR_RETURN(json body, ParseBody(req, limit));
-    return cp_.PodLogs(p, req.matches[1], body);
+    return cp_.PodLogs(p, req.path_params[0], body);
   }));
 
   // The dashboard: every other GET outside /v1 is a file of the bundle. It
@@ -502,21 +481,21 @@ void HttpApi::Routes() {
       std::fprintf(stderr, "tidal: route %s %s has no handler\n", r.method, r.name);
       std::abort();
     }
-    if (std::string_view(r.method) == "GET") {
-      svr_->Get(r.pattern, std::move(it->second));
-    } else {
-      svr_->Post(r.pattern, std::move(it->second));
-    }
+    svr_->Route(r.method, r.name, std::move(it->second));
     handlers.erase(it);
   }
   if (!handlers.empty()) {
     std::fprintf(stderr, "tidal: handler %s has no row in ApiRoutes()\n", handlers.begin()->first.c_str());
     std::abort();
   }
-  svr_->Get(".*", [this](const Req& req, Res& res) { ServeStatic(req.path, res); });
+  svr_->Fallback([this](const Req& req, Res& res) {
+    if (req.method == "GET") return ServeStatic(req.path, res);
+    res.status = 404;
+    res.set_content(ErrorBody(NotFound(fmt::format("no route for {} {}", req.method, req.path))), "application/json");
+  });
 }
 
-void HttpApi::ServeStatic(const std::string& path, httplib::Response& res) const {
+void HttpApi::ServeStatic(const std::string& path, HttpResponse& res) const {
   if (path == "/v1" || path.starts_with("/v1/")) {
     res.status = 404;
     res.set_content(ErrorBody(NotFound(fmt::format("no route for GET {}", path))), "application/json");

@@ -1,4 +1,4 @@
-// HTTP/JSON front of the control plane (cpp-httplib): authentication, role
+// HTTP/JSON front of the control plane (on server/http_server.h): authentication, role
 // checks, body limits, JSON parsing and Status -> HTTP status mapping. Every
 // route is timed into tidal_api_request_seconds.
 #ifndef TIDAL_SERVER_HTTP_API_H_
@@ -12,25 +12,19 @@
 
 #include "core/common/status.h"
 #include "server/control_plane.h"
+#include "server/http_server.h"
 #include "server/overload_guard.h"
-
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}
 
 namespace tidal::server {
 
-// One API route: the method, its name as docs/api.md writes it ("{id}",
-// "{node}" for path parameters; also the metrics label) and the httplib
-// pattern. The handlers are registered from this table, and the auth matrix
+// One API route: the method and its path as docs/api.md writes it ("{id}",
+// "{node}" for path parameters), which is both the pattern it is served at
+// and its metrics label. The handlers are registered from this table, and the auth matrix
 // test (tests/server/server_auth_test.cc) checks every row, so a route
 // cannot be added without its authorization being tested.
 struct ApiRoute {
   const char* method;  // "GET" or "POST"
   const char* name;
-  const char* pattern;
 };
 const std::vector<ApiRoute>& ApiRoutes();
 
@@ -70,7 +64,7 @@ class HttpApi {
   // Authentication, then the overload guard: the caller, or the 401/429 to
   // answer. `submit`: a submit or dry-run, which also draws on the tenant's
   // submit rate.
-  StatusOr<Principal> Admit(const httplib::Request& req, bool submit, Admission* admission);
+  StatusOr<Principal> Admit(const HttpRequest& req, bool submit, Admission* admission);
   // The 429 for `why`: counts it in tidal_http_rejected_total, sets its
   // Retry-After (admission->retry_after_s) and appends the same figure to
   // `message` (which says only why) as "; retry after N s".
@@ -78,14 +72,14 @@ class HttpApi {
   // Retry-After and the route's metrics, once the reply is written.
   void Finish(const std::string& route_name, const std::string& method,
               std::chrono::steady_clock::time_point start, const Admission& admission,
-              httplib::Response& res);
+              HttpResponse& res);
   // GET of a dashboard file (config_.web_dir) or its how-to-build page.
-  void ServeStatic(const std::string& path, httplib::Response& res) const;
+  void ServeStatic(const std::string& path, HttpResponse& res) const;
 
   ControlPlane& cp_;
   const Authenticator& auth_;
   const ServerConfig& config_;
-  std::unique_ptr<httplib::Server> svr_;
+  std::unique_ptr<HttpServer> svr_;
 };
 
 // "host:port" -> parts; the port may be 0.

@@ -12,6 +12,11 @@ std::string_view RejectionName(Rejection r) {
     case Rejection::kUnfinishedCap: return "unfinished_cap";
     case Rejection::kAuthFailures: return "auth_failures";
     case Rejection::kBodyTooLarge: return "body_too_large";
+    case Rejection::kHeaderTooLarge: return "header_too_large";
+    case Rejection::kMalformed: return "malformed";
+    case Rejection::kReadTimeout: return "read_timeout";
+    case Rejection::kConnectionLimit: return "connections";
+    case Rejection::kInFlightLimit: return "in_flight";
   }
   return "unknown";
 }

@@ -40,11 +40,25 @@ namespace tidal::server {
 
 // Why a request was turned away (the `reason` label of
 // tidal_http_rejected_total).
-enum class Rejection { kFairShare, kSubmitRate, kUnfinishedCap, kAuthFailures, kBodyTooLarge };
+// The last five are the HTTP layer's own (server/http_server.h).
+enum class Rejection {
+  kFairShare,
+  kSubmitRate,
+  kUnfinishedCap,
+  kAuthFailures,
+  kBodyTooLarge,
+  kHeaderTooLarge,
+  kMalformed,
+  kReadTimeout,
+  kConnectionLimit,
+  kInFlightLimit,
+};
 std::string_view RejectionName(Rejection r);
-inline constexpr Rejection kEveryRejection[] = {Rejection::kFairShare, Rejection::kSubmitRate,
-                                                Rejection::kUnfinishedCap, Rejection::kAuthFailures,
-                                                Rejection::kBodyTooLarge};
+inline constexpr Rejection kEveryRejection[] = {
+    Rejection::kFairShare,      Rejection::kSubmitRate,  Rejection::kUnfinishedCap,
+    Rejection::kAuthFailures,   Rejection::kBodyTooLarge, Rejection::kHeaderTooLarge,
+    Rejection::kMalformed,      Rejection::kReadTimeout, Rejection::kConnectionLimit,
+    Rejection::kInFlightLimit};
 
 struct OverloadLimits {
   int seats = 64;                        // the server's http_threads

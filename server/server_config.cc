@@ -141,7 +141,8 @@ StatusOr<ServerConfig> ParseServerConfig(std::string_view yaml, const std::strin
                                  {"cluster_file", "policy_file", "listen", "store",
                                   "schedule_interval_ms", "min_pass_gap_ms", "node_lease_s",
                                   "heartbeat_interval_s", "debug_idle_limit_s", "idle_utilization",
-                                  "max_body_bytes", "http_threads", "gpu_prices", "tokens",
+                                  "max_body_bytes", "http_threads", "http_max_queued", "http_max_connections",
+                                  "http_header_timeout_ms", "http_body_timeout_ms", "http_idle_timeout_s", "gpu_prices", "tokens",
                                   "projects", "web_dir", "tls_cert_file", "tls_key_file", "tenant_max_unfinished",
                                   "tenant_submit_rate_per_s", "tenant_submit_burst", "auth_failure_burst",
                                   "auth_failure_rate_per_s", "snapshot_every_records"});
@@ -191,6 +192,19 @@ StatusOr<ServerConfig> ParseServerConfig(std::string_view yaml, const std::strin
   TIDAL_RETURN_IF_ERROR(step(r.Int("max_body_bytes", &max_body, 1024, 256 << 20)));
   out.max_body_bytes = static_cast<size_t>(max_body);
   TIDAL_RETURN_IF_ERROR(step(r.Int("http_threads", &out.http_threads, 2, 4096)));
+  TIDAL_RETURN_IF_ERROR(step(r.Int("http_max_queued", &out.http_max_queued, 1, 1'000'000)));
+  TIDAL_RETURN_IF_ERROR(step(r.Int("http_max_connections", &out.http_max_connections, 1, 1'000'000)));
+  auto millis = [&](const char* key, Duration* d, int min_ms, int max_ms) -> Status {
+    int ms = static_cast<int>(d->count());
+    TIDAL_RETURN_IF_ERROR(step(r.Int(key, &ms, min_ms, max_ms)));
+    *d = milliseconds(ms);
+    return Status::Ok();
+  };
+  TIDAL_RETURN_IF_ERROR(millis("http_header_timeout_ms", &out.http_header_timeout, 100, 600'000));
+  TIDAL_RETURN_IF_ERROR(millis("http_body_timeout_ms", &out.http_body_timeout, 100, 3'600'000));
+  int idle_s = static_cast<int>(out.http_idle_timeout.count() / 1000);
+  TIDAL_RETURN_IF_ERROR(step(r.Int("http_idle_timeout_s", &idle_s, 1, 86400)));
+  out.http_idle_timeout = seconds(idle_s);
   TIDAL_RETURN_IF_ERROR(step(r.Int("tenant_max_unfinished", &out.tenant_max_unfinished, 1, 10000000)));
   TIDAL_RETURN_IF_ERROR(step(r.Double("tenant_submit_rate_per_s", &out.tenant_submit_rate_per_s, 0, 1e6)));
   TIDAL_RETURN_IF_ERROR(step(r.Double("tenant_submit_burst", &out.tenant_submit_burst, 0, 1e7)));

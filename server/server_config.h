@@ -63,7 +63,15 @@ struct ServerConfig {
   Duration debug_idle_limit = minutes(30);
   double idle_utilization = 0.05;
   size_t max_body_bytes = 1 << 20;
+  // The HTTP layer (server/http_server.h): handler threads (requests handled
+  // at once; an idle connection holds none), the requests waiting for or
+  // holding one, open connections, and the read deadlines.
   int http_threads = 64;
+  int http_max_queued = 4096;
+  int http_max_connections = 16384;
+  Duration http_header_timeout = seconds(10);
+  Duration http_body_timeout = seconds(30);
+  Duration http_idle_timeout = minutes(5);
   // Overload protection (server/overload_guard.h): a tenant's unfinished
   // (pending or running) workloads, its submit rate (0 = unlimited) and each
   // client address's failed-authentication budget.

@@ -1,8 +1,7 @@
 // The server's TLS certificate and key (server config tls_cert_file /
 // tls_key_file): checked before the server binds, so that a typo or a key
 // from another certificate stops it with a message naming the file instead
-// of a listener that fails every handshake (cpp-httplib's SSLServer only
-// says "not valid").
+// of a listener that fails every handshake.
 #ifndef TIDAL_SERVER_TLS_FILES_H_
 #define TIDAL_SERVER_TLS_FILES_H_
 
