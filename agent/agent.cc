@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -21,6 +22,7 @@
 #include "config/json_codec.h"
 #include "protocol/heartbeat.h"
 #include "protocol/node_registration.h"
+#include "protocol/pod_assignment.h"
 #include "protocol/pod_log.h"
 
 namespace tidal::agent {
@@ -34,6 +36,9 @@ constexpr size_t kMaxOutbox = 10000;
 constexpr int64_t kMaxLogUploadBytes = 512 << 10;
 constexpr int64_t kMaxLogBytesPerStream = 64 << 10;  // per pod per upload
 constexpr int kLogIdleSyncsAfterExit = 3;
+// How long one pod watch waits on the server for a change: short enough
+// that a server gone quiet is noticed, long enough to cost nothing.
+constexpr Duration kPodWatchWait = seconds(25);
 
 int64_t FileSize(const std::string& path) {
   struct stat st;
@@ -455,7 +460,54 @@ void Agent::Heartbeat(int64_t now_ms, std::unique_lock<std::mutex>& lock) {
     return;
   }
   if (decoded->lease_s) lease_.lease_s = *decoded->lease_s;
-  if (decoded->pods) Reconcile(*decoded->pods, arrived_ms);
+  if (decoded->pods && !watching_) Reconcile(*decoded->pods, arrived_ms);
+}
+
+void Agent::WatchPods(const std::function<bool()>& stop, Duration tick) {
+  std::string version;
+  auto pause = [&](Duration d) {
+    for (auto until = std::chrono::steady_clock::now() + d; !stop() && std::chrono::steady_clock::now() < until;) {
+      std::this_thread::sleep_for(tick);
+    }
+  };
+  while (!stop()) {
+    bool registered = false;
+    {
+      std::lock_guard lock(mu_);
+      registered = registered_;
+      if (!registered) {
+        watching_ = false;
+        version.clear();
+      }
+    }
+    if (!registered) {
+      pause(tick);
+      continue;
+    }
+    auto reply = server_.WatchPods(config_.name, version, kPodWatchWait);
+    std::unique_lock lock(mu_);
+    if (!reply.ok()) {
+      watching_ = false;
+      version.clear();
+      if (reply.status().code() == StatusCode::kFailedPrecondition) return;  // heartbeats carry the pods
+      lock.unlock();
+      if (!stop()) fmt::print(stderr, "agent {}: pod watch: {}\n", config_.name, reply.status().message());
+      pause(seconds(1));
+      continue;
+    }
+    auto list = protocol::PodAssignmentListFromJson(*reply);
+    if (!list.ok()) {
+      watching_ = false;
+      version.clear();
+      fmt::print(stderr, "agent {}: pod watch reply: {}\n", config_.name, list.status().message());
+      lock.unlock();
+      pause(seconds(1));
+      continue;
+    }
+    watching_ = true;
+    version = list->version;
+    Reconcile(list->pods, WallClockMs());
+  }
 }
 
 // Every exit event is queued when the exit happens; once it is delivered
@@ -605,6 +657,11 @@ void Agent::Run(const std::function<bool()>& stop, Duration tick) {
       std::this_thread::sleep_for(tick);
     }
   });
+  std::atomic<bool> watch_done{false};
+  std::thread watch([&] {
+    WatchPods(stop, tick);
+    watch_done = true;
+  });
   // Pods' keepers kill their pods when the lease file goes stale (the
   // orphan timeout, half the node's lease). Tick can take a while when
   // busy replicas answer readiness and load probes slowly, so the file is
@@ -619,6 +676,13 @@ void Agent::Run(const std::function<bool()>& stop, Duration tick) {
     Tick(WallClockMs());
     std::this_thread::sleep_for(tick);
   }
+  // A long-poll in flight ends when its connection is shut; one that was
+  // just being opened is caught by the next try.
+  while (!watch_done) {
+    server_.CancelWatch();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  watch.join();
   lease.join();
   sync.join();
 }

@@ -122,7 +122,8 @@ class Agent {
   // reply), then queued pod events. The agent's state is unlocked while a
   // call is in flight, so Tick runs on meanwhile.
   void Sync(int64_t now_ms);
-  // Ticks every `tick` on this thread and syncs on another until `stop`.
+  // Ticks every `tick` on this thread, syncs on another, and keeps a watch
+  // on the node's pods on a third, until `stop`.
   void Run(const std::function<bool()>& stop, Duration tick);
   // Stops every pod: notice + signal, SIGKILL after `grace`; blocks until all
   // have exited. Their exits are not reported (they did not finish).
@@ -156,6 +157,9 @@ class Agent {
   // (bounded per call); releases mu_ around the server call.
   void ShipLogs(std::unique_lock<std::mutex>& lock);
   void Reconcile(const std::vector<PodSpec>& desired, int64_t now_ms);
+  // The pod watch loop (Run's third thread): one long-poll at a time, each
+  // reply reconciled at once.
+  void WatchPods(const std::function<bool()>& stop, Duration tick);
   void Sample(int64_t now_ms);
   void ReportLoad(int64_t now_ms);
   void RestorePods();
@@ -193,6 +197,10 @@ class Agent {
   };
   std::map<PodKey, LogCursor> log_cursors_;
   bool registered_ = false;
+  // While the pod watch answers, its lists are the agent's (in order); a
+  // heartbeat reply's, computed before a watch reply that overtook it,
+  // could stop a pod just started.
+  bool watching_ = false;
   bool heartbeat_now_ = false;
   int64_t next_heartbeat_ms_ = 0;
   int64_t next_sample_ms_ = 0;

@@ -28,6 +28,16 @@ class ControlPlane {
   // POST /v1/agent/nodes/{node}/heartbeat; returns the reply ({"pods": ...}).
   virtual StatusOr<nlohmann::json> Heartbeat(const std::string& node,
                                              const nlohmann::json& body) = 0;
+  // GET /v1/agent/nodes/{node}/pods?version=V&wait_ms=N: the node's pods
+  // (protocol::PodAssignmentList) once they differ from `version`, or after
+  // `wait` (server/node_pods_watch.h). FailedPrecondition from a control
+  // plane without it (test fakes): heartbeat replies then carry the pods.
+  virtual StatusOr<nlohmann::json> WatchPods(const std::string& /*node*/, const std::string& /*version*/,
+                                             Duration /*wait*/) {
+    return FailedPrecondition("no pod watch");
+  }
+  // Ends a WatchPods in flight; every later one returns at once.
+  virtual void CancelWatch() {}
   // POST /v1/agent/nodes/{node}/pods/status with {"events": [...]}.
   virtual Status ReportEvents(const std::string& node, const nlohmann::json& body) = 0;
   // POST /v1/agent/nodes/{node}/pods/logs with a protocol::PodLogBatch. A

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <mutex>
 #include <utility>
@@ -20,22 +21,29 @@ class HttpControlPlane final : public ControlPlane {
  public:
   HttpControlPlane(const std::string& url, const std::string& token, Duration timeout,
                    std::string credential_file, const std::string& ca_file)
-      : url_(url), bootstrap_token_(token), credential_file_(std::move(credential_file)), client_(url) {
-    if (!ca_file.empty()) client_.set_ca_cert_path(ca_file.c_str());
-    client_.enable_server_certificate_verification(true);
+      : url_(url),
+        bootstrap_token_(token),
+        credential_file_(std::move(credential_file)),
+        timeout_(timeout),
+        client_(url),
+        watch_client_(url) {
+    const auto usec = std::chrono::duration_cast<std::chrono::microseconds>(timeout).count();
+    for (httplib::Client* c : {&client_, &watch_client_}) {
+      if (!ca_file.empty()) c->set_ca_cert_path(ca_file.c_str());
+      c->enable_server_certificate_verification(true);
+      c->set_connection_timeout(0, usec);
+      c->set_read_timeout(0, usec);  // a watch sets its own
+      c->set_write_timeout(0, usec);
+      c->set_keep_alive(true);
+      // Small JSON requests on a kept-alive connection: without this, Nagle
+      // plus the server's delayed ACK adds ~40 ms to every call.
+      c->set_tcp_nodelay(true);
+    }
     // A restarted agent presents the credential it was issued, so the server
     // lets it register its node again and adopt the pods still running.
     if (!credential_file_.empty() && access(credential_file_.c_str(), F_OK) == 0) {
       if (auto saved = ReadTokenFile(credential_file_); saved.ok()) credential_ = *saved;
     }
-    const auto usec = std::chrono::duration_cast<std::chrono::microseconds>(timeout).count();
-    client_.set_connection_timeout(0, usec);
-    client_.set_read_timeout(0, usec);
-    client_.set_write_timeout(0, usec);
-    client_.set_keep_alive(true);
-    // Small JSON requests on a kept-alive connection: without this, Nagle
-    // plus the server's delayed ACK adds ~40 ms to every call.
-    client_.set_tcp_nodelay(true);
   }
 
   // Registers with the node's credential once it has one (the server then
@@ -67,6 +75,28 @@ class HttpControlPlane final : public ControlPlane {
 
   StatusOr<json> Heartbeat(const std::string& node, const json& body) override {
     return NodeCall(fmt::format("/v1/agent/nodes/{}/heartbeat", node), body);
+  }
+
+  // On a connection of its own: the sync thread's calls go on meanwhile.
+  StatusOr<json> WatchPods(const std::string& node, const std::string& version, Duration wait) override {
+    if (watch_cancelled_) return Unavailable("pod watch cancelled");
+    watch_client_.set_read_timeout(0, std::chrono::duration_cast<std::chrono::microseconds>(wait + timeout_).count());
+    const std::string path = fmt::format("/v1/agent/nodes/{}/pods?wait_ms={}&version={}", node, wait.count(),
+                                         httplib::detail::encode_query_param(version));
+    const bool had_credential = HasCredential();
+    const httplib::Headers headers = {{"Authorization", "Bearer " + Token()}};
+    auto res = watch_client_.Get(path.c_str(), headers);
+    if (!res) return Unavailable(fmt::format("GET {}{}: {}", url_, path, httplib::to_string(res.error())));
+    auto reply = Decode("GET", path, res->status, res->body);
+    if (!reply.ok() && reply.status().code() == StatusCode::kUnauthenticated && had_credential) {
+      return NotFound(reply.status().message() + " (the node's credential is unknown)");
+    }
+    return reply;
+  }
+
+  void CancelWatch() override {
+    watch_cancelled_ = true;
+    watch_client_.stop();
   }
 
   Status ReportEvents(const std::string& node, const json& body) override {
@@ -113,17 +143,21 @@ class HttpControlPlane final : public ControlPlane {
     if (!res) {
       return Unavailable(fmt::format("POST {}{}: {}", url_, path, httplib::to_string(res.error())));
     }
-    json reply = json::parse(res->body, nullptr, /*allow_exceptions=*/false);
-    if (res->status >= 200 && res->status < 300) {
-      if (reply.is_discarded()) return Internal(fmt::format("POST {}: reply is not JSON", path));
+    return Decode("POST", path, res->status, res->body);
+  }
+
+  static StatusOr<json> Decode(const char* method, const std::string& path, int status, const std::string& body) {
+    json reply = json::parse(body, nullptr, /*allow_exceptions=*/false);
+    if (status >= 200 && status < 300) {
+      if (reply.is_discarded()) return Internal(fmt::format("{} {}: reply is not JSON", method, path));
       return reply;
     }
-    std::string message = res->body;
+    std::string message = body;
     if (reply.is_object() && reply.contains("error") && reply["error"].is_object()) {
-      message = reply["error"].value("message", res->body);
+      message = reply["error"].value("message", body);
     }
-    message = fmt::format("POST {}: {} {}", path, res->status, message);
-    switch (res->status) {
+    message = fmt::format("{} {}: {} {}", method, path, status, message);
+    switch (status) {
       case 401: return Unauthenticated(message);
       case 403: return PermissionDenied(message);
       case 404: return NotFound(message);
@@ -138,9 +172,12 @@ class HttpControlPlane final : public ControlPlane {
   // in the agent's work dir) when one is given; never in the environment or
   // argv, where a pod could read it.
   const std::string credential_file_;
+  const Duration timeout_;
   mutable std::mutex mu_;
   std::string credential_;
   httplib::Client client_;
+  httplib::Client watch_client_;
+  std::atomic<bool> watch_cancelled_{false};
 };
 
 }  // namespace

@@ -132,7 +132,9 @@ StatusOr<PodAssignment> PodAssignmentFromJson(const json& j, std::string_view pa
 json PodAssignmentListToJson(const PodAssignmentList& list) {
   json pods = json::array();
   for (const PodAssignment& p : list.pods) pods.push_back(PodAssignmentToJson(p));
-  return {{"pods", std::move(pods)}};
+  json j = {{"pods", std::move(pods)}};
+  if (!list.version.empty()) j["version"] = list.version;
+  return j;
 }
 
 StatusOr<std::vector<PodAssignment>> PodAssignmentsFromJson(const json& pods, std::string_view path) {
@@ -150,6 +152,10 @@ StatusOr<PodAssignmentList> PodAssignmentListFromJson(const json& j) {
   if (!r.Has("pods")) return r.Missing("pods");
   PodAssignmentList list;
   TIDAL_ASSIGN_OR_RETURN(list.pods, PodAssignmentsFromJson(r.at("pods")));
+  TIDAL_RETURN_IF_ERROR(r.String("version", &list.version));
+  if (list.version.size() > kMaxVersionLength) {
+    return FieldError("version", "longer than " + std::to_string(kMaxVersionLength) + " characters");
+  }
   return list;
 }
 

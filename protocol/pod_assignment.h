@@ -56,6 +56,9 @@ struct PodAssignment {
 // The reply: {"pods": [...]}.
 struct PodAssignmentList {
   std::vector<PodAssignment> pods;
+  // The node's assignment version (server/node_pods_watch.h): an agent
+  // passes it back to wait for the next change. "" = not given.
+  std::string version;
   bool operator==(const PodAssignmentList&) const = default;
 };
 
@@ -66,6 +69,7 @@ nlohmann::json PodAssignmentToJson(const PodAssignment& pod);
 // training, world_size 1, desired run, notice signal SIGTERM.
 StatusOr<PodAssignment> PodAssignmentFromJson(const nlohmann::json& j, std::string_view path = "pod");
 
+inline constexpr size_t kMaxVersionLength = 64;
 nlohmann::json PodAssignmentListToJson(const PodAssignmentList& list);
 StatusOr<PodAssignmentList> PodAssignmentListFromJson(const nlohmann::json& j);
 // The "pods" array alone (also the heartbeat reply's).

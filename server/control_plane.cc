@@ -36,7 +36,8 @@ ControlPlane::ControlPlane(ServerConfig config, std::unique_ptr<Store> store, co
       overload_(OverloadLimits{config_.http_threads, config_.tenant_submit_rate_per_s, config_.tenant_submit_burst,
                                config_.auth_failure_burst, config_.auth_failure_rate_per_s}),
       scheduler_(config_.policy),
-      colocation_(config_.policy) {
+      colocation_(config_.policy),
+      pod_watch_(ToMillis(clock_.Now())) {
   DefineMetrics();
 }
 
@@ -293,6 +294,11 @@ uint64_t ControlPlane::Enqueue(Mutation m) {
   for (uint64_t id : to_persist_) {
     if (const WorkloadRecord* r = Find(id)) {
       m.workloads.emplace_back(id, protocol::DumpReserved(RecordToStoredJson(*r, config_.catalog)));
+      // What the record's nodes list may have changed (its notice, exited
+      // ranks, attempt); IndexAllocation covers pods added or removed.
+      if (r->allocation) {
+        for (const PodPlacement& p : r->allocation->pods) pod_watch_.Changed(p.node.value());
+      }
     }
   }
   to_persist_.clear();
@@ -334,6 +340,7 @@ void ControlPlane::IndexAllocation(const WorkloadRecord& r, bool add) {
   }
   for (const PodPlacement& p : r.allocation->pods) {
     if (p.node.value() >= node_workloads_.size()) continue;
+    pod_watch_.Changed(p.node.value());
     if (add) {
       node_workloads_[p.node.value()].insert(r.w.id.value());
     } else {

@@ -24,6 +24,7 @@
 #define TIDAL_SERVER_CONTROL_PLANE_H_
 
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -45,6 +46,7 @@
 #include "server/auth.h"
 #include "server/journal_snapshot_writer.h"
 #include "server/metrics.h"
+#include "server/node_pods_watch.h"
 #include "server/overload_guard.h"
 #include "server/pod_log_store.h"
 #include "server/server_config.h"
@@ -129,6 +131,16 @@ class ControlPlane {
   StatusOr<nlohmann::json> Heartbeat(const Principal& who, const std::string& node,
                                      const nlohmann::json& body);
   StatusOr<nlohmann::json> NodePods(const Principal& who, const std::string& node);
+  // The long-poll form (server/node_pods_watch.h): `done` gets the node's
+  // pods once their version differs from `version`, or after `wait` as they
+  // are. It is called on this thread when the answer is immediate (a
+  // different version, a refusal), else from the watch's thread.
+  using PodsCallback = std::function<void(StatusOr<nlohmann::json>)>;
+  void WatchNodePods(const Principal& who, const std::string& node, const std::string& version, Duration wait,
+                     PodsCallback done);
+  // Answers every parked watch now (the HTTP layer's shutdown: their
+  // responders must not outlive it).
+  void AnswerPodWatches();
   // The node a credential issued at registration belongs to, from an
   // "Authorization: Bearer ..." header; Unauthenticated when unknown.
   StatusOr<Principal> AuthenticateNode(std::string_view authorization_header) const;
@@ -299,7 +311,8 @@ class ControlPlane {
   void ApplyDecisions(Decisions d);
   std::vector<protocol::PodAssignment> PodsFor(NodeId node) const;
   // The node's desired pods, once the store has everything they reflect.
-  StatusOr<std::vector<protocol::PodAssignment>> DesiredPods(const std::string& node) const;
+  StatusOr<std::vector<protocol::PodAssignment>> DesiredPods(const std::string& node,
+                                                             std::string* version = nullptr) const;
   nlohmann::json NodeToJsonLocked(NodeId n) const;
   void PersistNode(NodeId n, Mutation& m) const;
   struct ParsedRegistration {
@@ -370,6 +383,8 @@ class ControlPlane {
   bool stopping_ = false;
   std::thread loop_;
   mutable std::mutex pass_mu_;  // one pass at a time; taken before mu_
+  // Last: its destructor answers parked watches, which read the rest.
+  NodePodsWatch pod_watch_;
 };
 
 }  // namespace tidal::server

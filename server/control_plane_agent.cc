@@ -426,7 +426,8 @@ std::vector<protocol::PodAssignment> ControlPlane::PodsFor(NodeId node) const {
   return pods;
 }
 
-StatusOr<std::vector<protocol::PodAssignment>> ControlPlane::DesiredPods(const std::string& node_name) const {
+StatusOr<std::vector<protocol::PodAssignment>> ControlPlane::DesiredPods(const std::string& node_name,
+                                                                         std::string* version) const {
   uint64_t seq = 0;
   std::vector<protocol::PodAssignment> pods;
   {
@@ -434,6 +435,7 @@ StatusOr<std::vector<protocol::PodAssignment>> ControlPlane::DesiredPods(const s
     auto id = config_.catalog.FindNode(node_name);
     if (!id) return NotFound(fmt::format("node \"{}\" is not known", node_name));
     pods = PodsFor(*id);
+    if (version) *version = pod_watch_.Version(id->value());
     seq = last_seq_;
   }
   // Never hand out a placement the store does not have yet.
@@ -443,9 +445,25 @@ StatusOr<std::vector<protocol::PodAssignment>> ControlPlane::DesiredPods(const s
 
 StatusOr<json> ControlPlane::NodePods(const Principal& who, const std::string& node_name) {
   TIDAL_RETURN_IF_ERROR(CheckNodeCaller(who, node_name));
-  TIDAL_ASSIGN_OR_RETURN(std::vector<protocol::PodAssignment> pods, DesiredPods(node_name));
-  return protocol::PodAssignmentListToJson({std::move(pods)});
+  protocol::PodAssignmentList list;
+  TIDAL_ASSIGN_OR_RETURN(list.pods, DesiredPods(node_name, &list.version));
+  return protocol::PodAssignmentListToJson(list);
 }
+
+void ControlPlane::WatchNodePods(const Principal& who, const std::string& node_name, const std::string& version,
+                                 Duration wait, PodsCallback done) {
+  if (Status s = CheckNodeCaller(who, node_name); !s.ok()) return done(s);
+  auto answer = [this, who, node_name, done] { done(NodePods(who, node_name)); };
+  {
+    std::lock_guard lock(mu_);
+    auto id = config_.catalog.FindNode(node_name);
+    if (!id) return done(NotFound(fmt::format("node \"{}\" is not known", node_name)));
+    if (pod_watch_.Park(id->value(), version, NodePodsWatch::Clock::now() + wait, answer)) return;
+  }
+  answer();
+}
+
+void ControlPlane::AnswerPodWatches() { pod_watch_.AnswerAll(); }
 
 StatusOr<json> ControlPlane::PodStatus(const Principal& who, const std::string& node_name,
                                        const json& body) {

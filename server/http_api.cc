@@ -208,7 +208,9 @@ HttpApi::HttpApi(ControlPlane& cp, const Authenticator& auth, const ServerConfig
   Routes();
 }
 
-HttpApi::~HttpApi() = default;
+// The parked long-polls hold responders into the HTTP server: answered
+// before it goes.
+HttpApi::~HttpApi() { cp_.AnswerPodWatches(); }
 
 StatusOr<int> HttpApi::Bind(const std::string& host, int port) { return svr_->Bind(host, port); }
 
@@ -290,6 +292,7 @@ void HttpApi::Routes() {
   };
   const size_t limit = config_.max_body_bytes;
   std::map<std::string, HttpServer::Handler> handlers;  // "METHOD name" -> handler
+  std::map<std::string, HttpServer::AsyncHandler> async_handlers;
   auto add = [&handlers](const std::string& method, const std::string& name, HttpServer::Handler h) {
     handlers[method + " " + name] = std::move(h);
   };
@@ -457,9 +460,35 @@ void HttpApi::Routes() {
     }
     return cp_.Heartbeat(p, req.path_params[0], body);
   }));
-  add("GET", "/v1/agent/nodes/{node}/pods", route("/v1/agent/nodes/{node}/pods", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
-    return cp_.NodePods(p, req.path_params[0]);
-  }));
+  // With wait_ms, a long-poll (server/node_pods_watch.h): answered when the
+  // node's pods differ from `version`, or after wait_ms; it holds no HTTP
+  // thread meanwhile.
+  async_handlers["GET /v1/agent/nodes/{node}/pods"] = [this](const Req& req, HttpServer::Responder reply) {
+    const auto start = std::chrono::steady_clock::now();
+    auto admission = std::make_shared<Admission>();
+    auto finish = [this, start, admission, reply](const StatusOr<json>& out) {
+      Res res;
+      Reply(res, out);
+      Finish("/v1/agent/nodes/{node}/pods", "GET", start, *admission, res);
+      reply(std::move(res));
+    };
+    try {
+      auto who = Admit(req, false, admission.get());
+      if (!who.ok()) return finish(who.status());
+      int64_t wait_ms = 0;
+      Status params = OnlyParams(req, {"version", "wait_ms"});
+      if (params.ok()) params = ParamInt(req, "wait_ms", &wait_ms, 0, 60'000);
+      const std::string version = req.param("version");
+      if (params.ok() && version.size() > protocol::kMaxVersionLength) {
+        params = InvalidArgument(fmt::format("version: longer than {} characters", protocol::kMaxVersionLength));
+      }
+      if (!params.ok()) return finish(params);
+      if (wait_ms == 0) return finish(cp_.NodePods(*who, req.path_params[0]));
+      cp_.WatchNodePods(*who, req.path_params[0], version, std::chrono::milliseconds(wait_ms), finish);
+    } catch (const std::exception& e) {
+      finish(Internal(e.what()));
+    }
+  };
   add("POST", "/v1/agent/nodes/{node}/pods/status", route("/v1/agent/nodes/{node}/pods/status", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
     TIDAL_ASSIGN_OR_RETURN(json body, ParseBody(req, limit));
     return cp_.PodStatus(p, req.path_params[0], body);
@@ -476,7 +505,13 @@ void HttpApi::Routes() {
   // handler, or a handler without a row, is a programming error the first
   // server start (and every test) catches.
   for (const ApiRoute& r : ApiRoutes()) {
-    auto it = handlers.find(std::string(r.method) + " " + r.name);
+    const std::string key = std::string(r.method) + " " + r.name;
+    if (auto async = async_handlers.find(key); async != async_handlers.end()) {
+      svr_->RouteAsync(r.method, r.name, std::move(async->second));
+      async_handlers.erase(async);
+      continue;
+    }
+    auto it = handlers.find(key);
     if (it == handlers.end()) {
       std::fprintf(stderr, "tidal: route %s %s has no handler\n", r.method, r.name);
       std::abort();
@@ -484,8 +519,9 @@ void HttpApi::Routes() {
     svr_->Route(r.method, r.name, std::move(it->second));
     handlers.erase(it);
   }
-  if (!handlers.empty()) {
-    std::fprintf(stderr, "tidal: handler %s has no row in ApiRoutes()\n", handlers.begin()->first.c_str());
+  if (!handlers.empty() || !async_handlers.empty()) {
+    std::fprintf(stderr, "tidal: handler %s has no row in ApiRoutes()\n",
+                 (handlers.empty() ? async_handlers.begin()->first : handlers.begin()->first).c_str());
     std::abort();
   }
   svr_->Fallback([this](const Req& req, Res& res) {

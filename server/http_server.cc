@@ -83,7 +83,8 @@ std::string_view Std(beast::string_view s) { return {s.data(), s.size()}; }
 struct RouteEntry {
   std::string method;
   std::vector<std::string> segments;  // "{...}" = any one non-empty segment
-  HttpServer::Handler handler;
+  HttpServer::Handler handler;      // one of the two
+  HttpServer::AsyncHandler async;
 };
 
 // "/a/b/c" -> {"a", "b", "c"}; "/" -> {""}.
@@ -163,8 +164,9 @@ struct HttpServer::Impl {
 
   void Accept();
   void OnAccept(tcp::socket socket);
-  // Routes `req` (or the fallback) and catches what a handler throws.
-  void Handle(HttpRequest& req, const std::vector<std::string>& segments, HttpResponse& res) const;
+  // Routes `req` (or the fallback) and answers through `reply`, now or
+  // (an asynchronous route) later; a handler's exception is a 500.
+  void Handle(HttpRequest& req, const std::vector<std::string>& segments, const Responder& reply) const;
   // The server's own reply (`status`, `message`), with the hook's body;
   // counts `why`.
   HttpResponse Refusal(std::optional<Rejection> why, int status, std::string_view message) const;
@@ -295,12 +297,13 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
                    false);
     }
     net::post(server_->pool, [self = this->shared_from_this(), job] {
-      HttpResponse res;
-      self->server_->Handle(job->req, job->segments, res);
+      auto reply = [self, keep = job->keep_alive](HttpResponse res) {
+        net::post(self->stream_.get_executor(), [self, keep, res = std::move(res)]() mutable {
+          self->Write(std::move(res), keep);
+        });
+      };
+      self->server_->Handle(job->req, job->segments, reply);
       self->server_->queued.fetch_sub(1, std::memory_order_relaxed);
-      net::post(self->stream_.get_executor(), [self, keep = job->keep_alive, res = std::move(res)]() mutable {
-        self->Write(std::move(res), keep);
-      });
     });
   }
 
@@ -369,27 +372,40 @@ HttpResponse HttpServer::Impl::Refusal(std::optional<Rejection> why, int status,
   return res;
 }
 
-void HttpServer::Impl::Handle(HttpRequest& req, const std::vector<std::string>& segments, HttpResponse& res) const {
-  try {
-    for (const RouteEntry& r : routes) {
-      if (r.method != req.method || r.segments.size() != segments.size()) continue;
-      bool match = true;
-      req.path_params.clear();
-      for (size_t i = 0; i < segments.size() && match; ++i) {
-        if (IsParam(r.segments[i])) {
-          match = !segments[i].empty();
-          req.path_params.push_back(segments[i]);
-        } else {
-          match = r.segments[i] == segments[i];
-        }
-      }
-      if (match) return r.handler(req, res);
-    }
+void HttpServer::Impl::Handle(HttpRequest& req, const std::vector<std::string>& segments,
+                              const Responder& reply) const {
+  const RouteEntry* route = nullptr;
+  for (const RouteEntry& r : routes) {
+    if (r.method != req.method || r.segments.size() != segments.size()) continue;
+    bool match = true;
     req.path_params.clear();
-    fallback(req, res);
+    for (size_t i = 0; i < segments.size() && match; ++i) {
+      if (IsParam(r.segments[i])) {
+        match = !segments[i].empty();
+        req.path_params.push_back(segments[i]);
+      } else {
+        match = r.segments[i] == segments[i];
+      }
+    }
+    if (match) {
+      route = &r;
+      break;
+    }
+  }
+  if (route == nullptr) req.path_params.clear();
+  // An asynchronous handler owns the reply from here: it must not throw.
+  if (route != nullptr && route->async) return route->async(req, reply);
+  HttpResponse res;
+  try {
+    if (route != nullptr) {
+      route->handler(req, res);
+    } else {
+      fallback(req, res);
+    }
   } catch (const std::exception& e) {
     res = Refusal(std::nullopt, 500, fmt::format("unexpected error: {}", e.what()));
   }
+  reply(std::move(res));
 }
 
 void HttpServer::Impl::Accept() {
@@ -452,6 +468,12 @@ HttpServer::~HttpServer() {
 
 void HttpServer::Route(std::string_view method, std::string_view pattern, Handler handler) {
   RouteEntry r{std::string(method), {}, std::move(handler)};
+  for (std::string_view s : SplitPath(pattern)) r.segments.emplace_back(s);
+  impl_->routes.push_back(std::move(r));
+}
+
+void HttpServer::RouteAsync(std::string_view method, std::string_view pattern, AsyncHandler handler) {
+  RouteEntry r{std::string(method), {}, nullptr, std::move(handler)};
   for (std::string_view s : SplitPath(pattern)) r.segments.emplace_back(s);
   impl_->routes.push_back(std::move(r));
 }

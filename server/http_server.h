@@ -23,6 +23,10 @@
 //   and its connection closed after the unread input is drained, so the
 //   client reads the answer instead of a reset.
 //
+// An asynchronous route's handler gets a responder instead of a reply to
+// fill: it may park the request (a long-poll) and answer from another
+// thread, holding no handler thread meanwhile.
+//
 // Routes are matched on path segments: "{name}" in a pattern matches one
 // non-empty segment, which the handler finds in `path_params`. The path is
 // percent-decoded before matching, the query into `params`.
@@ -88,6 +92,11 @@ struct HttpServerOptions {
 class HttpServer {
  public:
   using Handler = std::function<void(const HttpRequest&, HttpResponse&)>;
+  // Sends the reply to one request: call it exactly once, from any thread.
+  using Responder = std::function<void(HttpResponse)>;
+  // A handler that may answer later (a long-poll): it returns at once, and
+  // the request holds no handler thread while it waits.
+  using AsyncHandler = std::function<void(const HttpRequest&, Responder)>;
   // Gives the body of a reply the server makes itself (its status is set,
   // its body is the message) and counts `why`, the refusal, when there is
   // one (not for a handler's exception: a 500). Called from any thread, and
@@ -102,6 +111,7 @@ class HttpServer {
 
   // Before Bind. `pattern` is a path with "{name}" segments.
   void Route(std::string_view method, std::string_view pattern, Handler handler);
+  void RouteAsync(std::string_view method, std::string_view pattern, AsyncHandler handler);
   // For every request no route matches.
   void Fallback(Handler handler);
   void OnError(ErrorHook hook);

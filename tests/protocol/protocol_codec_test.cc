@@ -162,9 +162,14 @@ TEST(PodAssignmentCodecTest, ListRoundTripsAndAbsentOptionalsAreNull) {
   plain.command = {"true"};
   plain.checkpoint_dir_key = "w3";
   list.pods.push_back(plain);
+  list.version = "1764000000000-42";
   auto decoded = PodAssignmentListFromJson(Wire(PodAssignmentListToJson(list)));
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
   EXPECT_EQ(*decoded, list);
+  // A hostile server's version is bounded like every other field.
+  json long_version = PodAssignmentListToJson(list);
+  long_version["version"] = std::string(65, 'v');
+  ExpectFieldError(PodAssignmentListFromJson(long_version), "version");
   const json j = PodAssignmentToJson(plain);
   EXPECT_TRUE(j["notice"].is_null());
   EXPECT_TRUE(j["readiness"].is_null());

@@ -1,0 +1,210 @@
+// Placement and churn with real agents (issue #12's side-by-side with
+// Slurm): starts a real `tidal server` and N real `tidal agent` processes
+// (fake GPUs) on loopback, at the server's and the agents' default timings
+// (5 s heartbeats, 30 s leases), then:
+//   1. times until every agent has registered;
+//   2. submits a burst of jobs from 16 client threads, Slurm harness mix
+//      (1/2/4/8 GPUs on one node; 16/32 GPUs as 2/4 whole nodes; weights
+//      40/25/15/12/5/3, seeded), and times, from the first submit, until
+//      every job is placed and until every pod runs (the agents' pods.json);
+//   3. cancels them, then submits a churn of jobs that run `sleep D` and
+//      times until the last is placed, against the ideal fill (their
+//      GPU-seconds over the cluster's GPUs).
+//
+//   build/bench/agent_burst_benchmark [--tidal build/tidal] [--agents 256] [--gpus 8]
+//       [--jobs 400] [--churn-jobs 1000] [--churn-s 8] [--seed 1] [--work-dir DIR]
+//
+// (Not a Google Benchmark: the thing measured is other processes.)
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "agent/local_cluster.h"
+
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+struct Job {
+  int gpus_per_pod;
+  int pods;
+};
+
+std::vector<Job> Mix(int count, int gpus_per_node, uint64_t seed) {
+  const std::vector<Job> shapes = {{1, 1}, {2, 1}, {4, 1}, {8, 1}, {gpus_per_node, 2}, {gpus_per_node, 4}};
+  std::discrete_distribution<int> pick({40, 25, 15, 12, 5, 3});
+  std::mt19937_64 rng(seed);
+  std::vector<Job> jobs;
+  for (int i = 0; i < count; ++i) jobs.push_back(shapes[pick(rng)]);
+  return jobs;
+}
+
+json Body(const std::string& name, const Job& j, const std::string& seconds) {
+  return {{"name", name},        {"kind", "training"},      {"project", "llm"},
+          {"replicas", j.pods},  {"gpus_per_replica", j.gpus_per_pod},
+          {"command", {"/bin/sleep", seconds}}};
+}
+
+// Submits every body from 16 threads; ids in body order (0 = refused).
+std::vector<uint64_t> SubmitAll(const tidal::agent::LocalCluster& c, const std::vector<json>& bodies) {
+  std::vector<uint64_t> ids(bodies.size(), 0);
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 16; ++t) {
+    threads.emplace_back([&] {
+      for (size_t i = next++; i < bodies.size(); i = next++) {
+        auto r = c.Post("/v1/workloads", bodies[i]);
+        if (r.ok()) {
+          ids[i] = (*r)["id"].get<uint64_t>();
+        } else {
+          std::fprintf(stderr, "submit %zu: %s\n", i, r.status().message().c_str());
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return ids;
+}
+
+// Ids of the listed workloads whose state is one of `states`.
+std::set<uint64_t> InStates(const tidal::agent::LocalCluster& c, const std::set<std::string>& states) {
+  std::set<uint64_t> out;
+  auto list = c.Get("/v1/workloads?limit=10000");
+  if (!list.ok()) return out;
+  for (const json& w : (*list)["workloads"]) {
+    if (states.count(w.value("state", ""))) out.insert(w["id"].get<uint64_t>());
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string tidal = "build/tidal";
+  int agents = 256, gpus = 8, jobs = 400, churn_jobs = 1000;
+  std::string churn_s = "8";
+  uint64_t seed = 1;
+  std::string work_dir;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--tidal") tidal = argv[i + 1];
+    if (a == "--agents") agents = std::atoi(argv[i + 1]);
+    if (a == "--gpus") gpus = std::atoi(argv[i + 1]);
+    if (a == "--jobs") jobs = std::atoi(argv[i + 1]);
+    if (a == "--churn-jobs") churn_jobs = std::atoi(argv[i + 1]);
+    if (a == "--churn-s") churn_s = argv[i + 1];
+    if (a == "--seed") seed = std::strtoull(argv[i + 1], nullptr, 10);
+    if (a == "--work-dir") work_dir = argv[i + 1];
+  }
+  if (work_dir.empty()) {
+    char tmpl[] = "/tmp/tidal-burst-bench-XXXXXX";
+    work_dir = mkdtemp(tmpl);
+  }
+  tidal::agent::LocalClusterOptions o;
+  o.tidal_binary = tidal;
+  o.work_dir = work_dir;
+  // The defaults a deployment starts with, not LocalCluster's test timings.
+  o.node_lease_s = 30;
+  o.heartbeat_interval_s = 5;
+  o.agent_sync_ms = 0;
+  o.agent_sample_ms = 5000;
+  o.agent_tick_ms = 100;
+  o.start_timeout = std::chrono::seconds(120);
+  for (int i = 0; i < agents; ++i) {
+    tidal::agent::LocalNodeOptions n;
+    n.name = fmt::format("node-{}", i + 1);
+    n.pool = "training";
+    n.gpus = gpus;
+    n.nvlink = fmt::format("2x{}", gpus / 2);
+    o.nodes.push_back(n);
+  }
+  const auto start = Clock::now();
+  auto cluster_or = tidal::agent::LocalCluster::Start(o);
+  if (!cluster_or.ok()) {
+    std::fprintf(stderr, "%s\n", cluster_or.status().message().c_str());
+    return 1;
+  }
+  auto& cluster = **cluster_or;
+  std::printf("%d agents x %d fake GPUs: server up and every agent registered in %.2f s\n", agents, gpus,
+              Since(start));
+
+  // 2. The burst.
+  std::vector<Job> mix = Mix(jobs, gpus, seed);
+  std::vector<json> bodies;
+  int pods = 0, demand = 0;
+  for (int i = 0; i < jobs; ++i) {
+    bodies.push_back(Body(fmt::format("burst-{}", i), mix[i], "3600"));
+    pods += mix[i].pods;
+    demand += mix[i].pods * mix[i].gpus_per_pod;
+  }
+  const auto burst = Clock::now();
+  std::vector<uint64_t> ids = SubmitAll(cluster, bodies);
+  const double submitted_s = Since(burst);
+  double placed_s = -1, running_s = -1;
+  while (Since(burst) < 300 && (placed_s < 0 || running_s < 0)) {
+    if (placed_s < 0 && InStates(cluster, {"running"}).size() >= static_cast<size_t>(jobs)) placed_s = Since(burst);
+    if (placed_s >= 0) {
+      int running = 0;
+      for (const json& p : cluster.LocalPods()) running += p.value("phase", "") == "running" ? 1 : 0;
+      if (running >= pods) running_s = Since(burst);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::printf("burst: %d jobs (%d pods, %d GPUs), submitted in %.3f s; all placed %.3f s, all pods running "
+              "%.3f s after the first submit\n",
+              jobs, pods, demand, submitted_s, placed_s, running_s);
+  for (uint64_t id : ids) {
+    if (id) (void)cluster.Post(fmt::format("/v1/workloads/{}/cancel", id), json::object());
+  }
+  const auto drain = Clock::now();
+  while (Since(drain) < 120 && !InStates(cluster, {"running", "terminating"}).empty()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+
+  // 3. The churn.
+  if (churn_jobs > 0) {
+    std::vector<Job> churn = Mix(churn_jobs, gpus, seed + 1);
+    std::vector<json> churn_bodies;
+    double gpu_seconds = 0;
+    for (int i = 0; i < churn_jobs; ++i) {
+      churn_bodies.push_back(Body(fmt::format("churn-{}", i), churn[i], churn_s));
+      gpu_seconds += churn[i].pods * churn[i].gpus_per_pod * std::atof(churn_s.c_str());
+    }
+    const auto t0 = Clock::now();
+    std::vector<uint64_t> churn_ids = SubmitAll(cluster, churn_bodies);
+    const std::set<uint64_t> mine(churn_ids.begin(), churn_ids.end());
+    double all_placed_s = -1;
+    while (Since(t0) < 600) {
+      // Placed = running now or already done.
+      std::set<uint64_t> placed = InStates(cluster, {"running", "terminating", "succeeded", "failed"});
+      size_t n = 0;
+      for (uint64_t id : mine) n += placed.count(id);
+      if (n >= mine.size()) {
+        all_placed_s = Since(t0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    const double ideal = gpu_seconds / (agents * gpus);
+    std::printf("churn: %d jobs x %s s (%.0f GPU-s; ideal fill %.1f s): all placed in %.2f s (%.2fx ideal)\n",
+                churn_jobs, churn_s.c_str(), gpu_seconds, ideal, all_placed_s,
+                all_placed_s > 0 ? all_placed_s / ideal : 0);
+  }
+  cluster.Stop();
+  std::filesystem::remove_all(work_dir);
+  return 0;
+}
