@@ -5,7 +5,14 @@
 // errors, and the server's CPU and memory.
 //
 //   build/bench/agent_heartbeat_benchmark [--agents 10000] [--interval-s 10]
-//       [--seconds 60] [--threads 32]
+//       [--seconds 60] [--threads 32] [--submit-clients 0] [--server-defaults 0]
+//
+// Each simulated agent heartbeats on a keep-alive connection of its own, as a
+// real agent does: 10,000 agents hold 10,000 connections. --submit-clients N
+// also runs N clients submitting 1-GPU jobs (each on one keep-alive
+// connection) for the same window, so the heartbeat and submit figures come
+// from one server under both loads. --server-defaults 1 keeps the server's
+// own pass timing (else passes are at least 2 s apart).
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
@@ -47,7 +54,8 @@ std::string HeartbeatBody(int i) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int agents = 10000, threads = 32;
+  int agents = 10000, threads = 32, submit_clients = 0;
+  bool server_defaults = false;
   double interval_s = 10, seconds = 60;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string arg = argv[i];
@@ -55,6 +63,8 @@ int main(int argc, char** argv) {
     else if (arg == "--interval-s") interval_s = std::atof(argv[i + 1]);
     else if (arg == "--seconds") seconds = std::atof(argv[i + 1]);
     else if (arg == "--threads") threads = std::atoi(argv[i + 1]);
+    else if (arg == "--submit-clients") submit_clients = std::atoi(argv[i + 1]);
+    else if (arg == "--server-defaults") server_defaults = std::atoi(argv[i + 1]) != 0;
   }
   const std::string tidal = (BuildDir() / "tidal").string();
   if (access(tidal.c_str(), X_OK) != 0) {
@@ -67,7 +77,7 @@ int main(int argc, char** argv) {
   // pass per registration would measure the engine, not the agent path).
   auto started = StartBenchServer(
       tidal, "tidal_heartbeat_bench", 3600, interval_s,
-      "schedule_interval_ms: 2000\nmin_pass_gap_ms: 2000\n",
+      server_defaults ? "" : "schedule_interval_ms: 2000\nmin_pass_gap_ms: 2000\n",
       "pools: [training]\n" +
           fmt::format("nodes:\n  - {{name: \"sim-{{i:5}}\", start: 0, count: {}, gpus: 8, "
                       "gpu_model: H100-80GB, gpu_memory_gib: 80, nvlink: 2x4}}\n", agents) +
@@ -131,11 +141,10 @@ int main(int argc, char** argv) {
   const double cpu0 = CpuSeconds(server);
   const auto start = Clock::now();
   std::vector<std::thread> pool;
+  // One connection per agent; each agent's client is used by one thread.
+  std::vector<std::unique_ptr<httplib::Client>> agent_clients(agents);
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
-      httplib::Client c("127.0.0.1", port);
-      c.set_keep_alive(true);
-      c.set_read_timeout(60, 0);
       std::vector<double> mine;
       for (long round = 0;; ++round) {
         for (int i = t; i < agents; i += threads) {
@@ -145,6 +154,13 @@ int main(int argc, char** argv) {
                                        std::chrono::duration<double>(due_s));
           if (Clock::now() > due + std::chrono::seconds(1)) ++late;
           std::this_thread::sleep_until(due);
+          if (!agent_clients[i]) {
+            agent_clients[i] = std::make_unique<httplib::Client>("127.0.0.1", port);
+            agent_clients[i]->set_keep_alive(true);
+            agent_clients[i]->set_tcp_nodelay(true);
+            agent_clients[i]->set_read_timeout(60, 0);
+          }
+          httplib::Client& c = *agent_clients[i];
           const auto t0 = Clock::now();
           auto res = c.Post(fmt::format("/v1/agent/nodes/sim-{:05d}/heartbeat", i).c_str(),
                             httplib::Headers{{"Authorization", "Bearer " + credentials[i]}}, HeartbeatBody(i),
@@ -162,6 +178,31 @@ int main(int argc, char** argv) {
       latencies_ms.insert(latencies_ms.end(), mine.begin(), mine.end());
     });
   }
+  // Submits meanwhile, for the same window.
+  std::vector<double> submit_ms;
+  std::atomic<long> submit_errors{0};
+  for (int t = 0; t < submit_clients; ++t) {
+    pool.emplace_back([&, t] {
+      httplib::Client c("127.0.0.1", port);
+      c.set_keep_alive(true);
+      c.set_tcp_nodelay(true);
+      const httplib::Headers auth = {{"Authorization", "Bearer admin-token"}};
+      std::vector<double> mine;
+      for (long n = 0; Clock::now() < start + std::chrono::duration<double>(seconds); ++n) {
+        const std::string body =
+            fmt::format(R"({{"name":"s{}-{}","project":"llm","gpus_per_replica":1}})", t, n);
+        const auto t0 = Clock::now();
+        auto res = c.Post("/v1/workloads", auth, body, "application/json");
+        if (res && res->status == 201) {
+          mine.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        } else {
+          ++submit_errors;
+        }
+      }
+      std::lock_guard lock(mu);
+      submit_ms.insert(submit_ms.end(), mine.begin(), mine.end());
+    });
+  }
   for (auto& t : pool) t.join();
   const double wall = std::chrono::duration<double>(Clock::now() - start).count();
   const double cpu1 = CpuSeconds(server);
@@ -177,6 +218,12 @@ int main(int argc, char** argv) {
              tidal::Percentile(latencies_ms, 0.99), tidal::Percentile(latencies_ms, 1.0));
   fmt::print("  server: {:.1f}% of one core, RSS {:.0f} MiB\n", 100 * (cpu1 - cpu0) / wall,
              rss / 1024.0);
+  if (submit_clients > 0) {
+    fmt::print("  submits: {} clients, {} durable = {:.0f}/s, {} errors; latency ms p50 {:.1f}  p99 {:.1f}  max {:.1f}\n",
+               submit_clients, submit_ms.size(), submit_ms.size() / wall, submit_errors.load(),
+               tidal::Percentile(submit_ms, 0.5), tidal::Percentile(submit_ms, 0.99),
+               tidal::Percentile(submit_ms, 1.0));
+  }
   if (!first_error.empty()) fmt::print("  first error: {}\n", first_error.substr(0, 300));
   fmt::print("  CPU model: {}\n", CpuModel());
   fs::remove_all(dir);

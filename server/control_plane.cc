@@ -581,9 +581,30 @@ StatusOr<ControlPlane::Admitted> ControlPlane::Admit(const Principal& who, const
 
 StatusOr<SubmitResult> ControlPlane::Submit(const Principal& who, const json& body,
                                             const std::string& idempotency_key) {
+  SubmitResult result;
+  TIDAL_ASSIGN_OR_RETURN(const uint64_t seq, EnqueueSubmit(who, body, idempotency_key, &result));
+  TIDAL_RETURN_IF_ERROR(store_->WaitDurable(seq));
+  if (!result.replayed) Kick();
+  return result;
+}
+
+void ControlPlane::SubmitAsync(const Principal& who, const json& body, const std::string& idempotency_key,
+                               SubmitCallback done) {
+  auto result = std::make_shared<SubmitResult>();
+  StatusOr<uint64_t> seq = EnqueueSubmit(who, body, idempotency_key, result.get());
+  if (!seq.ok()) return done(seq.status());
+  store_->WhenDurable(*seq, [this, result, done = std::move(done)](Status durable) {
+    if (!durable.ok()) return done(durable);
+    if (!result->replayed) Kick();
+    done(std::move(*result));
+  });
+}
+
+StatusOr<uint64_t> ControlPlane::EnqueueSubmit(const Principal& who, const json& body,
+                                               const std::string& idempotency_key, SubmitResult* out) {
   const std::string key = idempotency_key.empty() ? "" : who.name + "\n" + idempotency_key;
   uint64_t seq = 0;
-  SubmitResult result;
+  SubmitResult& result = *out;
   {
     std::lock_guard lock(mu_);
     if (!ready_) return Unavailable("server is recovering");
@@ -599,9 +620,8 @@ StatusOr<SubmitResult> ControlPlane::Submit(const Principal& who, const json& bo
         }
         result.workload = RecordJson(first);
         result.replayed = true;
+        // The first may not be durable yet: the retry waits for it too.
         seq = last_seq_;
-      } else if (idempotency_in_flight_.count(key)) {
-        return FailedPrecondition("Idempotency-Key: a request with this key is in progress; retry");
       }
     }
     if (!result.replayed) {
@@ -654,9 +674,7 @@ StatusOr<SubmitResult> ControlPlane::Submit(const Principal& who, const json& bo
       seq = Enqueue(std::move(m));
     }
   }
-  TIDAL_RETURN_IF_ERROR(store_->WaitDurable(seq));
-  if (!result.replayed) Kick();
-  return result;
+  return seq;
 }
 
 // Reads reply only with state the store already has (WaitDurable on the

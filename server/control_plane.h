@@ -104,6 +104,12 @@ class ControlPlane {
 
   StatusOr<SubmitResult> Submit(const Principal& who, const nlohmann::json& body,
                                 const std::string& idempotency_key);
+  // Submit without waiting: `done` gets the result once it is durable (on
+  // the store's writer thread), or the refusal at once. The HTTP layer's
+  // submit route, so that no handler thread sleeps on the fsync.
+  using SubmitCallback = std::function<void(StatusOr<SubmitResult>)>;
+  void SubmitAsync(const Principal& who, const nlohmann::json& body, const std::string& idempotency_key,
+                   SubmitCallback done);
   StatusOr<nlohmann::json> Get(const Principal& who, uint64_t id) const;
   StatusOr<nlohmann::json> List(const Principal& who, const ListFilter& filter) const;
   StatusOr<nlohmann::json> Cancel(const Principal& who, uint64_t id);
@@ -310,6 +316,10 @@ class ControlPlane {
   void ReactScaleUpEnd(WorkloadRecord& r, const state::ScaleUpEndEdit& e, Time now);
   void ApplyDecisions(Decisions d);
   std::vector<protocol::PodAssignment> PodsFor(NodeId node) const;
+  // Submit up to its store change: admits, applies and enqueues; returns the
+  // seq to wait for (the first submit's, for an idempotent replay).
+  StatusOr<uint64_t> EnqueueSubmit(const Principal& who, const nlohmann::json& body,
+                                   const std::string& idempotency_key, SubmitResult* result);
   // The node's desired pods, once the store has everything they reflect.
   StatusOr<std::vector<protocol::PodAssignment>> DesiredPods(const std::string& node,
                                                              std::string* version = nullptr) const;
@@ -349,7 +359,6 @@ class ControlPlane {
   std::vector<NodeRuntime> node_rt_;                  // by NodeId
   std::map<std::string, NodeId> node_by_credential_;  // SHA-256 hex of a node credential -> node
   std::map<std::string, uint64_t> idempotency_;
-  std::set<std::string> idempotency_in_flight_;
   uint64_t next_id_ = 1;
   int64_t next_audit_seq_ = 1;
   uint64_t last_seq_ = 0;

@@ -208,9 +208,13 @@ HttpApi::HttpApi(ControlPlane& cp, const Authenticator& auth, const ServerConfig
   Routes();
 }
 
-// The parked long-polls hold responders into the HTTP server: answered
-// before it goes.
-HttpApi::~HttpApi() { cp_.AnswerPodWatches(); }
+// Parked long-polls and submits waiting for their fsync hold responders
+// into the HTTP server and this object: all answered before they go.
+HttpApi::~HttpApi() {
+  cp_.AnswerPodWatches();
+  std::unique_lock lock(async_mu_);
+  async_done_.wait(lock, [this] { return async_in_flight_ == 0; });
+}
 
 StatusOr<int> HttpApi::Bind(const std::string& host, int port) { return svr_->Bind(host, port); }
 
@@ -226,9 +230,12 @@ StatusOr<Principal> HttpApi::Authenticate(const std::string& authorization_heade
   return node.ok() ? node : who;
 }
 
-HttpApi::Admission::~Admission() {
+void HttpApi::Admission::LeaveSeat() {
   if (guard != nullptr) guard->Leave(tenant);
+  guard = nullptr;
 }
+
+HttpApi::Admission::~Admission() { LeaveSeat(); }
 
 StatusOr<Principal> HttpApi::Admit(const HttpRequest& req, bool submit, Admission* admission) {
   OverloadGuard& guard = cp_.overload();
@@ -290,6 +297,44 @@ void HttpApi::Routes() {
       Finish(route_name, req.method, start, admission, res);
     };
   };
+  // The same for a handler that answers later (HttpServer::RouteAsync): it
+  // gets `finish` (a reply and its 2xx status) to call once, from any
+  // thread. The caller's seat is given back when the handler returns: seats
+  // share the handler threads, and a request waiting for its fsync holds
+  // none (else a lone tenant's submits in flight would exceed its share).
+  using Finisher = std::function<void(const StatusOr<json>&, int ok_status)>;
+  using AsyncBody = std::function<void(const Req&, const Principal&, const Finisher&)>;
+  auto async_route = [this](const std::string& route_name, AsyncBody body) -> HttpServer::AsyncHandler {
+    const bool submits = route_name == "/v1/workloads";
+    return [this, route_name, body, submits](const Req& req, HttpServer::Responder reply) {
+      const auto start = std::chrono::steady_clock::now();
+      auto admission = std::make_shared<Admission>();
+      const std::string method = req.method;
+      {
+        std::lock_guard lock(async_mu_);
+        ++async_in_flight_;
+      }
+      Finisher finish = [this, route_name, method, start, admission, reply](const StatusOr<json>& out,
+                                                                             int ok_status) {
+        Res res;
+        Reply(res, out, ok_status);
+        Finish(route_name, method, start, *admission, res);
+        reply(std::move(res));
+        std::lock_guard lock(async_mu_);
+        if (--async_in_flight_ == 0) async_done_.notify_all();
+      };
+      try {
+        auto who = Admit(req, submits && req.method == "POST", admission.get());
+        if (!who.ok()) return finish(who.status(), 200);
+        body(req, *who, finish);
+        admission->LeaveSeat();
+      } catch (const std::exception& e) {
+        // Only before `body` handed `finish` on: the bodies below do not
+        // throw once they have.
+        finish(Internal(e.what()), 200);
+      }
+    };
+  };
   const size_t limit = config_.max_body_bytes;
   std::map<std::string, HttpServer::Handler> handlers;  // "METHOD name" -> handler
   std::map<std::string, HttpServer::AsyncHandler> async_handlers;
@@ -308,15 +353,20 @@ void HttpApi::Routes() {
     res.set_content(cp_.MetricsText(), "text/plain; version=0.0.4");
   });
 
-  add("POST", "/v1/workloads", route("/v1/workloads", [=, this](const Req& req, const Principal& p, int* ok) -> StatusOr<json> {
-    TIDAL_RETURN_IF_ERROR(user_or_admin(p));
-    const std::string key(req.header("Idempotency-Key"));
-    if (key.size() > 200) return InvalidArgument("Idempotency-Key: longer than 200 characters");
-    TIDAL_ASSIGN_OR_RETURN(json body, ParseBody(req, limit));
-    TIDAL_ASSIGN_OR_RETURN(SubmitResult r, cp_.Submit(p, body, key));
-    *ok = r.replayed ? 200 : 201;
-    return std::move(r.workload);
-  }));
+  // Answered from the store's writer thread once durable: no handler thread
+  // sleeps on the fsync.
+  async_handlers["POST /v1/workloads"] =
+      async_route("/v1/workloads", [=, this](const Req& req, const Principal& p, const Finisher& finish) {
+        if (Status s = user_or_admin(p); !s.ok()) return finish(s, 200);
+        const std::string key(req.header("Idempotency-Key"));
+        if (key.size() > 200) return finish(InvalidArgument("Idempotency-Key: longer than 200 characters"), 200);
+        StatusOr<json> body = ParseBody(req, limit);
+        if (!body.ok()) return finish(body.status(), 200);
+        cp_.SubmitAsync(p, *body, key, [finish](StatusOr<SubmitResult> r) {
+          if (!r.ok()) return finish(r.status(), 200);
+          finish(std::move(r->workload), r->replayed ? 200 : 201);
+        });
+      });
   add("GET", "/v1/workloads", route("/v1/workloads", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
     TIDAL_RETURN_IF_ERROR(user_or_admin(p));
     TIDAL_RETURN_IF_ERROR(OnlyParams(req, {"tenant", "project", "queue", "kind", "state", "limit"}));
@@ -463,32 +513,20 @@ void HttpApi::Routes() {
   // With wait_ms, a long-poll (server/node_pods_watch.h): answered when the
   // node's pods differ from `version`, or after wait_ms; it holds no HTTP
   // thread meanwhile.
-  async_handlers["GET /v1/agent/nodes/{node}/pods"] = [this](const Req& req, HttpServer::Responder reply) {
-    const auto start = std::chrono::steady_clock::now();
-    auto admission = std::make_shared<Admission>();
-    auto finish = [this, start, admission, reply](const StatusOr<json>& out) {
-      Res res;
-      Reply(res, out);
-      Finish("/v1/agent/nodes/{node}/pods", "GET", start, *admission, res);
-      reply(std::move(res));
-    };
-    try {
-      auto who = Admit(req, false, admission.get());
-      if (!who.ok()) return finish(who.status());
-      int64_t wait_ms = 0;
-      Status params = OnlyParams(req, {"version", "wait_ms"});
-      if (params.ok()) params = ParamInt(req, "wait_ms", &wait_ms, 0, 60'000);
-      const std::string version = req.param("version");
-      if (params.ok() && version.size() > protocol::kMaxVersionLength) {
-        params = InvalidArgument(fmt::format("version: longer than {} characters", protocol::kMaxVersionLength));
-      }
-      if (!params.ok()) return finish(params);
-      if (wait_ms == 0) return finish(cp_.NodePods(*who, req.path_params[0]));
-      cp_.WatchNodePods(*who, req.path_params[0], version, std::chrono::milliseconds(wait_ms), finish);
-    } catch (const std::exception& e) {
-      finish(Internal(e.what()));
-    }
-  };
+  async_handlers["GET /v1/agent/nodes/{node}/pods"] = async_route(
+      "/v1/agent/nodes/{node}/pods", [=, this](const Req& req, const Principal& p, const Finisher& finish) {
+        int64_t wait_ms = 0;
+        Status params = OnlyParams(req, {"version", "wait_ms"});
+        if (params.ok()) params = ParamInt(req, "wait_ms", &wait_ms, 0, 60'000);
+        const std::string version = req.param("version");
+        if (params.ok() && version.size() > protocol::kMaxVersionLength) {
+          params = InvalidArgument(fmt::format("version: longer than {} characters", protocol::kMaxVersionLength));
+        }
+        if (!params.ok()) return finish(params, 200);
+        if (wait_ms == 0) return finish(cp_.NodePods(p, req.path_params[0]), 200);
+        cp_.WatchNodePods(p, req.path_params[0], version, std::chrono::milliseconds(wait_ms),
+                          [finish](StatusOr<json> out) { finish(out, 200); });
+      });
   add("POST", "/v1/agent/nodes/{node}/pods/status", route("/v1/agent/nodes/{node}/pods/status", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
     TIDAL_ASSIGN_OR_RETURN(json body, ParseBody(req, limit));
     return cp_.PodStatus(p, req.path_params[0], body);

@@ -5,6 +5,8 @@
 #define TIDAL_SERVER_HTTP_API_H_
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -58,6 +60,7 @@ class HttpApi {
     int retry_after_s = 0;
     Admission() = default;
     Admission(const Admission&) = delete;
+    void LeaveSeat();  // once; the destructor does it otherwise
     Admission& operator=(const Admission&) = delete;
     ~Admission();
   };
@@ -80,6 +83,10 @@ class HttpApi {
   const Authenticator& auth_;
   const ServerConfig& config_;
   std::unique_ptr<HttpServer> svr_;
+  // Asynchronous requests not yet answered (the destructor waits for them).
+  std::mutex async_mu_;
+  std::condition_variable async_done_;
+  int async_in_flight_ = 0;
 };
 
 // "host:port" -> parts; the port may be 0.

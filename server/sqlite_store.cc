@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -243,6 +244,16 @@ class SqliteStore final : public Store {
     return error_;
   }
 
+  void WhenDurable(uint64_t seq, std::function<void(Status)> then) override {
+    std::unique_lock lock(mu_);
+    if (durable_seq_ >= seq || !error_.ok()) {
+      const Status answer = durable_seq_ >= seq ? Status::Ok() : error_;
+      lock.unlock();
+      return then(answer);
+    }
+    durable_waiters_.emplace(seq, std::move(then));
+  }
+
   Status health() const override {
     std::lock_guard lock(mu_);
     return error_;
@@ -412,11 +423,16 @@ class SqliteStore final : public Store {
         Fail(written);
         continue;
       }
+      std::vector<std::function<void(Status)>> due;
       {
         std::lock_guard lock(mu_);
         durable_seq_ = last_seq;
+        auto end = durable_waiters_.upper_bound(last_seq);
+        for (auto it = durable_waiters_.begin(); it != end; ++it) due.push_back(std::move(it->second));
+        durable_waiters_.erase(durable_waiters_.begin(), end);
       }
       durable_cv_.notify_all();
+      for (auto& then : due) then(Status::Ok());
     }
   }
 
@@ -509,15 +525,18 @@ class SqliteStore final : public Store {
   // The first failure sticks: every waiter not yet durable gets it, and the
   // queue is dropped (those changes' callers get the error, not a reply).
   void Fail(const Status& cause) {
+    std::multimap<uint64_t, std::function<void(Status)>> waiters;
     {
       std::lock_guard lock(mu_);
       if (!error_.ok()) return;
       error_ = cause;
       queue_.clear();
+      waiters.swap(durable_waiters_);
     }
     std::fprintf(stderr, "tidal: %s; the store is failed and the server is read-only until restarted\n",
                  cause.message().c_str());
     durable_cv_.notify_all();
+    for (auto& [seq, then] : waiters) then(cause);
   }
 
   int lock_fd_ = -1;
@@ -529,6 +548,8 @@ class SqliteStore final : public Store {
   std::condition_variable queued_cv_;
   std::condition_variable durable_cv_;
   std::deque<Mutation> queue_;
+  // WhenDurable's callers by the seq they wait for.
+  std::multimap<uint64_t, std::function<void(Status)>> durable_waiters_;
   uint64_t enqueued_seq_ = 0;
   uint64_t durable_seq_ = 0;
   bool stopping_ = false;

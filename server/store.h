@@ -16,6 +16,7 @@
 #define TIDAL_SERVER_STORE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -127,6 +128,11 @@ class Store {
   // store has failed: then returns the failure for every `seq` that did not
   // become durable before it.
   virtual Status WaitDurable(uint64_t seq) = 0;
+  // WaitDurable's answer, given to `then` instead of waited for: at once
+  // when it is known, else on the store's writer thread after the commit
+  // (so `then` must be quick and must not wait on the store). A request
+  // waiting for its fsync then holds no thread. This default blocks.
+  virtual void WhenDurable(uint64_t seq, std::function<void(Status)> then) { then(WaitDurable(seq)); }
   // Ok, or the sticky failure (a Status naming the cause).
   virtual Status health() const = 0;
   virtual StatusOr<std::vector<AuditRow>> QueryAudit(const AuditQuery& query) = 0;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -190,6 +191,38 @@ TEST_F(StoreJournalTest, ASnapshotCoversTheRowsBeforeItAndNoMore) {
   auto snapshot = store->ReadSnapshot();
   ASSERT_TRUE(snapshot.ok() && snapshot->has_value());
   EXPECT_EQ((*snapshot)->seq, 3) << "a refused snapshot is not written";
+}
+
+// WhenDurable answers what WaitDurable would, without a thread waiting: Ok
+// once the mutation committed (at once when it already has), and the sticky
+// failure when it failed (also for callbacks parked before the failure).
+TEST_F(StoreJournalTest, WhenDurableAnswersAfterTheCommitOrWithTheFailure) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto answer = [&](uint64_t seq) {
+    auto promise = std::make_shared<std::promise<Status>>();
+    auto future = promise->get_future();
+    store->WhenDurable(seq, [promise](Status s) { promise->set_value(std::move(s)); });
+    return future.get();
+  };
+  Mutation first;
+  first.journal = {"ok-1"};
+  const uint64_t seq = store->Enqueue(std::move(first));
+  EXPECT_TRUE(answer(seq).ok());
+  ASSERT_TRUE(store->WaitDurable(seq).ok());
+  EXPECT_TRUE(answer(seq).ok());  // durable already: answered on this thread
+
+  testing::ExecOnStoreFile(path(),
+                           "CREATE TRIGGER inject BEFORE INSERT ON journal WHEN NEW.entry = 'poison' "
+                           "BEGIN SELECT RAISE(ABORT, 'injected journal fault'); END;");
+  Mutation bad;
+  bad.journal = {"poison"};
+  const Status failed = answer(store->Enqueue(std::move(bad)));
+  EXPECT_FALSE(failed.ok());
+  EXPECT_NE(failed.message().find("injected journal fault"), std::string::npos) << failed.message();
+  Mutation after;
+  after.journal = {"after"};
+  EXPECT_EQ(answer(store->Enqueue(std::move(after))).message(), failed.message());  // sticky
 }
 
 }  // namespace
