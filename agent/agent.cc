@@ -648,13 +648,26 @@ void Agent::Tick(int64_t now_ms) {
     next_load_ms_ = now_ms + config_.load_interval.count();
   }
   WriteFiles();
+  if (!outbox_.empty() || !pods_.empty() || !retiring_.empty() || !log_cursors_.empty() || heartbeat_now_) {
+    sync_wanted_ = true;
+    sync_cv_.notify_one();
+  }
 }
 
 void Agent::Run(const std::function<bool()>& stop, Duration tick) {
   std::thread sync([&] {
     while (!stop()) {
+      {
+        std::lock_guard lock(mu_);
+        sync_wanted_ = false;
+      }
       Sync(WallClockMs());
+      // At least a tick apart, as before; then until Tick wants a sync or
+      // the next heartbeat is due.
       std::this_thread::sleep_for(tick);
+      std::unique_lock lock(mu_);
+      const Duration due(std::max<int64_t>(0, next_heartbeat_ms_ - WallClockMs()));
+      sync_cv_.wait_for(lock, due, [&] { return sync_wanted_ || stop(); });
     }
   });
   std::atomic<bool> watch_done{false};
@@ -675,6 +688,10 @@ void Agent::Run(const std::function<bool()>& stop, Duration tick) {
   while (!stop()) {
     Tick(WallClockMs());
     std::this_thread::sleep_for(tick);
+  }
+  {
+    std::lock_guard lock(mu_);
+    sync_cv_.notify_all();  // its predicate sees stop()
   }
   // A long-poll in flight ends when its connection is shut; one that was
   // just being opened is caught by the next try.

@@ -38,6 +38,7 @@
 
 #include <sys/types.h>
 
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -172,6 +173,11 @@ class Agent {
   bool PortUsedLocally(int port) const;
 
   mutable std::mutex mu_;
+  // Wakes Run's sync thread: Tick has events to send, pods whose output to
+  // ship, or a heartbeat to send now. An idle node's sync thread sleeps
+  // until its next heartbeat instead of every tick.
+  std::condition_variable sync_cv_;
+  bool sync_wanted_ = false;
   AgentConfig config_;
   GpuProbe& probe_;
   ControlPlane& server_;

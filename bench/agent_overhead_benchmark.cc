@@ -43,9 +43,11 @@ int main(int argc, char** argv) {
   fs::create_directories(dir / "node");
   const std::string url = started->url();
   // The agent at its defaults: 100 ms loop, heartbeat and GPU sample every 5 s.
-  const pid_t agent = Spawn({tidal, "agent", "--server", url, "--name", "bench-node", "--gpus",
-                             "fake:8xH100-80GB,nvlink=2x4", "--work-dir", (dir / "node").string()},
-                            (dir / "agent.log").string(), {"TIDAL_TOKEN=agent-token"});
+  std::vector<std::string> agent_args = {tidal, "agent", "--server", url, "--name", "bench-node", "--gpus",
+                                         "fake:8xH100-80GB,nvlink=2x4", "--work-dir", (dir / "node").string()};
+  // Run as root (a container), the agent refuses root pods unless told.
+  if (geteuid() == 0) agent_args.push_back("--allow-root-pods");
+  const pid_t agent = Spawn(agent_args, (dir / "agent.log").string(), {"TIDAL_TOKEN=agent-token"});
   httplib::Client client(url);
   client.set_default_headers({{"Authorization", "Bearer admin-token"}});
   for (int i = 0; i < pods; ++i) {
