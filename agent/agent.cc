@@ -504,6 +504,12 @@ void Agent::WatchPods(const std::function<bool()>& stop, Duration tick) {
       pause(seconds(1));
       continue;
     }
+    // A server without the watch answers at once with no version: asking
+    // again would spin. Its heartbeat replies carry the pods.
+    if (list->version.empty()) {
+      watching_ = false;
+      return;
+    }
     watching_ = true;
     version = list->version;
     Reconcile(list->pods, WallClockMs());

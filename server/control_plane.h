@@ -166,7 +166,9 @@ class ControlPlane {
   // asks it; node-access refusals are audited within it).
   OverloadGuard& overload() { return overload_; }
   // Counters, histograms and the state gauges, in Prometheus text format.
-  std::string MetricsText() const;
+  // `http_connections`: the HTTP layer's open connections (-1: no HTTP
+  // layer, e.g. in-process tests; the gauge is left out).
+  std::string MetricsText(int http_connections = -1) const;
   const ServerConfig& config() const { return config_; }
 
  private:

@@ -374,8 +374,14 @@ StatusOr<json> ControlPlane::Audit(const Principal& who, AuditQuery query) const
   return json{{"audit", out}};
 }
 
-std::string ControlPlane::MetricsText() const {
+std::string ControlPlane::MetricsText(int http_connections) const {
   GaugeWriter g;
+  if (http_connections >= 0) {
+    g.Family("tidal_http_open_connections", "Connections open to the API (idle keep-alive ones included).");
+    g.Sample("tidal_http_open_connections", {}, http_connections);
+  }
+  g.Family("tidal_agent_pod_watches", "Agents' pod watches (long-polls) parked, waiting for a change.");
+  g.Sample("tidal_agent_pod_watches", {}, static_cast<double>(pod_watch_.parked()));
   {
     std::lock_guard lock(mu_);
     const Catalog& cat = config_.catalog;

@@ -350,7 +350,7 @@ void HttpApi::Routes() {
     res.set_content(ready ? "ready\n" : "recovering\n", "text/plain");
   });
   add("GET", "/metrics", [this](const Req&, Res& res) {
-    res.set_content(cp_.MetricsText(), "text/plain; version=0.0.4");
+    res.set_content(cp_.MetricsText(svr_->connections()), "text/plain; version=0.0.4");
   });
 
   // Answered from the store's writer thread once durable: no handler thread

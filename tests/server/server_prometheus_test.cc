@@ -179,6 +179,11 @@ TEST(Prometheus, AFreshServerExportsItsCountersAtZero) {
     const std::string series = "tidal_gpu_errors_total{kind=\"xid\",node=\"" + n["name"].get<std::string>() + "\"}";
     EXPECT_EQ(m.samples[series], "0") << series;
   }
+  // The HTTP layer's gauges: this scrape's own connection is open; no agent
+  // watches (the fixture runs none).
+  EXPECT_GE(std::atof(m.samples["tidal_http_open_connections"].c_str()), 1);
+  EXPECT_EQ(m.samples["tidal_agent_pod_watches"], "0");
+  EXPECT_EQ(m.samples["tidal_http_rejected_total{reason=\"read_timeout\"}"], "0");
   // The store's counts are counters, named so.
   EXPECT_EQ(m.types["tidal_store_commits_total"], "counter");
   EXPECT_EQ(m.types["tidal_store_committed_mutations_total"], "counter");
