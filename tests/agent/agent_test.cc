@@ -21,6 +21,7 @@
 #include "agent/pod_process.h"
 #include "protocol/heartbeat.h"
 #include "protocol/node_registration.h"
+#include "protocol/pod_assignment.h"
 #include "protocol/pod_event.h"
 #include "protocol/pod_log.h"
 #include "tests/support/agent_fixtures.h"
@@ -512,6 +513,54 @@ TEST_F(AgentTest, AHangingServerDoesNotDelayTheGraceDeadlineKill) {
   ASSERT_FALSE(server.events.empty());
   const std::string reason = server.events.back().reason;
   EXPECT_NE(reason.find("killed by SIGKILL at the grace deadline"), std::string::npos) << reason;
+}
+
+// A server without the pod watch answers GET .../pods at once and with no
+// version: the agent must fall back to heartbeat lists after one call, not
+// ask again in a loop (which would hammer that server).
+class ServerWithoutWatch final : public ControlPlane {
+ public:
+  StatusOr<Lease> Register(const json&) override { return Lease{30, 5}; }
+  StatusOr<json> Heartbeat(const std::string&, const json&) override {
+    std::lock_guard lock(mu);
+    ++heartbeats;
+    return protocol::HeartbeatReplyToJson({30, pods});
+  }
+  StatusOr<json> WatchPods(const std::string&, const std::string&, Duration) override {
+    std::lock_guard lock(mu);
+    ++watches;
+    return protocol::PodAssignmentListToJson({pods, ""});
+  }
+  Status ReportEvents(const std::string&, const json&) override { return Status::Ok(); }
+
+  std::mutex mu;
+  std::vector<PodSpec> pods;
+  int heartbeats = 0;
+  int watches = 0;
+};
+
+TEST_F(AgentTest, AServerWithoutThePodWatchIsAskedOnceAndHeartbeatsCarryThePods) {
+  agent_.reset();
+  ServerWithoutWatch server;
+  Agent agent(config_, *probe_, server);
+  ASSERT_TRUE(agent.Start(WallClockMs()).ok());
+  {
+    std::lock_guard lock(server.mu);
+    server.pods = {TrainPod(0, {"sleep", "30"}, {0})};
+  }
+  std::atomic<bool> stop{false};
+  std::thread loop([&] { agent.Run([&] { return stop.load(); }, milliseconds(20)); });
+  // Several heartbeats (50 ms apart here) and the pod from their lists.
+  EXPECT_TRUE(WaitUntil([&] {
+    std::lock_guard lock(server.mu);
+    return server.heartbeats >= 5;
+  }, milliseconds(5000)));
+  EXPECT_TRUE(WaitUntil([&] { return !agent.Pods().empty() && agent.Pods()[0].phase == "running"; },
+                        milliseconds(5000)));
+  stop = true;
+  loop.join();
+  std::lock_guard lock(server.mu);
+  EXPECT_EQ(server.watches, 1);
 }
 
 }  // namespace
