@@ -485,22 +485,15 @@ void Agent::WatchPods(const std::function<bool()>& stop, Duration tick) {
       continue;
     }
     auto reply = server_.WatchPods(config_.name, version, kPodWatchWait);
+    StatusOr<protocol::PodAssignmentList> list =
+        reply.ok() ? protocol::PodAssignmentListFromJson(*reply) : StatusOr<protocol::PodAssignmentList>(reply.status());
     std::unique_lock lock(mu_);
-    if (!reply.ok()) {
-      watching_ = false;
-      version.clear();
-      if (reply.status().code() == StatusCode::kFailedPrecondition) return;  // heartbeats carry the pods
-      lock.unlock();
-      if (!stop()) fmt::print(stderr, "agent {}: pod watch: {}\n", config_.name, reply.status().message());
-      pause(seconds(1));
-      continue;
-    }
-    auto list = protocol::PodAssignmentListFromJson(*reply);
     if (!list.ok()) {
       watching_ = false;
       version.clear();
-      fmt::print(stderr, "agent {}: pod watch reply: {}\n", config_.name, list.status().message());
+      if (list.status().code() == StatusCode::kFailedPrecondition) return;  // heartbeats carry the pods
       lock.unlock();
+      if (!stop()) fmt::print(stderr, "agent {}: pod watch: {}\n", config_.name, list.status().message());
       pause(seconds(1));
       continue;
     }
