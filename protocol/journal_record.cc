@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "protocol/colocation_memory.h"
 #include "protocol/json_writer.h"
 #include "protocol/object_reader.h"
 
@@ -1265,30 +1266,33 @@ json JournalSnapshotToJson(const JournalSnapshot& s) {
                                                                ? s.allocation_extras[i]
                                                                : state::State::AllocationExtras{}));
   }
-  return {{"record", "snapshot"},
-          {"seq", s.seq},
-          {"at_ms", ToMillis(s.at)},
-          {"cluster_version", s.cluster_version},
-          {"zones", std::move(zones)},
-          {"racks", std::move(racks)},
-          {"nodes", std::move(nodes)},
-          {"lent", NodeIdsJson(s.lent)},
-          {"registered", NodeIdsJson(s.registered)},
-          {"leases_until_ms", std::move(leases)},
-          {"projects", std::move(projects)},
-          {"workloads", std::move(workloads)},
-          {"allocations", std::move(allocations)},
-          {"scale_ups", std::move(scale_ups)}};
+  json j = {{"record", "snapshot"},
+            {"seq", s.seq},
+            {"at_ms", ToMillis(s.at)},
+            {"cluster_version", s.cluster_version},
+            {"zones", std::move(zones)},
+            {"racks", std::move(racks)},
+            {"nodes", std::move(nodes)},
+            {"lent", NodeIdsJson(s.lent)},
+            {"registered", NodeIdsJson(s.registered)},
+            {"leases_until_ms", std::move(leases)},
+            {"projects", std::move(projects)},
+            {"workloads", std::move(workloads)},
+            {"allocations", std::move(allocations)},
+            {"scale_ups", std::move(scale_ups)}};
+  if (s.colocation) j["colocation"] = ColocationMemoryToJson(*s.colocation);
+  return j;
 }
 
 StatusOr<JournalSnapshot> JournalSnapshotFromJson(const json& j) {
   static const Keys kKeys = {"record",   "seq",      "at_ms",      "cluster_version", "zones",
                              "racks",    "nodes",    "lent",       "registered",      "leases_until_ms",
-                             "projects", "workloads", "allocations", "scale_ups"};
+                             "projects", "workloads", "allocations", "scale_ups", "colocation"};
   TIDAL_ASSIGN_OR_RETURN(ObjectReader r, Open(j, "", kKeys));
   for (std::string_view k : kKeys) {
-    // `scale_ups` came later: a snapshot written before has none open.
-    if (!r.Has(k) && k != "scale_ups") return r.Missing(k);
+    // `scale_ups` and `colocation` came later: a snapshot written before has
+    // no scale-up open, and its replay starts the controller afresh.
+    if (!r.Has(k) && k != "scale_ups" && k != "colocation") return r.Missing(k);
   }
   if (r.at("record") != "snapshot") {
     return FieldError("record", "expected \"snapshot\", got " + Shown(r.at("record")));
@@ -1390,6 +1394,10 @@ StatusOr<JournalSnapshot> JournalSnapshotFromJson(const json& j) {
       s.scale_ups.push_back(su);
     }
   }
+  if (r.Has("colocation")) {
+    TIDAL_ASSIGN_OR_RETURN(ColocationMemory memory, ColocationMemoryFromJson(r.at("colocation"), "colocation"));
+    s.colocation = std::move(memory);
+  }
   return s;
 }
 
@@ -1411,6 +1419,7 @@ std::string JournalSnapshotToText(const JournalSnapshot& snapshot) {
   rest.lease_until = snapshot.lease_until;
   rest.projects = snapshot.projects;
   rest.scale_ups = snapshot.scale_ups;
+  rest.colocation = snapshot.colocation;
   const json tree = JournalSnapshotToJson(rest);
   std::string text;
   text.reserve(1024 * (snapshot.workloads.size() + snapshot.allocations.size()) + 4096);

@@ -10,7 +10,7 @@
 // cordons, registrations), zones and racks, the loans, each project's spend,
 // every live workload and allocation in the state's order, each
 // allocation's notice and leaving deadline, and which nodes' agents
-// registered. The static rest (pools, queues, projects' configuration)
+// registered, and the co-location controller's memory. The static rest (pools, queues, projects' configuration)
 // comes from the cluster file the history runs under (the store's meta), so
 // a snapshot restores onto that configuration.
 //
@@ -22,12 +22,14 @@
 #define TIDAL_PROTOCOL_JOURNAL_SNAPSHOT_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "core/colocation/colocation_controller.h"
 #include "core/common/status.h"
 #include "core/model/snapshot.h"
 #include "core/state/state.h"
@@ -55,6 +57,10 @@ struct JournalSnapshot {
   std::vector<Allocation> allocations;  // in the state's order
   std::vector<state::State::AllocationExtras> allocation_extras;  // parallel to allocations
   std::vector<state::PendingScaleUp> scale_ups;  // in workload-id order
+  // The co-location controller's memory at `seq` (protocol/colocation_memory.h);
+  // absent in snapshots written before it: a replay then starts the
+  // controller afresh.
+  std::optional<ColocationMemory> colocation;
 };
 
 // Bounds beyond which a snapshot is refused as hostile (a store of 50,000

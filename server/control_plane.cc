@@ -321,8 +321,11 @@ uint64_t ControlPlane::Enqueue(Mutation m) {
     for (size_t i = 0; i < node_rt_.size(); ++i) registered[i] = node_rt_[i].registered;
     // The forecaster's warm start at the next restart reads the load
     // samples the compaction keeps.
-    if (snapshot_writer_.Offer(protocol::SnapshotOf(journal_seq_, machine_->state(), std::move(registered)),
-                               ToMillis(machine_->state().now() - kLoadHistoryWindow))) {
+    protocol::JournalSnapshot snapshot = protocol::SnapshotOf(journal_seq_, machine_->state(), std::move(registered));
+    // The controller changes only inside a pass, which is one mutation, so
+    // its memory here goes with the records just enqueued.
+    snapshot.colocation = colocation_.memory();
+    if (snapshot_writer_.Offer(std::move(snapshot), ToMillis(machine_->state().now() - kLoadHistoryWindow))) {
       since_snapshot_ = 0;
     }
     metrics_.Observe("tidal_journal_snapshot_copy_seconds", {},

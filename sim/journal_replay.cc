@@ -57,6 +57,11 @@ Status JournalReplay::StartFromSnapshot(const config::ClusterConfig& cluster,
   }
   registered_ = snapshot.registered;
   Start(*std::move(restored));
+  if (snapshot.colocation) {
+    if (Status s = controller_->Restore(*snapshot.colocation); !s.ok()) {
+      return s.WithContext(fmt::format("the journal snapshot at seq {}: colocation: ", snapshot.seq));
+    }
+  }
   for (const Workload& w : machine_->state().snapshot().workloads) submitted_.emplace(w.id, w.submit_time);
   for (const Allocation& a : machine_->state().snapshot().allocations) {
     placed_journal_.insert(a.workload);
@@ -271,6 +276,23 @@ Status JournalReplay::FeedText(int64_t seq, std::string_view text) {
   auto record = protocol::JournalRecordFromText(text);
   if (!record.ok()) return record.status().WithContext(fmt::format("journal row {}: ", seq));
   return Feed(*record);
+}
+
+Status JournalReplay::KeepLoadText(int64_t seq, std::string_view text) {
+  auto record = protocol::JournalRecordFromText(text);
+  if (!record.ok()) return record.status().WithContext(fmt::format("journal row {}: ", seq));
+  const auto* load = std::get_if<protocol::LoadSample>(&*record);
+  if (load == nullptr) {
+    return Internal(fmt::format("journal row {} is covered by the snapshot and is not a load sample", seq));
+  }
+  load_history_.push_back(*load);
+  return Status::Ok();
+}
+
+protocol::JournalSnapshot JournalReplay::SnapshotAt(int64_t seq) const {
+  protocol::JournalSnapshot snapshot = protocol::SnapshotOf(seq, machine_->state(), registered_);
+  snapshot.colocation = controller_->memory();
+  return snapshot;
 }
 
 ReplayReport JournalReplay::Finish() {

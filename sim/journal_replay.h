@@ -92,10 +92,10 @@ class JournalReplay {
   // Starts from a journal snapshot instead of a fresh store, before the
   // first Feed (of the record after `snapshot.seq`): the state is the one
   // the snapshot holds, on `cluster`'s configuration, with its nodes'
-  // registrations; the lifecycle's timers are armed from it, and the
-  // co-location controller and the scheduler start afresh (the snapshot
-  // does not hold the controller's load history: see docs/formats.md).
-  // Tallies count from there; a workload placed before it is not counted
+  // registrations; the lifecycle's timers are armed from it, the
+  // co-location controller gets the memory the snapshot holds (a snapshot
+  // written before it was kept: the controller starts afresh), and the
+  // scheduler, which keeps none, starts afresh. Tallies count from there; a workload placed before it is not counted
   // again.
   Status StartFromSnapshot(const config::ClusterConfig& cluster, const protocol::JournalSnapshot& snapshot);
   // StartFromSnapshot from a store's snapshot row: `text` is the snapshot,
@@ -108,6 +108,17 @@ class JournalReplay {
   Status Feed(const protocol::JournalRecord& record);
   // Decodes `text` first; a record that does not decode fails, naming `seq`.
   Status FeedText(int64_t seq, std::string_view text);
+  // A load sample the store kept from before the snapshot the replay started
+  // at (the compaction keeps kLoadHistoryWindow of them), in order, after
+  // StartFromSnapshot and before the first Feed. The snapshot holds the
+  // controller's memory, so it is not observed again; it only warms the
+  // controller of a server_start after the snapshot, as it warmed the
+  // server's. Anything but a load sample fails.
+  Status KeepLoadText(int64_t seq, std::string_view text);
+  // The snapshot a server writes after record `seq`, when that is the last
+  // record fed and no pass is in progress (the next one is a tick marker or
+  // a world edit): the state and the controller's memory.
+  protocol::JournalSnapshot SnapshotAt(int64_t seq) const;
   // Closes the last step and returns the report.
   ReplayReport Finish();
 
@@ -166,26 +177,28 @@ concept JournalStore = requires(S& store, int64_t after_seq, int limit) {
 };
 
 // Feeds `replay` what `store` keeps of the journal: its latest snapshot,
-// when it has one (a compacted journal starts after it), then every record
-// after that, `page_rows` at a time (enough to amortize the query, few
+// when it has one (a compacted journal starts after it, but for the load
+// samples it kept: KeepLoadText), then every record after that, `page_rows` at a time (enough to amortize the query, few
 // enough to bound memory). Stops at the first read or record that fails;
 // then Finish reports the records fed before it.
 template <JournalStore S>
 Status ReplayStore(S& store, const config::ClusterConfig& cluster, JournalReplay& replay, int page_rows = 4096) {
-  int64_t after = 0;
+  int64_t snapshot_seq = 0;
   auto snapshot_row = store.ReadSnapshot();
   if (!snapshot_row.ok()) return snapshot_row.status();
   if (snapshot_row->has_value()) {
     TIDAL_RETURN_IF_ERROR(
         replay.StartFromStoredSnapshot(cluster, (*snapshot_row)->seq, (*snapshot_row)->snapshot));
-    after = (*snapshot_row)->seq;
+    snapshot_seq = (*snapshot_row)->seq;
   }
+  int64_t after = 0;
   while (true) {
     auto rows = store.ReadJournal(after, page_rows);
     if (!rows.ok()) return rows.status();
     if (rows->empty()) return Status::Ok();
     for (const auto& row : *rows) {
-      TIDAL_RETURN_IF_ERROR(replay.FeedText(row.seq, row.entry));
+      TIDAL_RETURN_IF_ERROR(row.seq <= snapshot_seq ? replay.KeepLoadText(row.seq, row.entry)
+                                                    : replay.FeedText(row.seq, row.entry));
       after = row.seq;
     }
   }

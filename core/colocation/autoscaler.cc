@@ -84,4 +84,16 @@ std::optional<int> Autoscaler::Target(WorkloadId service) const {
 
 void Autoscaler::Forget(WorkloadId service) { state_.erase(service); }
 
+std::map<WorkloadId, ServiceScaling> Autoscaler::scaling() const {
+  std::map<WorkloadId, ServiceScaling> out;
+  for (const auto& [service, s] : state_) out.emplace(service, static_cast<const ServiceScaling&>(s));
+  return out;
+}
+
+// The sizing memo is not memory: it starts empty and is recomputed.
+void Autoscaler::Restore(const std::map<WorkloadId, ServiceScaling>& scaling) {
+  state_.clear();
+  for (const auto& [service, s] : scaling) static_cast<ServiceScaling&>(state_[service]) = s;
+}
+
 }  // namespace tidal

@@ -45,6 +45,15 @@ struct AutoscalerOptions {
 // hysteresis. 0 load -> 0.
 int RequiredReplicas(const InferenceSpec& spec, double rps, double headroom);
 
+// What the autoscaler remembers of one service between ticks: its target,
+// since when, and the needs of the scale-down window.
+struct ServiceScaling {
+  int target = 0;
+  Time since;  // first update or last scale-up
+  std::deque<std::pair<Time, int>> needs;  // within scale_down_delay
+  bool operator==(const ServiceScaling&) const = default;
+};
+
 class Autoscaler {
  public:
   explicit Autoscaler(AutoscalerOptions options = {});
@@ -59,11 +68,12 @@ class Autoscaler {
   // Forget a finished service.
   void Forget(WorkloadId service);
 
+  // The memory of every service, and back (Restore replaces it).
+  std::map<WorkloadId, ServiceScaling> scaling() const;
+  void Restore(const std::map<WorkloadId, ServiceScaling>& scaling);
+
  private:
-  struct State {
-    int target = 0;
-    Time since;  // first update or last scale-up
-    std::deque<std::pair<Time, int>> needs;  // within scale_down_delay
+  struct State : ServiceScaling {
     // The last RequiredReplicas call: sizing runs a bisection per replica
     // count tried, and the load often stays the same for many ticks.
     double memo_rps = -1;

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <limits>
 #include <set>
+#include <utility>
 
 #include "core/colocation/return_timing.h"
 #include "core/common/check.h"
@@ -38,6 +39,30 @@ ColocationController::ColocationController(const PolicyConfig& policy,
 
 void ColocationController::ObserveLoad(WorkloadId service, Time t, double rps) {
   forecaster_.Observe(service, t, rps);
+}
+
+ColocationMemory ColocationController::memory() const {
+  ColocationMemory m;
+  m.load = forecaster_.series();
+  m.scaling = autoscaler_.scaling();
+  m.lent = lent_;
+  m.needed_at = needed_at_;
+  m.last_prepare = last_prepare_;
+  m.noticed = noticed_;
+  m.known_services = known_services_;
+  return m;
+}
+
+Status ColocationController::Restore(ColocationMemory memory) {
+  TIDAL_RETURN_IF_ERROR(forecaster_.Restore(std::move(memory.load)));
+  autoscaler_.Restore(memory.scaling);
+  lent_ = std::move(memory.lent);
+  needed_at_ = std::move(memory.needed_at);
+  last_prepare_ = memory.last_prepare;
+  noticed_ = std::move(memory.noticed);
+  known_services_ = std::move(memory.known_services);
+  memo_.clear();
+  return Status::Ok();
 }
 
 QueueLatency ColocationController::ModelServiceLatency(const InferenceSpec& spec, double rps,

@@ -97,6 +97,24 @@ struct ColocationPlan {
   Decisions decisions;
 };
 
+// What the controller carries from one Prepare to the next, beyond the
+// snapshot it is given: the forecaster's series, the autoscaler's hysteresis,
+// the loans it made, when inference last needed each node (relend_delay), the
+// time of the last Prepare (the tick), the notices given and the services it
+// knows. A journal snapshot keeps it (protocol/colocation_memory.h), so that
+// a replay started there makes the controller's decisions the server made.
+// Caches (the latency memo) and the last status are not memory.
+struct ColocationMemory {
+  std::map<WorkloadId, LoadSeries> load;
+  std::map<WorkloadId, ServiceScaling> scaling;
+  std::vector<bool> lent;  // by NodeId
+  std::vector<std::optional<Time>> needed_at;  // by NodeId
+  std::optional<Time> last_prepare;
+  std::map<std::pair<WorkloadId, NodeId>, Time> noticed;  // until the grace deadline
+  std::set<WorkloadId> known_services;
+  bool operator==(const ColocationMemory&) const = default;
+};
+
 class ColocationController {
  public:
   explicit ColocationController(const PolicyConfig& policy,
@@ -122,6 +140,11 @@ class ColocationController {
   // where a loan calendar starts from.
   const std::vector<bool>& lent() const { return lent_; }
   const std::vector<std::optional<Time>>& needed_at() const { return needed_at_; }
+
+  // The memory, and back. Restore replaces it whole, or fails (changing
+  // nothing) when the load series do not fit this controller's forecaster.
+  ColocationMemory memory() const;
+  Status Restore(ColocationMemory memory);
 
  private:
   ColocationConfig config_;

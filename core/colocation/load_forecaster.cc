@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
+#include <utility>
 
 #include "core/common/check.h"
 
@@ -98,6 +100,26 @@ void LoadForecaster::Observe(WorkloadId service, Time t, double rps) {
   while (!s.recent.empty() && s.recent.front().first < t - options_.fallback_window) {
     s.recent.pop_front();
   }
+}
+
+Status LoadForecaster::Restore(std::map<WorkloadId, LoadSeries> series) {
+  const auto buckets = static_cast<size_t>(buckets_per_day());
+  for (const auto& [service, s] : series) {
+    const bool fits = s.profile.size() == buckets && s.peak_profile.size() == buckets &&
+                      s.deviation.size() == buckets && s.before_fold.size() == buckets &&
+                      s.fold_day.size() == buckets;
+    if (!fits) {
+      return InvalidArgument("load series of workload " + std::to_string(service.value()) +
+                             ": its profiles do not have one entry per bucket of the day (" +
+                             std::to_string(buckets) + ")");
+    }
+    if (s.cell_count < 0) {
+      return InvalidArgument("load series of workload " + std::to_string(service.value()) +
+                             ": a negative observation count");
+    }
+  }
+  series_ = std::move(series);
+  return Status::Ok();
 }
 
 bool LoadForecaster::Trusted(const Series& s) const {

@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "core/common/ids.h"
+#include "core/common/status.h"
 #include "core/common/time.h"
 
 namespace tidal {
@@ -63,6 +64,31 @@ struct LoadBand {
   double planned = 0;  // PeakForecast: what capacity is planned for
   double high = 0;
   bool operator==(const LoadBand&) const = default;
+};
+
+// What a forecaster remembers of one service (its observations folded into
+// the daily profiles, the open cell and the last hour), so that a snapshot of
+// the controller (protocol/colocation_memory.h) restores the same forecasts.
+struct LoadSeries {
+  Time first_seen;
+  Time last_seen;
+  double last_rps = 0;
+  // The open (day, bucket) cell.
+  int64_t cell = -1;
+  double cell_sum = 0;
+  double cell_max = 0;
+  int cell_count = 0;
+  std::vector<double> profile;       // bucket means; < 0 = never seen
+  std::vector<double> peak_profile;  // bucket maxima; < 0 = never seen
+  std::vector<double> deviation;     // bucket mean's error; < 0 = not measured
+  // The bucket's value before its latest fold, and that fold's day: the
+  // level compares today's load with the profile as it stood this morning,
+  // so today's load is not counted twice (in the profile and the level).
+  std::vector<double> before_fold;
+  std::vector<int64_t> fold_day;
+  double level = 1.0;
+  std::deque<std::pair<Time, double>> recent;  // within fallback_window
+  bool operator==(const LoadSeries&) const = default;
 };
 
 struct ForecasterOptions {
@@ -96,27 +122,14 @@ class LoadForecaster {
 
   const ForecasterOptions& options() const { return options_; }
 
+  // The whole memory, and back: Restore replaces it, and fails (changing
+  // nothing) when a series does not fit these options (its profiles must
+  // have one entry per bucket of the day, its open cell a count >= 0).
+  const std::map<WorkloadId, LoadSeries>& series() const { return series_; }
+  Status Restore(std::map<WorkloadId, LoadSeries> series);
+
  private:
-  struct Series {
-    Time first_seen;
-    Time last_seen;
-    double last_rps = 0;
-    // The open (day, bucket) cell.
-    int64_t cell = -1;
-    double cell_sum = 0;
-    double cell_max = 0;
-    int cell_count = 0;
-    std::vector<double> profile;       // bucket means; < 0 = never seen
-    std::vector<double> peak_profile;  // bucket maxima; < 0 = never seen
-    std::vector<double> deviation;     // bucket mean's error; < 0 = not measured
-    // The bucket's value before its latest fold, and that fold's day: the
-    // level compares today's load with the profile as it stood this morning,
-    // so today's load is not counted twice (in the profile and the level).
-    std::vector<double> before_fold;
-    std::vector<int64_t> fold_day;
-    double level = 1.0;
-    std::deque<std::pair<Time, double>> recent;  // within fallback_window
-  };
+  using Series = LoadSeries;
 
   int buckets_per_day() const;
   int64_t CellOf(Time t) const;

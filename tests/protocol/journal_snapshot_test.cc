@@ -6,9 +6,11 @@
 // same bits). A torn, garbled or foreign snapshot is refused, naming why.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/colocation/colocation_controller.h"
 #include "protocol/journal_snapshot.h"
 #include "tests/support/cluster_builder.h"
 
@@ -185,6 +187,66 @@ TEST_F(JournalSnapshotTest, TextIsTheTreeDumpByteForByte) {
   ASSERT_EQ(snapshot.allocations.size(), 2u);
   EXPECT_EQ(JournalSnapshotToText(snapshot), JournalSnapshotToJson(snapshot).dump());
   EXPECT_EQ(JournalSnapshotToText(JournalSnapshot{}), JournalSnapshotToJson(JournalSnapshot{}).dump());
+}
+
+// Issue #9: the co-location controller's memory rides in the snapshot and
+// comes back equal, every double to the bit: a controller that observed a
+// day and a half of load (profiles folded, a level moved, an open cell, the
+// last hour), scaled a service up and lent nodes. A restored controller then
+// forecasts and plans as the original. A series whose profile does not fit
+// the forecaster's buckets is refused on restore, and a garbled figure names
+// its field.
+TEST_F(JournalSnapshotTest, TheColocationControllersMemoryRoundTrips) {
+  PolicyConfig policy;
+  ColocationController controller(policy);
+  const WorkloadId chat(5);
+  for (int minute = 0; minute < 36 * 60; minute += 3) {
+    const double rps = 20 + 60 * ((minute / 60) % 24 == 12) + 0.1 * (minute % 7) / 3.0;
+    controller.ObserveLoad(chat, T(minute * 60), rps);
+  }
+  ColocationMemory memory = controller.memory();
+  ASSERT_EQ(memory.load.size(), 1u);
+  ASSERT_GT(memory.load.at(chat).cell_count, 0) << "the open cell is part of the memory";
+  memory.scaling[chat] = ServiceScaling{7, T(60), {{T(0), 5}, {T(30), 7}}};
+  memory.lent = {false, true, true, false};
+  memory.needed_at = {std::nullopt, T(10), std::nullopt, T(20)};
+  memory.last_prepare = T(36 * 3600);
+  memory.noticed[{WorkloadId(9), NodeId(1)}] = T(36 * 3600 + 30);
+  memory.known_services = {chat};
+  ASSERT_TRUE(controller.Restore(memory).ok());
+
+  State s(base_.cluster, base_.queues, base_.projects);
+  JournalSnapshot snapshot = SnapshotOf(4, s, registered_);
+  snapshot.colocation = controller.memory();
+  const std::string text = JournalSnapshotToText(snapshot);
+  EXPECT_EQ(text, JournalSnapshotToJson(snapshot).dump());
+  auto decoded = JournalSnapshotFromText(text);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  ASSERT_TRUE(decoded->colocation.has_value());
+  EXPECT_TRUE(*decoded->colocation == memory);
+  ColocationController restored(policy);
+  ASSERT_TRUE(restored.Restore(*decoded->colocation).ok());
+  const Time noon = T(48 * 3600 - 30 * 60);
+  EXPECT_EQ(restored.forecaster().PeakForecast(chat, noon, noon + hours(1)),
+            controller.forecaster().PeakForecast(chat, noon, noon + hours(1)));
+  EXPECT_EQ(restored.forecaster().Band(chat, T(0), noon), controller.forecaster().Band(chat, T(0), noon));
+
+  // A profile cut short would be read past its end: refused, nothing changed.
+  ColocationMemory cut = memory;
+  cut.load.at(chat).profile.pop_back();
+  ColocationController fresh(policy);
+  const Status refused = fresh.Restore(cut);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("one entry per bucket"), std::string::npos) << refused.message();
+  EXPECT_TRUE(fresh.memory() == ColocationMemory{});
+
+  std::string bad = text;
+  const size_t at = bad.find("\"level\":");
+  ASSERT_NE(at, std::string::npos);
+  bad.replace(at, 8, "\"level\":\"high\",\"x\":");
+  auto garbled = JournalSnapshotFromText(bad);
+  ASSERT_FALSE(garbled.ok());
+  EXPECT_NE(garbled.status().message().find("colocation.load[0]"), std::string::npos) << garbled.status().message();
 }
 
 TEST_F(JournalSnapshotTest, TornGarbledAndForeignSnapshotsAreRefused) {

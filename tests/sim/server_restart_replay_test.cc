@@ -13,8 +13,12 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <variant>
 
+#include "protocol/journal_record.h"
+#include "protocol/journal_snapshot.h"
 #include "protocol/node_registration.h"
+#include "protocol/pod_event.h"
 #include "server/control_plane.h"
 #include "server/server_config.h"
 #include "server/store.h"
@@ -196,6 +200,112 @@ TEST_F(ServerRestartReplayTest, ACompactedJournalReplaysExactlyFromItsSnapshot) 
   EXPECT_GT(report.compared, 0);
   EXPECT_TRUE(report.refused.empty()) << report.refused.front();
   for (const ReplayDifference& d : report.differences) ADD_FAILURE() << d.ToString();
+}
+
+// A service whose load rises to 200 req/s (20 replicas of 10: the reserved
+// and the shared nodes) and falls back, reported a minute at a time from
+// its first replica, with snapshots every 40 records, while training waits
+// to borrow the shared nodes. It ends during the fall: the autoscaler holds
+// replicas for its scale-down delay (10 min), the forecaster remembers the
+// last hour, and nodes inference just needed are not lent anew.
+class ServiceLoadReplayTest : public ServerRestartReplayTest {
+ protected:
+  void RunRiseAndFall(int64_t snapshot_every_records) {
+    cp_.reset();
+    config_.snapshot_every_records = snapshot_every_records;
+    Open();
+    auto svc = cp_->Submit(kAdmin,
+                           {{"name", "chat"}, {"project", "chat-serving"}, {"kind", "inference"}, {"replicas", 1},
+                            {"min_replicas", 1}, {"max_replicas", 24}, {"replica_capacity_rps", 10},
+                            {"target_p99_ms", 200}, {"cold_start_s", 60}},
+                           "");
+    ASSERT_TRUE(svc.ok()) << svc.status().ToString();
+    chat_ = svc->workload["id"].get<uint64_t>();
+    for (int i = 0; i < 4; ++i) Submit("t" + std::to_string(i), 8);
+    for (int i = 0; i < 10; ++i) Minute(20);
+    for (int i = 0; i < 10; ++i) Minute(20 + 18 * i);
+    for (int i = 0; i < 5; ++i) Minute(200);
+    for (int i = 0; i < 4; ++i) Submit("b" + std::to_string(i), 8);  // they wait for the shared nodes
+    for (int i = 0; i < 10; ++i) Minute(200 - 18 * i);
+  }
+  void Minute(double rps) {
+    clock_.Advance(seconds(60));
+    Heartbeats("");
+    const json w = cp_->Get(kAdmin, chat_).value();
+    if (w.contains("allocation") && w["allocation"].is_object()) {
+      const std::string node = w["allocation"]["pods"][0]["node"];
+      protocol::PodEvent ev;
+      ev.key.workload = chat_;
+      ev.key.rank = 0;
+      ev.load = protocol::LoadReport{rps, 20, 50};
+      protocol::PodEventBatch batch;
+      batch.events.push_back(ev);
+      auto r = cp_->PodStatus(NodeP(node), node, protocol::PodEventBatchToJson(batch));
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+    }
+    cp_->RunPass();
+  }
+  void ExpectIdentical(const ReplayReport& report) {
+    EXPECT_GT(report.snapshot_seq, 0) << "the store was never compacted";
+    EXPECT_GT(report.compared, 0);
+    EXPECT_GE(report.journal.loans, 1) << "training never borrowed the shared nodes";
+    EXPECT_TRUE(report.refused.empty()) << report.refused.front();
+    for (const ReplayDifference& d : report.differences) ADD_FAILURE() << d.ToString();
+  }
+
+  uint64_t chat_ = 0;
+};
+
+// Issue #9: the co-location controller's memory is in the snapshot. The
+// whole journal, uncompacted, is replayed from a snapshot taken at every
+// boundary between passes in turn (what the server would have written
+// there): each replay makes every edit the server made after it. Without
+// the memory, a replay started during the fall scaled the service down and
+// lent its nodes at once, where the server held them.
+TEST_F(ServiceLoadReplayTest, AReplayStartedAtAnyPassBoundaryIsExact) {
+  RunRiseAndFall(100'000'000);
+  for (int i = 0; i < 12; ++i) Minute(20);  // the delays run out
+  cp_.reset();
+  auto store = server::OpenStore(config_.store);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto rows = (*store)->ReadJournal(0, 1'000'000);
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  auto cluster = ParseClusterText(*(*store)->ReadMeta(server::kMetaCluster).value(), "meta cluster");
+  auto policy = ParsePolicyText(*(*store)->ReadMeta(server::kMetaPolicy).value(), "meta policy");
+  ASSERT_TRUE(cluster.ok() && policy.ok());
+  int boundaries = 0;
+  for (size_t cut = 1; cut < rows->size(); ++cut) {
+    auto next = protocol::JournalRecordFromText((*rows)[cut].entry);
+    ASSERT_TRUE(next.ok()) << next.status().ToString();
+    const auto* marker = std::get_if<protocol::PassMarker>(&*next);
+    if (marker == nullptr || marker->phase != protocol::PassPhase::kTick) continue;
+    ++boundaries;
+    JournalReplay before(*cluster, *policy);
+    for (size_t i = 0; i < cut; ++i) ASSERT_TRUE(before.FeedText((*rows)[i].seq, (*rows)[i].entry).ok());
+    const int64_t seq = (*rows)[cut - 1].seq;
+    auto snapshot = protocol::JournalSnapshotFromText(protocol::JournalSnapshotToText(before.SnapshotAt(seq)));
+    ASSERT_TRUE(snapshot.ok()) << snapshot.status().ToString();
+    JournalReplay after(*cluster, *policy);
+    ASSERT_TRUE(after.StartFromSnapshot(*cluster, *snapshot).ok());
+    for (size_t i = cut; i < rows->size(); ++i) ASSERT_TRUE(after.FeedText((*rows)[i].seq, (*rows)[i].entry).ok());
+    const ReplayReport report = after.Finish();
+    EXPECT_TRUE(report.refused.empty()) << "from seq " << seq << ": " << report.refused.front();
+    for (const ReplayDifference& d : report.differences) ADD_FAILURE() << "from seq " << seq << ": " << d.ToString();
+    if (!report.differences.empty()) break;  // one start's differences say enough
+  }
+  EXPECT_GE(boundaries, 45);
+}
+
+// The compaction keeps the load samples of the warm-start window, and the
+// replay keeps them too: a server that restarts after the latest snapshot
+// warms its forecaster with samples from before it, and so does the replay.
+TEST_F(ServiceLoadReplayTest, ARestartAfterTheSnapshotWarmsFromTheKeptSamples) {
+  RunRiseAndFall(40);
+  cp_.reset();
+  config_.snapshot_every_records = 100'000'000;
+  Open();
+  for (int i = 0; i < 15; ++i) Minute(20);
+  ExpectIdentical(Replay());
 }
 
 }  // namespace
