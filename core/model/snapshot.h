@@ -9,6 +9,7 @@
 #include "core/common/time.h"
 #include "core/model/allocation.h"
 #include "core/model/cluster.h"
+#include "core/model/free_gpus_log.h"
 #include "core/model/queue.h"
 #include "core/model/workload.h"
 
@@ -64,6 +65,9 @@ struct Snapshot {
   // against the cluster and the allocations. Empty = computed here.
   std::vector<GpuMask> free_gpus;
   std::vector<int> allocation_gpus;
+  // Optional, with free_gpus: which nodes' free GPUs changed, in order
+  // (core/model/free_gpus_log.h). A copy of the snapshot starts it afresh.
+  FreeGpusLog free_gpus_log;
   // Optional (kept by state::State as edits apply): one digest per workload,
   // parallel to `workloads`. Given, a pass sorts the workloads out and finds
   // each allocation's workload from these alone; builds with expensive
@@ -74,6 +78,7 @@ struct Snapshot {
   // allocations or nodes are about to be edited by hand.
   void ClearDerived() {
     free_gpus.clear();
+    free_gpus_log.Reset();
     allocation_gpus.clear();
     workload_digests.clear();
   }

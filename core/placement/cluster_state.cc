@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <bit>
 #include <map>
+#include <optional>
+#include <span>
 #include <string>
 
 #include "core/common/check.h"
@@ -154,6 +156,8 @@ ClusterState::ClusterState(const Snapshot& snapshot,
     }
 #endif
     free_ = snapshot.free_gpus;
+    log_lineage_ = snapshot.free_gpus_log.lineage();
+    log_seen_ = snapshot.free_gpus_log.changes();
     if (allocation_gpus != nullptr) *allocation_gpus = snapshot.allocation_gpus;
   } else {
     std::vector<GpuMask> used(n_nodes, 0);
@@ -294,23 +298,45 @@ bool ClusterState::CatchUp(const Snapshot& snapshot,
   }
   cluster_ = &snapshot.cluster;
   const std::vector<GpuMask>& want = snapshot.free_gpus;
+  // The nodes to look at: those the snapshot's log says changed since this
+  // state last caught up, or, without a log that reaches back, every node.
+  const std::optional<std::span<const uint32_t>> log =
+      snapshot.free_gpus_log.ChangedSince(log_lineage_, log_seen_);
+  const auto for_each_candidate = [&](auto&& visit) {
+    if (!log) {
+      for (size_t i = 0; i < n_nodes; ++i) {
+        if (!visit(static_cast<uint32_t>(i))) return;
+      }
+    } else {
+      for (uint32_t i : *log) {
+        if (!visit(i)) return;
+      }
+    }
+  };
   // Moving one node costs its two buckets' length (they stay sorted); past a
-  // few dozen changed nodes one refill of every bucket is cheaper.
+  // few dozen changed nodes one refill of every bucket is cheaper. A node
+  // the log lists twice counts once: its first visit brings it up to date.
   constexpr size_t kMaxSortedMoves = 32;
-  size_t changed = 0;
-  for (size_t i = 0; i < n_nodes && changed <= kMaxSortedMoves; ++i) changed += free_[i] != want[i];
-  if (changed > kMaxSortedMoves) {
+  std::vector<uint32_t> changed;
+  for_each_candidate([&](uint32_t i) {
+    if (free_[i] != want[i] && std::find(changed.begin(), changed.end(), i) == changed.end()) changed.push_back(i);
+    return changed.size() <= kMaxSortedMoves;
+  });
+  if (changed.size() > kMaxSortedMoves) {
     free_ = want;
     FillBuckets();
-  } else if (changed > 0) {
-    for (size_t i = 0; i < n_nodes; ++i) {
-      if (free_[i] == want[i]) continue;
+  } else {
+    // In ascending node order, as the scan of every node visits them.
+    std::sort(changed.begin(), changed.end());
+    for (uint32_t i : changed) {
       const int before = PopCount(free_[i]);
       const int after = PopCount(want[i]);
       free_[i] = want[i];
-      if (before != after) MoveSorted(static_cast<uint32_t>(i), before, after);
+      if (before != after) MoveSorted(i, before, after);
     }
   }
+  log_lineage_ = snapshot.free_gpus_log.lineage();
+  log_seen_ = snapshot.free_gpus_log.changes();
 #if !defined(NDEBUG) || defined(TIDAL_EXPENSIVE_CHECKS)
   // Kept across passes, it must be what a build from this snapshot gives
   // (that build also checks free_gpus against the allocations).
@@ -321,6 +347,7 @@ bool ClusterState::CatchUp(const Snapshot& snapshot,
 }
 
 bool ClusterState::SameAs(const ClusterState& other) const {
+  // The log position is not state: it only says how far the log was read.
   return statics_ == other.statics_ && classes_ == other.classes_ && static_of_ == other.static_of_ &&
          class_of_ == other.class_of_ && free_ == other.free_ && class_free_ == other.class_free_ &&
          buckets_ == other.buckets_ && bucket_pos_ == other.bucket_pos_ && lent_ == other.lent_;

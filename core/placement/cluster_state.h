@@ -77,7 +77,8 @@ class ClusterState {
   // same `statics`, i.e. the same Snapshot::cluster_version) and the same
   // loans to `snapshot`, moving only the nodes whose free GPUs changed, so a
   // caller that keeps one state across passes pays per changed node instead
-  // of per node. The result is the state the constructor would build: each
+  // of per node; with the snapshot's free_gpus_log it does not even compare
+  // the others. The result is the state the constructor would build: each
   // bucket stays in ascending node order, which is the order placement
   // walks, so the decisions do not depend on which way it was made. Returns
   // false, changing nothing, when it cannot (other statics or loans, or a
@@ -128,6 +129,10 @@ class ClusterState {
   std::vector<std::vector<std::vector<uint32_t>>> buckets_;
   std::vector<uint32_t> bucket_pos_;
   std::vector<bool> lent_;  // the snapshot's lent_nodes it was built with
+  // How far the snapshot's free_gpus_log was read: changes up to log_seen_
+  // of lineage log_lineage_ are in free_ (0 = no log read).
+  uint64_t log_lineage_ = 0;
+  uint64_t log_seen_ = 0;
 };
 
 }  // namespace tidal::engine

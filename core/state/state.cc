@@ -342,7 +342,11 @@ Status State::CheckFree(const std::vector<PodPlacement>& pods, bool require_usab
 
 void State::RefreshFree(NodeId n) {
   const Node& node = snap_.cluster.node(n);
-  snap_.free_gpus[n.value()] = node.all_gpus() & ~node.failed_gpus & ~used_[n.value()];
+  GpuMask& free = snap_.free_gpus[n.value()];
+  const GpuMask now_free = node.all_gpus() & ~node.failed_gpus & ~used_[n.value()];
+  if (free == now_free) return;
+  free = now_free;
+  snap_.free_gpus_log.Record(n.value(), snap_.free_gpus.size());
 }
 
 void State::Bind(const Workload& w, int alloc, const PodPlacement& pod) {

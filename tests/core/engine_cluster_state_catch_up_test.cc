@@ -85,6 +85,37 @@ TEST(ClusterStateCatchUpTest, ManyChangedNodesGiveTheBuiltState) {
   EXPECT_TRUE(kept.SameAs(ClusterState(empty, statics)));
 }
 
+// With the snapshot's free-GPU log (one lineage, as a State keeps it), a
+// kept state looks only at the logged nodes and still gives the built
+// state: jobs end on two nodes, one of them logged twice; then a log trimmed
+// past what the kept state read sends it back to comparing every node.
+TEST(ClusterStateCatchUpTest, TheFreeGpusLogGivesTheBuiltState) {
+  Snapshot s = WithJobs(testing::SimpleCluster(4, 20), 30);
+  const auto statics = StaticNodeClasses::Build(s.cluster);
+  ClusterState kept(s, statics);
+  // The jobs on nodes 0 and 7 (k = 0 and 1 in WithJobs) end.
+  s.allocations.erase(s.allocations.begin(), s.allocations.begin() + 2);
+  s.workloads.erase(s.workloads.begin(), s.workloads.begin() + 2);
+  s.allocation_gpus.erase(s.allocation_gpus.begin(), s.allocation_gpus.begin() + 2);
+  for (uint32_t n : {0u, 7u, 0u}) {
+    s.free_gpus[n] = s.cluster.nodes[n].all_gpus();
+    s.free_gpus_log.Record(n, s.free_gpus.size());
+  }
+  ASSERT_TRUE(kept.CatchUp(s, statics));
+  EXPECT_TRUE(kept.SameAs(ClusterState(s, statics)));
+  ExpectSortedBuckets(kept);
+
+  // The job on node 14 ends; 1100 more changes (of node 14, in the log)
+  // trim away the ones the kept state has not read.
+  s.allocations.erase(s.allocations.begin());
+  s.workloads.erase(s.workloads.begin());
+  s.allocation_gpus.erase(s.allocation_gpus.begin());
+  s.free_gpus[14] = s.cluster.nodes[14].all_gpus();
+  for (int i = 0; i < 1100; ++i) s.free_gpus_log.Record(14, s.free_gpus.size());
+  ASSERT_TRUE(kept.CatchUp(s, statics));
+  EXPECT_TRUE(kept.SameAs(ClusterState(s, statics)));
+}
+
 TEST(ClusterStateCatchUpTest, OtherClassesLoansOrNoBookkeepingAreRefused) {
   Snapshot s = testing::SimpleCluster(1, 4);
   Bookkeep(s);
