@@ -16,15 +16,11 @@ namespace {
 using nlohmann::json;
 using Keys = std::vector<std::string_view>;
 
-// Times as the journal bounds them; figures (req/s, their sums and errors,
-// the -1 of "never seen") well inside a double's exact range.
-constexpr int64_t kMinMs = std::numeric_limits<int64_t>::min() / 2;
-constexpr int64_t kMaxMs = std::numeric_limits<int64_t>::max() / 2;
+// Figures (req/s, their sums and errors, the -1 of "never seen") well
+// inside a double's exact range.
 constexpr double kMaxFigure = 1e18;
 constexpr int64_t kMaxWorkloadId = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMaxNodeId = static_cast<int64_t>(NodeId::kInvalid) - 1;
-
-json OptionalMillis(const std::optional<Time>& t) { return t ? json(ToMillis(*t)) : json(nullptr); }
 
 StatusOr<ObjectReader> OpenAll(const json& v, const std::string& path, const Keys& keys) {
   TIDAL_ASSIGN_OR_RETURN(ObjectReader r, ObjectReader::Open(v, path, keys));
@@ -44,7 +40,7 @@ StatusOr<const json*> List(const ObjectReader& r, std::string_view key) {
 }
 
 Status Millis(const json& v, const std::string& path, Time* out) {
-  if (!v.is_number_integer() || v.get<int64_t>() < kMinMs || v.get<int64_t>() > kMaxMs) {
+  if (!v.is_number_integer() || v.get<int64_t>() < kMinTimeMs || v.get<int64_t>() > kMaxTimeMs) {
     return FieldError(path, "expected a time in ms, got " + Shown(v));
   }
   *out = TimeFromMillis(v.get<int64_t>());
@@ -194,13 +190,13 @@ json ColocationMemoryToJson(const ColocationMemory& m) {
   for (const auto& [key, until] : m.noticed) {
     noticed.push_back({{"workload", key.first.value()}, {"node", key.second.value()}, {"until_ms", ToMillis(until)}});
   }
-  for (const std::optional<Time>& t : m.needed_at) needed_at.push_back(OptionalMillis(t));
+  for (const std::optional<Time>& t : m.needed_at) needed_at.push_back(OptionalMillisJson(t));
   for (WorkloadId w : m.known_services) services.push_back(w.value());
   return {{"load", std::move(load)},
           {"scaling", std::move(scaling)},
           {"lent", m.lent},
           {"needed_at_ms", std::move(needed_at)},
-          {"last_prepare_ms", OptionalMillis(m.last_prepare)},
+          {"last_prepare_ms", OptionalMillisJson(m.last_prepare)},
           {"noticed", std::move(noticed)},
           {"services", std::move(services)}};
 }

@@ -100,8 +100,8 @@ static_assert(std::size(kEditNames) == std::variant_size_v<Edit>);
 
 // Times are exact milliseconds; the infinite future (no deadline) is null.
 json TimeJson(Time t) { return t == kInfiniteFuture ? json(nullptr) : json(ToMillis(t)); }
-constexpr int64_t kMinMs = std::numeric_limits<int64_t>::min() / 2;
-constexpr int64_t kMaxMs = std::numeric_limits<int64_t>::max() / 2;
+constexpr int64_t kMinMs = kMinTimeMs;
+constexpr int64_t kMaxMs = kMaxTimeMs;
 constexpr int64_t kMaxId32 = static_cast<int64_t>(NodeId::kInvalid) - 1;  // kInvalid is no id
 constexpr int64_t kMaxWorkloadId = std::numeric_limits<int64_t>::max();
 

@@ -13,8 +13,6 @@ namespace {
 
 using nlohmann::json;
 
-json OptionalMillis(const std::optional<Time>& t) { return t ? json(ToMillis(*t)) : json(nullptr); }
-
 Status ReadTime(const ObjectReader& r, std::string_view key, Time* out) {
   if (!r.Has(key)) return r.Missing(key);
   int64_t ms = 0;
@@ -51,10 +49,10 @@ json LoanCalendarToJson(const LoanCalendar& c) {
     json windows = json::array();
     for (const LoanWindow& w : n.windows) {
       windows.push_back({{"lend_at_ms", ToMillis(w.lend_at)},
-                         {"return_by_ms", OptionalMillis(w.return_by)},
-                         {"notice_at_ms", OptionalMillis(w.notice_at)},
+                         {"return_by_ms", OptionalMillisJson(w.return_by)},
+                         {"notice_at_ms", OptionalMillisJson(w.notice_at)},
                          {"return_earliest_ms", ToMillis(w.return_earliest)},
-                         {"return_latest_ms", OptionalMillis(w.return_latest)}});
+                         {"return_latest_ms", OptionalMillisJson(w.return_latest)}});
     }
     nodes.push_back({{"node", n.name}, {"timeline", n.timeline}, {"windows", std::move(windows)}});
   }

@@ -18,8 +18,18 @@
 #include <nlohmann/json.hpp>
 
 #include "core/common/status.h"
+#include "core/common/time.h"
 
 namespace tidal::protocol {
+
+// Times on the wire are integer milliseconds within these bounds (half of
+// int64's range, so that the difference of two never overflows).
+inline constexpr int64_t kMinTimeMs = std::numeric_limits<int64_t>::min() / 2;
+inline constexpr int64_t kMaxTimeMs = std::numeric_limits<int64_t>::max() / 2;
+// A time in ms, or null for none.
+inline nlohmann::json OptionalMillisJson(const std::optional<Time>& t) {
+  return t ? nlohmann::json(ToMillis(*t)) : nlohmann::json(nullptr);
+}
 
 // "a.b" for a field of an object at "a"; just "b" at the root.
 std::string JoinPath(std::string_view parent, std::string_view key);
