@@ -1,5 +1,6 @@
 #include "core/engine/scheduler.h"
 
+#include "core/common/check.h"
 #include "core/engine/scheduling_pass.h"
 
 namespace tidal {
@@ -53,7 +54,59 @@ std::shared_ptr<const engine::StaticNodeClasses> Scheduler::NodeClasses(
   return cache->classes;
 }
 
+namespace {
+
+bool DecidesAnAction(const Decisions& d) {
+  return !d.places.empty() || !d.preempts.empty() || !d.resizes.empty() || !d.rejects.empty();
+}
+
+}  // namespace
+
+bool Scheduler::StillQuiet(const Snapshot& snapshot) const {
+  if (!snapshot.stamp.tracked()) return false;
+  while (cache_busy_.test_and_set(std::memory_order_acquire)) {
+  }
+  const QuietPass q = quiet_;
+  cache_busy_.clear(std::memory_order_release);
+  return q.lineage == snapshot.stamp.lineage() && q.changes == snapshot.stamp.changes() &&
+         snapshot.now >= q.at && snapshot.now < q.until;
+}
+
+void Scheduler::RememberPass(const Snapshot& snapshot, const Decisions& decided, Time until) const {
+  QuietPass q;  // lineage 0: no stamp has it
+  if (snapshot.stamp.tracked() && !DecidesAnAction(decided)) {
+    q = {snapshot.stamp.lineage(), snapshot.stamp.changes(), snapshot.now, until};
+  }
+  while (cache_busy_.test_and_set(std::memory_order_acquire)) {
+  }
+  quiet_ = q;
+  cache_busy_.clear(std::memory_order_release);
+}
+
+void Scheduler::ForgetQuiet() const {
+  while (cache_busy_.test_and_set(std::memory_order_acquire)) {
+  }
+  quiet_ = QuietPass();
+  cache_busy_.clear(std::memory_order_release);
+}
+
 Decisions Scheduler::Schedule(const Snapshot& snapshot, ScheduleOptions options) const {
+  if (!options.explain_waits && StillQuiet(snapshot)) {
+#ifdef TIDAL_EXPENSIVE_CHECKS
+    Time unused;
+    TIDAL_CHECK(!DecidesAnAction(RunPass(snapshot, options, &unused)))
+        << "a pass skipped as quiet at t=" << ToMillis(snapshot.now) << " ms decides an action when run";
+#endif
+    skipped_.fetch_add(1, std::memory_order_relaxed);
+    return Decisions();
+  }
+  Time quiet_until;
+  Decisions out = RunPass(snapshot, options, &quiet_until);
+  RememberPass(snapshot, out, quiet_until);
+  return out;
+}
+
+Decisions Scheduler::RunPass(const Snapshot& snapshot, ScheduleOptions options, Time* quiet_until) const {
   std::shared_ptr<const engine::StaticNodeClasses> classes = NodeClasses(snapshot);
   // A start state can be kept only where the snapshot says which GPUs are
   // free (the simulator's and the server's State keep free_gpus); without it
@@ -62,7 +115,9 @@ Decisions Scheduler::Schedule(const Snapshot& snapshot, ScheduleOptions options)
       snapshot.allocation_gpus.size() != snapshot.allocations.size()) {
     engine::SchedulingPass pass(policy_, snapshot, std::move(classes));
     pass.set_explain_waits(options.explain_waits);
-    return pass.Run();
+    Decisions out = pass.Run();
+    *quiet_until = pass.quiet_until();
+    return out;
   }
   std::unique_ptr<engine::ClusterState> kept = TakeKept();
   if (kept == nullptr || !kept->CatchUp(snapshot, classes)) {
@@ -71,6 +126,7 @@ Decisions Scheduler::Schedule(const Snapshot& snapshot, ScheduleOptions options)
   engine::SchedulingPass pass(policy_, snapshot, *kept);
   pass.set_explain_waits(options.explain_waits);
   Decisions out = pass.Run();
+  *quiet_until = pass.quiet_until();
   PutKept(std::move(kept));
   return out;
 }

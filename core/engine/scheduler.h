@@ -26,14 +26,26 @@ struct ScheduleOptions {
 };
 
 // The only state kept between passes is a cache of node classes, keyed by
-// Snapshot::cluster_version (never used when it is 0), and the last pass's
+// Snapshot::cluster_version (never used when it is 0), the last pass's
 // start ClusterState, which the next pass catches up to its snapshot by the
 // nodes whose free GPUs changed (ClusterState::CatchUp) instead of building
-// it over every node: both give what a build from the snapshot gives, so the
-// decisions stay a pure function of policy and snapshot. Concurrent passes
-// share the cache under a spin lock held only to copy a pointer (core/ has no
-// mutex), and at worst both build it; the kept state is taken out for the
-// length of a pass, so a concurrent pass builds its own.
+// it over every node, and the last quiet pass: both give what a build from
+// the snapshot gives, so the decisions stay a pure function of policy and
+// snapshot. Concurrent passes share the cache under a spin lock held only to
+// copy a pointer (core/ has no mutex), and at worst both build it; the kept
+// state is taken out for the length of a pass, so a concurrent pass builds
+// its own.
+//
+// Quiet passes. Over a deep backlog on a full cluster most passes change
+// nothing: a timer wakes the loop, nothing was edited, and every waiting
+// workload waits again. A pass that decides no action (no place, preempt,
+// resize or reject) remembers the version of its snapshot
+// (Snapshot::stamp) and until when its comparisons of the clock hold
+// (SchedulingPass::quiet_until). A later pass that asks for no wait
+// explanations, over the same version, before that time, would decide
+// exactly the same nothing, so it returns no decisions without walking the
+// backlog. Builds with expensive checks run it anyway and check that it
+// decides no action.
 class Scheduler {
  public:
   explicit Scheduler(PolicyConfig policy) : policy_(std::move(policy)) {}
@@ -44,6 +56,7 @@ class Scheduler {
       policy_ = other.policy_;
       SetCache(nullptr);
       PutKept(nullptr);
+      ForgetQuiet();
     }
     return *this;
   }
@@ -52,9 +65,28 @@ class Scheduler {
 
   // One pass: decisions for every pending workload in `snapshot`.
   Decisions Schedule(const Snapshot& snapshot, ScheduleOptions options = {}) const;
+  // How many passes were skipped as quiet (see above).
+  uint64_t skipped_passes() const { return skipped_.load(std::memory_order_relaxed); }
 
  private:
   std::shared_ptr<const engine::StaticNodeClasses> NodeClasses(const Snapshot& snapshot) const;
+
+  // The last pass that decided no action: its snapshot's version and how
+  // long its decisions hold.
+  struct QuietPass {
+    uint64_t lineage = 0;
+    uint64_t changes = 0;
+    Time at;
+    Time until;
+  };
+  // Whether a pass over `snapshot` would repeat the last quiet pass.
+  bool StillQuiet(const Snapshot& snapshot) const;
+  // Remembers a pass over `snapshot` that decided `decided`, its clock
+  // comparisons holding until `until`: quiet when it decided no action.
+  void RememberPass(const Snapshot& snapshot, const Decisions& decided, Time until) const;
+  void ForgetQuiet() const;
+  // One pass, run in full; its quiet_until in `*quiet_until`.
+  Decisions RunPass(const Snapshot& snapshot, ScheduleOptions options, Time* quiet_until) const;
 
   struct ClassCache {
     uint64_t version = 0;
@@ -73,6 +105,8 @@ class Scheduler {
   mutable std::atomic_flag cache_busy_ = ATOMIC_FLAG_INIT;  // guards cache_
   mutable std::shared_ptr<const ClassCache> cache_;
   mutable std::unique_ptr<engine::ClusterState> kept_;  // guarded by cache_busy_
+  mutable QuietPass quiet_;                             // guarded by cache_busy_
+  mutable std::atomic<uint64_t> skipped_{0};
 };
 
 }  // namespace tidal

@@ -181,7 +181,9 @@ void SchedulingPass::Init() {
         }
       }
     }
-    // Their exit time is not in the snapshot: assume a full grace period.
+    // Their exit time is not in the snapshot: assume a full grace period,
+    // which moves with the clock.
+    NoteTimeBound(now_);
     const QueueId q = workload_of_[i] < 0 ? QueueId() : ws[workload_of_[i]].queue;
     placed_releases_.push_back({now_ + policy_.preemption.default_grace, {q, a.leaving}});
   }
@@ -220,8 +222,10 @@ void SchedulingPass::ForcedStops() {
   const auto stop_debug = [&](uint32_t i) {
     const Allocation& a = snapshot_.allocations[i];
     const Workload& w = snapshot_.workloads[workload_of_[i]];
-    if (w.kind == WorkloadKind::kDebug && w.debug.max_runtime > Duration::zero() &&
-        now_ - a.start_time >= w.debug.max_runtime) {
+    if (w.kind != WorkloadKind::kDebug || w.debug.max_runtime <= Duration::zero()) return;
+    if (now_ - a.start_time < w.debug.max_runtime) {
+      NoteTimeBound(a.start_time + w.debug.max_runtime);
+    } else {
       Preempt(i, PreemptCause::kMaxRuntime, WorkloadId(),
               Str("debug: ran ", ToSeconds(now_ - a.start_time), " s, max_runtime is ",
                   ToSeconds(w.debug.max_runtime), " s"));
@@ -522,6 +526,10 @@ std::optional<RejectDecision> SchedulingPass::NeverFits(const Workload& w, const
     return r;
   }
   if (w.kind == WorkloadKind::kBatchInference && w.batch.deadline != kInfiniteFuture &&
+      w.expected_duration > Duration::zero()) {
+    NoteTimeBound(w.batch.deadline - w.expected_duration);
+  }
+  if (w.kind == WorkloadKind::kBatchInference && w.batch.deadline != kInfiniteFuture &&
       w.expected_duration > Duration::zero() && now_ + w.expected_duration > w.batch.deadline) {
     r.reason = ReasonCode::kDeadline;
     r.detail = Str("deadline: needs ", ToSeconds(w.expected_duration), " s but the deadline ",
@@ -776,8 +784,9 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
       if (pc == PreemptibilityClass::kNever) continue;
       if (pc == PreemptibilityClass::kPreemptible && !v->preemptible) continue;
       // Cheap rejection before looking at its pods.
-      const bool may_priority = w.priority.value - v->priority.value >= cfg.min_priority_gap &&
-                                now_ - a.start_time >= cfg.min_runtime;
+      const bool gap = w.priority.value - v->priority.value >= cfg.min_priority_gap;
+      if (gap && now_ - a.start_time < cfg.min_runtime) NoteTimeBound(a.start_time + cfg.min_runtime);
+      const bool may_priority = gap && now_ - a.start_time >= cfg.min_runtime;
       const bool may_reclaim = within_guarantee && v->queue != w.queue;
       if (!may_priority && !may_reclaim && !owns_semi) continue;
     }
@@ -854,6 +863,9 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
       add(preemption::CandidateKind::kEvict, a.pods.data(), static_cast<uint32_t>(a.pods.size()), *why);
     }
   }
+  // Candidates are ordered by the work they would lose, which grows with
+  // the clock.
+  if (!candidates.empty()) NoteTimeBound(now_);
   const std::vector<uint8_t>* blocked = BlockedFor(UsableReservations(w));
   std::optional<preemption::Selection> selection;
   const bool one_node = r.total_gpus() <= e.static_max_node_gpus &&
@@ -1032,6 +1044,7 @@ uint32_t SchedulingPass::UsableReservations(const Workload& w) const {
     const Reservation& r = reservations_[i];
     const bool ends_before = policy_.backfill && w.expected_duration > Duration::zero() &&
                              now_ + w.expected_duration <= r.start;
+    if (ends_before) NoteTimeBound(r.start - w.expected_duration);
     // A head reservation holds its nodes only against its own queue's work
     // that ranks after the holder.
     const bool not_held_against =
@@ -1128,11 +1141,18 @@ int SchedulingPass::EligibleFree(const ClusterState& state, const Eligibility& e
 Time SchedulingPass::EndOf(uint32_t alloc) const {
   if (alloc_end_override_[alloc] != kInfiniteFuture) return alloc_end_override_[alloc];
   const Allocation& a = snapshot_.allocations[alloc];
-  if (a.terminating) return a.grace_deadline;
+  if (a.terminating) {
+    // One due exactly now ties with the overdue ones at `now`, and goes
+    // before them once the clock moves on.
+    if (a.grace_deadline >= now_) NoteTimeBound(a.grace_deadline);
+    return a.grace_deadline;
+  }
   if (workload_of_[alloc] < 0) return kInfiniteFuture;
   const Workload& w = snapshot_.workloads[workload_of_[alloc]];
   if (w.expected_duration <= Duration::zero()) return kInfiniteFuture;
-  return std::max(now_, a.start_time + w.expected_duration);
+  const Time end = a.start_time + w.expected_duration;
+  if (end > now_) NoteTimeBound(end);
+  return std::max(now_, end);
 }
 
 const std::vector<ReleaseEvent>& SchedulingPass::Timeline() {

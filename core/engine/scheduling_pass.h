@@ -22,6 +22,7 @@
 #ifndef TIDAL_CORE_ENGINE_SCHEDULING_PASS_H_
 #define TIDAL_CORE_ENGINE_SCHEDULING_PASS_H_
 
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <memory>
@@ -68,6 +69,18 @@ class SchedulingPass {
   // ScheduleOptions); everything else it decides is the same either way.
   void set_explain_waits(bool explain) { explain_waits_ = explain; }
   Decisions Run();
+  // After Run: the pass read the clock only through comparisons whose
+  // outcome holds for any `now` in [snapshot.now, quiet_until()), so a pass
+  // over the same snapshot at such a time decides exactly what this one did.
+  // Every comparison of the clock in a pass notes when its outcome could
+  // change (NoteTimeBound): a debug session's max_runtime, a batch job's
+  // latest start, a victim's min_runtime, a backfill's end against a
+  // reservation, and each allocation's expected end (the release timeline
+  // orders overdue ones at `now`, so the order changes when `now` passes a
+  // later one). What varies with the clock continuously (the lost work that
+  // orders preemption candidates, pods released `grace` from now) gives
+  // snapshot.now: no later time is known to decide the same.
+  Time quiet_until() const { return quiet_until_; }
 
  private:
   enum class AllocState : uint8_t { kLive, kTerminating, kClaimed, kVictim };
@@ -158,10 +171,16 @@ class SchedulingPass {
     return e.alloc >= 0 && EndOf(static_cast<uint32_t>(e.alloc)) != e.at;
   }
 
+  // The outcome of a comparison of the clock may change at `t` (see
+  // quiet_until).
+  void NoteTimeBound(Time t) const { quiet_until_ = std::min(quiet_until_, t); }
+
   const PolicyConfig& policy_;
   const Snapshot& snapshot_;
   const Time now_;
   Decisions out_;
+  // Noted by const readers of the clock too (EndOf, UsableReservations).
+  mutable Time quiet_until_ = kInfiniteFuture;
 
   std::vector<int> workload_of_;     // per allocation: its workload or -1
   std::vector<int> alloc_gpus_;      // per allocation, filled by state_

@@ -1,27 +1,20 @@
 #include "core/model/free_gpus_log.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstddef>
 #include <utility>
 
+#include "core/model/change_stamp.h"
+
 namespace tidal {
-namespace {
 
-uint64_t NextLineage() {
-  static std::atomic<uint64_t> next{1};
-  return next.fetch_add(1, std::memory_order_relaxed);
-}
+FreeGpusLog::FreeGpusLog() : lineage_(NewLineage()) {}
 
-}  // namespace
-
-FreeGpusLog::FreeGpusLog() : lineage_(NextLineage()) {}
-
-FreeGpusLog::FreeGpusLog(const FreeGpusLog& other) : lineage_(NextLineage()), changes_(other.changes_) {}
+FreeGpusLog::FreeGpusLog(const FreeGpusLog& other) : lineage_(NewLineage()), changes_(other.changes_) {}
 
 FreeGpusLog& FreeGpusLog::operator=(const FreeGpusLog& other) {
   if (this != &other) {
-    lineage_ = NextLineage();
+    lineage_ = NewLineage();
     changes_ = other.changes_;
     nodes_.clear();
   }
@@ -52,7 +45,7 @@ void FreeGpusLog::Record(uint32_t node, size_t node_count) {
 }
 
 void FreeGpusLog::Reset() {
-  lineage_ = NextLineage();
+  lineage_ = NewLineage();
   nodes_.clear();
 }
 

@@ -12,7 +12,8 @@
 // a reader that kept up with the original then finds another lineage and
 // compares every node, as it would without a log. Lineages are numbered by
 // a process-wide counter: which number a lineage gets changes nothing but
-// whether a reader can use the log.
+// whether a reader can use the log (the counter is ChangeStamp's,
+// core/model/change_stamp.h).
 #ifndef TIDAL_CORE_MODEL_FREE_GPUS_LOG_H_
 #define TIDAL_CORE_MODEL_FREE_GPUS_LOG_H_
 

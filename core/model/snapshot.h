@@ -8,6 +8,7 @@
 
 #include "core/common/time.h"
 #include "core/model/allocation.h"
+#include "core/model/change_stamp.h"
 #include "core/model/cluster.h"
 #include "core/model/free_gpus_log.h"
 #include "core/model/queue.h"
@@ -73,6 +74,13 @@ struct Snapshot {
   // each allocation's workload from these alone; builds with expensive
   // checks recompute them and check they agree. Empty = computed here.
   std::vector<WorkloadDigest> workload_digests;
+  // Optional (bumped by state::State on every edit but a checkpoint): names
+  // this version of everything above but `now` (and the allocations'
+  // last_checkpoint, which only prices preemption victims), so the scheduler
+  // can skip a pass over a version it saw decide nothing
+  // (core/model/change_stamp.h, core/engine/scheduler.h). A copy is
+  // untracked.
+  ChangeStamp stamp;
 
   // Drops the optional bookkeeping above, for a copy whose workloads,
   // allocations or nodes are about to be edited by hand.
@@ -81,6 +89,7 @@ struct Snapshot {
     free_gpus_log.Reset();
     allocation_gpus.clear();
     workload_digests.clear();
+    stamp.Reset();
   }
 
   bool is_lent(NodeId n) const {

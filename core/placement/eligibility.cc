@@ -69,8 +69,11 @@ const Eligibility& EligibilityIndex::For(const Workload& w) {
   AppendKey(key_, w);
   const bool may_borrow_shared = MayBorrowSharedPool(w);
   key_ += may_borrow_shared ? "|b" : "|n";
-  auto [it, inserted] = ids_.emplace(key_, static_cast<int>(entries_.size()));
-  if (inserted) {
+  // Looked up before inserting: emplace would build a node, with a copy of
+  // the key, for every workload of every pass only to throw it away.
+  auto it = ids_.find(key_);
+  if (it == ids_.end()) {
+    it = ids_.emplace(key_, static_cast<int>(entries_.size())).first;
     entries_.push_back(std::make_unique<Eligibility>(Compute(w, it->second, may_borrow_shared)));
   }
   return *entries_[it->second];

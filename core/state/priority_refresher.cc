@@ -107,13 +107,22 @@ PriorityRefresh PriorityRefresher::Refresh(const State& state) {
     const Allocation* held = state.allocation(w.id);
     const int held_gpus = held != nullptr ? held->gpu_count() : 0;
     const Queue& queue = s.queues[w.queue.value()];
-    Project project = w.project.valid() ? s.projects[w.project.value()] : Project{};
+    static const Project kNoProject;
+    const Project& project = w.project.valid() ? s.projects[w.project.value()] : kNoProject;
     const int others = queue_used[w.queue.value()] - held_gpus;
     const BudgetState budget = ComputeBudgetState(project, queue, others, held_gpus > 0 ? held_gpus : w.min_gpus());
     const bool timed = w.batch.deadline != kInfiniteFuture;
     if (entry.derived && entry.budget == budget && !timed) return;
-    if (w.top_tier_approved) project.top_tier_approved = true;
-    StatusOr<Priority> derived = DerivePriority(templates_, w, project, budget, s.now);
+    // Copied only to derive, and only when an admin's approval must show in
+    // it: a pass checks every pending workload, and a Project holds strings.
+    StatusOr<Priority> derived = [&] {
+      if (!w.top_tier_approved || project.top_tier_approved) {
+        return DerivePriority(templates_, w, project, budget, s.now);
+      }
+      Project approved = project;
+      approved.top_tier_approved = true;
+      return DerivePriority(templates_, w, approved, budget, s.now);
+    }();
     if (!derived.ok()) {
       if (out.first_error.ok()) out.first_error = derived.status();
       return;

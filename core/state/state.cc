@@ -193,6 +193,14 @@ void State::AdvanceTo(Time t) {
 }
 
 Status State::Apply(const Edit& edit) {
+  // Even a refused edit bumps the stamp: a stamp that moves when nothing
+  // changed costs a pass, one that stays when something did costs a wrong
+  // one. A checkpoint is the exception: it only prices preemption victims,
+  // which a pass that finds no victim candidates never reads, and a pass
+  // that finds some is never quiet (SchedulingPass::quiet_until). Running
+  // jobs checkpoint every few seconds on a large cluster, so bumping for
+  // them would leave no quiet pass to skip.
+  if (!std::holds_alternative<CheckpointEdit>(edit)) snap_.stamp.Bump();
   return std::visit([this](const auto& e) { return ApplyEdit(e); }, edit);
 }
 
