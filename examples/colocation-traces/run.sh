@@ -43,8 +43,9 @@ SPAN=$((DAYS * 86400))
 # 2017-10-16 00:00, a Monday; the same number of days.
 PHILLY_START=3590959
 
-# One load trace per service: the filter and the shaping (5-minute windows,
-# 15-minute centred average, x40), then the window keys ($1 = start_s, $2 = span_s).
+# One load trace per service: the filter and the shaping (10-minute windows,
+# 70-minute centred average, x80; README.md says why), then the window keys
+# ($1 = start_s, $2 = span_s).
 services() {
   local shape="window_s=600,smooth=7,load_scale=80,start_s=$1,span_s=$2"
   echo "sd-m0002=genai_lora:$LORA,model=M0002,request_type=TXT_2_IMG,$shape"
