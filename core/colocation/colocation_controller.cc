@@ -125,12 +125,18 @@ ColocationPlan ColocationController::Prepare(const Snapshot& snapshot) {
     const double current = forecaster_.LastObserved(w->id);
     // Replicas are asked for one cold start (plus a tick of lateness) ahead,
     // so they are serving when the forecast load arrives.
+    // Both look-aheads carry the forecaster's learned margin (how far the
+    // load recently outran the short forecast; load_forecaster.h).
+    const double margin = forecaster_.Margin(w->id);
     const double scale_forecast =
-        predictive ? forecaster_.PeakForecast(w->id, now, now + cold + tick) : 0.0;
+        predictive ? margin * std::max(current, forecaster_.PeakForecast(w->id, now, now + cold + tick))
+                   : 0.0;
     const int desired = autoscaler_.Update(*w, current, scale_forecast, now);
     out.targets.emplace_back(w->id, desired);
 
-    const double peak = predictive ? forecaster_.PeakForecast(w->id, now, now + lookahead) : current;
+    const double peak =
+        predictive ? margin * std::max(current, forecaster_.PeakForecast(w->id, now, now + lookahead))
+                   : current;
     const int lo = std::max(0, w->min_pods);
     const int hi = std::max(lo, w->max_pods);
     ServiceMemo& memo = memo_[w->id];
@@ -231,7 +237,9 @@ ColocationPlan ColocationController::Prepare(const Snapshot& snapshot) {
       const Workload& w = *workload_of(soon[i].service);
       const int lo = std::max(0, w.min_pods);
       const int hi = std::max(lo, w.max_pods);
-      const double peak = forecaster_.PeakForecast(w.id, now, now + soon_lookahead[i]);
+      const double peak =
+          forecaster_.Margin(w.id) * std::max(forecaster_.LastObserved(w.id),
+                                              forecaster_.PeakForecast(w.id, now, now + soon_lookahead[i]));
       const int need = std::clamp(RequiredReplicas(w.inference, peak, config_.headroom), lo, hi);
       soon[i].replicas = std::max(out.targets[i].second, need);  // targets parallel demand
     }

@@ -8,12 +8,20 @@
 // Prepare, in workload-id order:
 //  1. Autoscale: for every pending or running inference workload, sets
 //     `pods` to the autoscaler's target. The load it sizes for is the latest
-//     observed rps; in predictive mode also the forecast peak over
-//     [now, now + cold start + tick], so replicas are ready when load arrives.
+//     observed rps; in predictive mode also m x max(current, the forecast
+//     peak over [now, now + cold start + tick]), so replicas are ready when
+//     load arrives, where m >= 1 is the forecaster's learned margin: how far
+//     the load recently outran its short forecast (load_forecaster.h). A
+//     profile cannot say how much higher today's ramp runs than the past
+//     days' (the GenAI trace's peaks differ up to 7x from day to day), and a
+//     fixed headroom is too small at such a ramp and wasted on a calm day;
+//     the measured error is neither.
 //  2. Loans: sets `snapshot.lent_nodes` (sized to the cluster) from
 //     PlanLoans. The demand is the current targets (static/reactive) or, in
 //     predictive mode, the larger of the target and the forecast need over
-//     the look-ahead max(forecast_horizon, cold start + grace + tick); the
+//     the look-ahead max(forecast_horizon, cold start + grace + tick) (also
+//     m x max(current, forecast peak), so returns come ahead of a ramp the
+//     margin expects and can wait for checkpoints); the
 //     tick is the time since the previous Prepare. A shared node inference
 //     needed (held a replica, or was planned to) less than
 //     colocation.relend_delay ago is held: not lent anew. In predictive
