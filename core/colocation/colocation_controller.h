@@ -15,7 +15,14 @@
 //     profile cannot say how much higher today's ramp runs than the past
 //     days' (the GenAI trace's peaks differ up to 7x from day to day), and a
 //     fixed headroom is too small at such a ramp and wasted on a calm day;
-//     the measured error is neither.
+//     the measured error is neither. The margins never ask for more GPUs
+//     than the inference-reserved and shared pools hold (healthy GPUs of
+//     nodes that take work): a replica beyond them cannot start and only
+//     fails its scale-up (the Lifecycle's timeout), so where the services'
+//     targets at full margin (each at least the target the autoscaler
+//     still holds) would not fit, every margin is scaled to
+//     1 + f x (m - 1) with the largest f in [0, 1] that fits (bisection to
+//     1/1024; f = 0 asks what reactive would).
 //  2. Loans: sets `snapshot.lent_nodes` (sized to the cluster) from
 //     PlanLoans. The demand is the current targets (static/reactive) or, in
 //     predictive mode, the larger of the target and the forecast need over
@@ -155,6 +162,12 @@ class ColocationController {
   Status Restore(ColocationMemory memory);
 
  private:
+  // Per service of `services` (active inference, in id order), the
+  // forecaster's margin, scaled down where the targets it asks for would not
+  // fit the inference pools (see the file comment).
+  std::vector<double> FittedMargins(const Snapshot& snapshot,
+                                    const std::vector<const Workload*>& services, Duration tick) const;
+
   ColocationConfig config_;
   Duration grace_;
   ColdStartModel cold_start_model_;
