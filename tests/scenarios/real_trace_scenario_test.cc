@@ -220,8 +220,9 @@ TEST_F(RealTraceScenarioTest, PredictiveLosesLessThanHalfOfReactivesWork) {
 // Half of static's wait: met (0.12x). Within 1.1x of reactive's: NOT
 // met on this input (1.15x: predictive returns the shared nodes ahead
 // of the ramp, so training borrows fewer GPU-hours than under reactive),
-// nor on the real-trace example (1.15x); docs/PERFORMANCE.md, "Real-trace
-// example". The bound below pins today's figure so that a change which makes
+// nor on the real-trace example (1.15x, and 1.33x since the learned
+// forecast margin holds more capacity on its ramps); docs/PERFORMANCE.md,
+// "Real-trace example" and "Learned forecast margin". The bound below pins today's figure so that a change which makes
 // it worse is seen; the claim's 1.1x is the target.
 TEST_F(RealTraceScenarioTest, PredictiveWaitsUnderHalfOfStaticAndNearReactive) {
   const Summary::Training& p = Run(ColocationMode::kPredictive).training;
