@@ -175,8 +175,35 @@ sim::SimFiles DemoFiles(const std::string& dir, bool load_history) {
   return f;
 }
 
+// An example the demo cannot run from its own files: one whose inputs are
+// traces that may not be committed (examples/colocation-traces reads them
+// from where the user downloaded them, through its run.sh). Names the first
+// missing file and what to run instead.
+Status CheckDemoInputs(const std::string& example) {
+  for (const char* name :
+       {"cluster.yaml", "policy.yaml", "workloads.yaml", "load.csv", "philly_sample.csv"}) {
+    const std::filesystem::path file = std::filesystem::path(example) / name;
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(file, ec)) continue;
+    if (std::filesystem::is_regular_file(std::filesystem::path(example) / "run.sh", ec))
+      return InvalidArgument(fmt::format(
+          "--example {}: no {}: this example reads public traces from outside the repository; "
+          "run DATA=/path/to/traces {}/run.sh (see {}/README.md)",
+          example, name, example, example));
+    return InvalidArgument(fmt::format(
+        "--example {}: no {} (the demo needs cluster.yaml, policy.yaml, workloads.yaml, "
+        "load.csv and philly_sample.csv)",
+        example, name));
+  }
+  return Status::Ok();
+}
+
 void RunDemo(const std::string& example, const std::string& out, uint64_t seed, double days,
              const std::string& web_dir, bool load_history) {
+  if (Status s = CheckDemoInputs(example); !s.ok()) {
+    Fail(s);
+    return;
+  }
   std::vector<std::string> dirs;
   for (const char* mode : {"static", "reactive", "predictive"}) {
     SimArgs a;

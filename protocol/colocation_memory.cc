@@ -149,15 +149,24 @@ json SeriesJson(WorkloadId service, const LoadSeries& s) {
           {"before_fold", s.before_fold},
           {"fold_day", s.fold_day},
           {"level", s.level},
-          {"recent", PairsJson(s.recent)}};
+          {"recent", PairsJson(s.recent)},
+          {"issued", PairsJson(s.issued)},
+          {"margin", s.margin}};
 }
 
 Status ReadSeries(const json& v, const std::string& path, WorkloadId* service, LoadSeries* s) {
-  TIDAL_ASSIGN_OR_RETURN(
-      ObjectReader r,
-      OpenAll(v, path,
-              {"workload", "first_seen_ms", "last_seen_ms", "last_rps", "cell", "cell_sum", "cell_max", "cell_count",
-               "profile", "peak_profile", "deviation", "before_fold", "fold_day", "level", "recent"}));
+  // `issued` and `margin` (the learned margin) may be absent: a snapshot
+  // written before them restores a margin of 1 that learns afresh.
+  const Keys required = {"workload", "first_seen_ms", "last_seen_ms", "last_rps", "cell",
+                         "cell_sum", "cell_max", "cell_count", "profile", "peak_profile",
+                         "deviation", "before_fold", "fold_day", "level", "recent"};
+  Keys allowed = required;
+  allowed.push_back("issued");
+  allowed.push_back("margin");
+  TIDAL_ASSIGN_OR_RETURN(ObjectReader r, ObjectReader::Open(v, path, allowed));
+  for (std::string_view k : required) {
+    if (!v.contains(k)) return r.Missing(k);
+  }
   TIDAL_RETURN_IF_ERROR(ReadWorkload(r, "workload", service));
   TIDAL_RETURN_IF_ERROR(Millis(r.at("first_seen_ms"), r.FieldPath("first_seen_ms"), &s->first_seen));
   TIDAL_RETURN_IF_ERROR(Millis(r.at("last_seen_ms"), r.FieldPath("last_seen_ms"), &s->last_seen));
@@ -172,7 +181,10 @@ Status ReadSeries(const json& v, const std::string& path, WorkloadId* service, L
   TIDAL_RETURN_IF_ERROR(NumberList(r, "before_fold", &s->before_fold));
   TIDAL_RETURN_IF_ERROR(NumberList(r, "fold_day", &s->fold_day));
   TIDAL_RETURN_IF_ERROR(Figure(r.at("level"), r.FieldPath("level"), &s->level));
-  return PairList(r, "recent", &s->recent);
+  TIDAL_RETURN_IF_ERROR(PairList(r, "recent", &s->recent));
+  if (r.Has("issued")) TIDAL_RETURN_IF_ERROR(PairList(r, "issued", &s->issued));
+  if (r.Has("margin")) TIDAL_RETURN_IF_ERROR(Figure(r.at("margin"), r.FieldPath("margin"), &s->margin));
+  return Status::Ok();
 }
 
 }  // namespace

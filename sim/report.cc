@@ -637,6 +637,10 @@ const std::vector<ComparedMetric>& ComparedMetrics() {
       {"inference", "latency_p99_ms", kLower},
       {"inference", "scale_ups", kNeither},
       {"inference", "time_to_capacity_p99_s", kLower},
+      {"inference", "forecast_error_mape", kLower},
+      // Earlier is safer but lends less: neither way is better by itself.
+      {"inference", "return_lead_p50_s", kNeither},
+      {"inference", "return_lead_p95_s", kNeither},
       {"training", "jobs", kNeither},
       {"training", "completed", kHigher},
       {"training", "queue_wait_mean_s", kLower},

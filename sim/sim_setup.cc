@@ -57,6 +57,40 @@ bool IsLoadFormat(std::string_view f) {
   return f == "azure_llm" || f == "genai_qps" || f == "genai_lora";
 }
 
+// A bound on the values of one filter key (the GenAI trace has 87 models).
+constexpr size_t kMaxFilterValues = 256;
+
+// The values of a filter key: VALUE[|VALUE...], each 1..64 characters of
+// letters, digits, '_', '-' and '.', none twice.
+Status ParseFilterValues(std::string_view spec, std::string_view key, std::string_view value,
+                         std::vector<std::string>& out) {
+  if (!out.empty()) return BadKey(spec, key, "given twice (list the values as A|B)", value);
+  size_t begin = 0;
+  while (true) {
+    const size_t bar = value.find('|', begin);
+    const std::string_view v =
+        value.substr(begin, bar == std::string_view::npos ? std::string_view::npos : bar - begin);
+    if (v.empty() || v.size() > 64)
+      return BadKey(spec, key, "expected VALUE[|VALUE...], each of 1..64 characters", value);
+    for (char c : v) {
+      const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '_' || c == '-' || c == '.';
+      if (!ok)
+        return BadKey(spec, key,
+                      fmt::format("'{}' is not a value: expected letters, digits, '_', '-' or '.'", v),
+                      value);
+    }
+    if (std::find(out.begin(), out.end(), v) != out.end())
+      return BadKey(spec, key, fmt::format("'{}' is listed twice", v), value);
+    if (out.size() >= kMaxFilterValues)
+      return BadKey(spec, key, fmt::format("more than {} values", kMaxFilterValues), value);
+    out.emplace_back(v);
+    if (bar == std::string_view::npos) break;
+    begin = bar + 1;
+  }
+  return Status::Ok();
+}
+
 // A bound on how many VC queues one trace may create (Philly has 15).
 constexpr size_t kMaxVcQueues = 256;
 
@@ -200,12 +234,21 @@ StatusOr<TraceSpec> ParseTraceSpec(std::string_view text) {
       auto v = ParseInt(value);
       if (!v || *v < 1 || *v > 1000) return BadKey(text, key, "expected an integer in 1..1000", value);
       spec.smooth_windows = static_cast<int>(*v);
+    } else if (key == "model") {
+      TIDAL_RETURN_IF_ERROR(ParseFilterValues(text, key, value, spec.lora_filter.models));
+    } else if (key == "request_type") {
+      TIDAL_RETURN_IF_ERROR(ParseFilterValues(text, key, value, spec.lora_filter.request_types));
     } else {
       return InvalidArgument(fmt::format("trace \"{}\": unknown key '{}'", text, key));
     }
   }
   if (!spec.vc_nodes.empty() && spec.queue != "vc")
     return InvalidArgument(fmt::format("trace \"{}\": vc_nodes needs queue=vc", text));
+  if (spec.format != "genai_lora" &&
+      (!spec.lora_filter.models.empty() || !spec.lora_filter.request_types.empty()))
+    return InvalidArgument(fmt::format(
+        "trace \"{}\": key '{}' applies only to genai_lora traces (not {})", text,
+        spec.lora_filter.models.empty() ? "request_type" : "model", spec.format));
   const bool load_format = IsLoadFormat(spec.format);
   if (load_format && spec.service.empty())
     return InvalidArgument(
@@ -303,7 +346,7 @@ StatusOr<LoadSeries> ReadLoadTrace(const TraceSpec& spec) {
   } else if (spec.format == "genai_qps") {
     TIDAL_ASSIGN_OR_RETURN(series, LoadGenaiQps(spec.path, spec.options));
   } else if (spec.format == "genai_lora") {
-    TIDAL_ASSIGN_OR_RETURN(series, LoadGenaiLoraTrace(spec.path, spec.options));
+    TIDAL_ASSIGN_OR_RETURN(series, LoadGenaiLoraTrace(spec.path, spec.options, spec.lora_filter));
   } else {
     return InvalidArgument(
         fmt::format("trace {}: {} is a workload trace; use --trace", spec.path, spec.format));

@@ -16,6 +16,7 @@
 #include "config/cluster_config.h"
 #include "core/common/status.h"
 #include "sim/load_profile.h"
+#include "sim/lora_trace_loader.h"
 #include "sim/simulator.h"
 #include "sim/trace_loader.h"
 
@@ -45,6 +46,9 @@ struct TraceSpec {
   double diurnal_trough = 1.0;
   double diurnal_peak_h = 14;
   int smooth_windows = 1;  // moving average over this many windows
+  // genai_lora only: model=ID[|ID...] and request_type=TYPE[|TYPE...] keep
+  // the requests of those checkpoint_model_version_ids / predict_types.
+  LoraRequestFilter lora_filter;
 };
 
 // Parses "[SERVICE=]FORMAT:PATH[,key=value...]". Unknown keys are errors.

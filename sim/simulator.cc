@@ -4,7 +4,10 @@
 #include <bit>
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <limits>
+#include <map>
+#include <optional>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -91,6 +94,9 @@ struct ServiceTrack {
   bool last_missed = false;       // verdict of the last scored step
   bool last_cold = false;         // ... missed while replicas were starting
   size_t series = 0;         // index in TimeSeries::services
+  // The forecaster's expected rate for a later step, (due, rps), scored
+  // against the load observed when the step opens (forecast_error_mape).
+  std::deque<std::pair<Time, double>> forecasts;
 };
 
 // The simulated world around one StateMachine: arrivals, finishes, victim
@@ -244,6 +250,13 @@ class Run final : public state::StateObserver {
   std::vector<double> step_p99_ms_;
   std::vector<double> reclaim_s_;
   int reclaims_ = 0;
+  // Return lead time: per returned shared node not yet used by inference,
+  // when its borrowers were gone (nullopt: still leaving); the lead is the
+  // time from then to the first inference pod placed on it.
+  std::map<uint32_t, std::optional<Time>> return_free_at_;
+  std::vector<double> return_lead_s_;
+  double forecast_ape_sum_ = 0;  // sum of |observed - forecast| / observed
+  int forecast_scored_ = 0;
   std::vector<double> cycle_ms_;
   int cycles_ = 0;
   int invalid_ = 0;
@@ -501,6 +514,15 @@ void Run::OnPodBound(const Workload& w, const PodPlacement& p) {
     borrowed_gpus_ += g;
     ++node_borrowed_pods_[p.node.value()];
   }
+  if (j.kind == WorkloadKind::kInference) {
+    // The first replica on a returned node: inference needed it now. A
+    // replica placed while borrowers still leave counts as a lead of 0.
+    auto it = return_free_at_.find(p.node.value());
+    if (it != return_free_at_.end()) {
+      return_lead_s_.push_back(it->second ? Sec(clock_.Now() - *it->second) : 0.0);
+      return_free_at_.erase(it);
+    }
+  }
 }
 
 void Run::OnPodFreed(const Workload& w, const PodPlacement& p) {
@@ -517,6 +539,8 @@ void Run::OnPodFreed(const Workload& w, const PodPlacement& p) {
         reclaim_s_.push_back(Sec(clock_.Now() - it->second));
         reclaim_started_.erase(it);
       }
+      auto pending = return_free_at_.find(p.node.value());
+      if (pending != return_free_at_.end() && !pending->second) pending->second = clock_.Now();
     }
   }
 }
@@ -734,7 +758,19 @@ void Run::HandleLoadStep() {
     s.rps = rps;
     s.scored = s.live;
     s.min_ready = j.ready;
-    controller_.ObserveLoad(WorkloadId(static_cast<uint64_t>(s.job) + 1), now, rps);
+    const WorkloadId id(static_cast<uint64_t>(s.job) + 1);
+    controller_.ObserveLoad(id, now, rps);
+    // Score the forecasts made one horizon ago for now, then forecast one
+    // horizon ahead (the policy's forecast_horizon: the loans' look-ahead).
+    while (!s.forecasts.empty() && s.forecasts.front().first <= now) {
+      if (s.forecasts.front().first == now && rps > 0) {
+        forecast_ape_sum_ += std::abs(rps - s.forecasts.front().second) / rps;
+        ++forecast_scored_;
+      }
+      s.forecasts.pop_front();
+    }
+    const Time due = now + controller_.config().forecast_horizon;
+    s.forecasts.emplace_back(due, controller_.forecaster().Forecast(id, due));
   }
   queue_.Push(now + options_.load_step, EventKind::kLoadStep);
   if (!services_.empty()) RequestPass();
@@ -854,6 +890,7 @@ void Run::AfterPrepare() {
   }
   for (NodeId n : st.newly_lent) {
     ++loans_since_sample_;
+    return_free_at_.erase(n.value());  // returned, lent again unused: no lead
     LogEvent(fmt::format("\"event\":\"lend\",\"node\":{}",
                          nlohmann::json(snapshot.cluster.node(n).name).dump()));
   }
@@ -864,6 +901,8 @@ void Run::AfterPrepare() {
       reclaim_started_[n.value()] = clock_.Now();
       ++reclaims_;
     }
+    const bool leaving = n.value() < node_borrowed_pods_.size() && node_borrowed_pods_[n.value()] > 0;
+    return_free_at_[n.value()] = leaving ? std::nullopt : std::optional<Time>(clock_.Now());
     LogEvent(fmt::format("\"event\":\"return\",\"node\":{}",
                          nlohmann::json(snapshot.cluster.node(n).name).dump()));
   }
@@ -1188,6 +1227,10 @@ StatusOr<SimResult> Run::Go() {
   s.inference.time_to_capacity_p50_s = Percentile(ttc_s_, 0.50);
   s.inference.time_to_capacity_p99_s = Percentile(ttc_s_, 0.99);
   s.inference.load_history_samples = history_samples_;
+  if (forecast_scored_ > 0) s.inference.forecast_error_mape = forecast_ape_sum_ / forecast_scored_;
+  s.inference.return_leads = static_cast<int>(return_lead_s_.size());
+  s.inference.return_lead_p50_s = Percentile(return_lead_s_, 0.50);
+  s.inference.return_lead_p95_s = Percentile(return_lead_s_, 0.95);
 
   s.batch_inference.deadline_met_rate =
       s.batch_inference.jobs > 0 ? static_cast<double>(batch_met) / s.batch_inference.jobs : 1.0;

@@ -67,6 +67,10 @@ nlohmann::ordered_json Summary::ToJson() const {
       {"time_to_capacity_p50_s", R(inference.time_to_capacity_p50_s)},
       {"time_to_capacity_p99_s", R(inference.time_to_capacity_p99_s)},
       {"load_history_samples", inference.load_history_samples},
+      {"forecast_error_mape", R(inference.forecast_error_mape)},
+      {"return_leads", inference.return_leads},
+      {"return_lead_p50_s", R(inference.return_lead_p50_s)},
+      {"return_lead_p95_s", R(inference.return_lead_p95_s)},
   };
   j["batch_inference"] = {
       {"jobs", batch_inference.jobs},

@@ -62,6 +62,18 @@ struct Summary {
     double time_to_capacity_p99_s = 0;
     // Load samples of --load-history fed to the forecaster before t = 0.
     int64_t load_history_samples = 0;
+    // Mean absolute percentage error (a fraction: 0.25 = 25 %) of the
+    // forecaster's expected rate one forecast_horizon ahead against the load
+    // then observed, over every service's steps with load > 0; empty when
+    // none was scored. In every mode (the forecaster runs in all three).
+    std::optional<double> forecast_error_mape;
+    // Returned shared nodes that inference then used, and the time from a
+    // return's completion (its borrowers gone) to the first inference pod
+    // placed on the node: how far ahead of need the GPUs came back (0 = just
+    // in time, or a replica placed while the borrowers still left).
+    int return_leads = 0;
+    double return_lead_p50_s = 0;
+    double return_lead_p95_s = 0;
   } inference;
 
   struct Batch {

@@ -1,6 +1,7 @@
 #include "core/colocation/colocation_controller.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <limits>
 #include <set>
@@ -80,6 +81,50 @@ QueueLatency ColocationController::ModelServiceLatency(const InferenceSpec& spec
   return ModelLatency(rps, spec.replica_capacity_rps, ready_replicas);
 }
 
+std::vector<double> ColocationController::FittedMargins(const Snapshot& snapshot,
+                                                       const std::vector<const Workload*>& services,
+                                                       Duration tick) const {
+  std::vector<double> margins;
+  for (const Workload* w : services) margins.push_back(forecaster_.Margin(w->id));
+  // GPUs for inference: the healthy GPUs of reserved and shared nodes that
+  // take work.
+  int capacity = 0;
+  for (const Node& n : snapshot.cluster.nodes) {
+    const PoolKind kind = snapshot.cluster.pool(n.pool).kind;
+    if ((kind != PoolKind::kInferenceReserved && kind != PoolKind::kShared) || !n.takes_work()) continue;
+    capacity += n.gpu_count - std::popcount(n.failed_gpus & n.all_gpus());
+  }
+  // The GPUs all services need with the margins scaled to 1 + f x (m - 1).
+  const auto gpus_at = [&](double f) {
+    int gpus = 0;
+    for (size_t k = 0; k < services.size(); ++k) {
+      const Workload& w = *services[k];
+      const Duration cold = EstimateColdStart(w.inference, cold_start_model_);
+      const double base = std::max(forecaster_.LastObserved(w.id),
+                                   forecaster_.PeakForecast(w.id, snapshot.now, snapshot.now + cold + tick));
+      const double rps = (1 + f * (margins[k] - 1)) * base;
+      const int lo = std::max(0, w.min_pods);
+      const int hi = std::max(lo, w.max_pods);
+      // A target the autoscaler holds (its scale-down delay) keeps its GPUs
+      // whatever this pass's need.
+      const int need = std::clamp(RequiredReplicas(w.inference, rps, config_.headroom), lo, hi);
+      gpus += std::max(need, autoscaler_.Target(w.id).value_or(0)) * std::max(1, w.gpus_per_pod);
+    }
+    return gpus;
+  };
+  const bool any = std::any_of(margins.begin(), margins.end(), [](double m) { return m > 1; });
+  if (!any || gpus_at(1.0) <= capacity) return margins;
+  // Too many: the largest f in [0, 1) that fits, to 1/1024, by bisection
+  // (f = 0 is no margin at all, which is what reactive would ask for).
+  double fits = 0, too_many = 1;
+  for (int i = 0; i < 10; ++i) {
+    const double mid = (fits + too_many) / 2;
+    (gpus_at(mid) <= capacity ? fits : too_many) = mid;
+  }
+  for (double& m : margins) m = 1 + fits * (m - 1);
+  return margins;
+}
+
 ColocationPlan ColocationController::Prepare(const Snapshot& snapshot) {
   const Time now = snapshot.now;
   const Duration tick =
@@ -110,14 +155,16 @@ ColocationPlan ColocationController::Prepare(const Snapshot& snapshot) {
   status.at = now;
   status.mode = config_.mode;
   status.lookahead = config_.forecast_horizon;
+  const std::vector<double> margins = predictive ? FittedMargins(snapshot, by_id, tick)
+                                                : std::vector<double>(by_id.size(), 1.0);
   std::vector<InferenceDemand> demand;
   // Per service (parallel to `demand`), the short look-ahead of
   // return_timing.h, and the least slack any service leaves a return.
   std::vector<Duration> soon_lookahead;
   Duration slack = Duration::max();
   std::set<WorkloadId> services;
-  for (const Workload* w : by_id) {
-    if (w->kind != WorkloadKind::kInference || !Active(*w)) continue;
+  for (size_t k = 0; k < by_id.size(); ++k) {
+    const Workload* w = by_id[k];
     services.insert(w->id);
     const Duration cold = EstimateColdStart(w->inference, cold_start_model_);
     const Duration lookahead = std::max(config_.forecast_horizon, cold + grace_ + tick);
@@ -125,12 +172,18 @@ ColocationPlan ColocationController::Prepare(const Snapshot& snapshot) {
     const double current = forecaster_.LastObserved(w->id);
     // Replicas are asked for one cold start (plus a tick of lateness) ahead,
     // so they are serving when the forecast load arrives.
+    // Both look-aheads carry the forecaster's learned margin (how far the
+    // load recently outran the short forecast; load_forecaster.h).
+    const double margin = margins[k];
     const double scale_forecast =
-        predictive ? forecaster_.PeakForecast(w->id, now, now + cold + tick) : 0.0;
+        predictive ? margin * std::max(current, forecaster_.PeakForecast(w->id, now, now + cold + tick))
+                   : 0.0;
     const int desired = autoscaler_.Update(*w, current, scale_forecast, now);
     out.targets.emplace_back(w->id, desired);
 
-    const double peak = predictive ? forecaster_.PeakForecast(w->id, now, now + lookahead) : current;
+    const double peak =
+        predictive ? margin * std::max(current, forecaster_.PeakForecast(w->id, now, now + lookahead))
+                   : current;
     const int lo = std::max(0, w->min_pods);
     const int hi = std::max(lo, w->max_pods);
     ServiceMemo& memo = memo_[w->id];
@@ -231,7 +284,9 @@ ColocationPlan ColocationController::Prepare(const Snapshot& snapshot) {
       const Workload& w = *workload_of(soon[i].service);
       const int lo = std::max(0, w.min_pods);
       const int hi = std::max(lo, w.max_pods);
-      const double peak = forecaster_.PeakForecast(w.id, now, now + soon_lookahead[i]);
+      const double peak =
+          margins[i] * std::max(forecaster_.LastObserved(w.id),
+                                              forecaster_.PeakForecast(w.id, now, now + soon_lookahead[i]));
       const int need = std::clamp(RequiredReplicas(w.inference, peak, config_.headroom), lo, hi);
       soon[i].replicas = std::max(out.targets[i].second, need);  // targets parallel demand
     }

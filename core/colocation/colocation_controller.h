@@ -8,12 +8,27 @@
 // Prepare, in workload-id order:
 //  1. Autoscale: for every pending or running inference workload, sets
 //     `pods` to the autoscaler's target. The load it sizes for is the latest
-//     observed rps; in predictive mode also the forecast peak over
-//     [now, now + cold start + tick], so replicas are ready when load arrives.
+//     observed rps; in predictive mode also m x max(current, the forecast
+//     peak over [now, now + cold start + tick]), so replicas are ready when
+//     load arrives, where m >= 1 is the forecaster's learned margin: how far
+//     the load recently outran its short forecast (load_forecaster.h). A
+//     profile cannot say how much higher today's ramp runs than the past
+//     days' (the GenAI trace's peaks differ up to 7x from day to day), and a
+//     fixed headroom is too small at such a ramp and wasted on a calm day;
+//     the measured error is neither. The margins never ask for more GPUs
+//     than the inference-reserved and shared pools hold (healthy GPUs of
+//     nodes that take work): a replica beyond them cannot start and only
+//     fails its scale-up (the Lifecycle's timeout), so where the services'
+//     targets at full margin (each at least the target the autoscaler
+//     still holds) would not fit, every margin is scaled to
+//     1 + f x (m - 1) with the largest f in [0, 1] that fits (bisection to
+//     1/1024; f = 0 asks what reactive would).
 //  2. Loans: sets `snapshot.lent_nodes` (sized to the cluster) from
 //     PlanLoans. The demand is the current targets (static/reactive) or, in
 //     predictive mode, the larger of the target and the forecast need over
-//     the look-ahead max(forecast_horizon, cold start + grace + tick); the
+//     the look-ahead max(forecast_horizon, cold start + grace + tick) (also
+//     m x max(current, forecast peak), so returns come ahead of a ramp the
+//     margin expects and can wait for checkpoints); the
 //     tick is the time since the previous Prepare. A shared node inference
 //     needed (held a replica, or was planned to) less than
 //     colocation.relend_delay ago is held: not lent anew. In predictive
@@ -147,6 +162,12 @@ class ColocationController {
   Status Restore(ColocationMemory memory);
 
  private:
+  // Per service of `services` (active inference, in id order), the
+  // forecaster's margin, scaled down where the targets it asks for would not
+  // fit the inference pools (see the file comment).
+  std::vector<double> FittedMargins(const Snapshot& snapshot,
+                                    const std::vector<const Workload*>& services, Duration tick) const;
+
   ColocationConfig config_;
   Duration grace_;
   ColdStartModel cold_start_model_;

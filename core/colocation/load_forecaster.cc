@@ -26,6 +26,9 @@ LoadForecaster::LoadForecaster(ForecasterOptions options) : options_(options) {
       << "forecast bucket must divide a day";
   TIDAL_CHECK(options_.alpha > 0 && options_.alpha <= 1) << "alpha " << options_.alpha;
   TIDAL_CHECK(options_.beta >= 0 && options_.beta <= 1) << "beta " << options_.beta;
+  TIDAL_CHECK(options_.error_horizon.count() >= 0) << "error_horizon must not be negative";
+  TIDAL_CHECK(options_.margin_half_life.count() > 0) << "margin_half_life must be positive";
+  TIDAL_CHECK(options_.max_margin >= 1) << "max_margin " << options_.max_margin;
 }
 
 int LoadForecaster::buckets_per_day() const {
@@ -73,6 +76,8 @@ void LoadForecaster::Observe(WorkloadId service, Time t, double rps) {
   } else if (t < s.last_seen) {
     return;
   }
+  // The margin decays over the time since the previous observation.
+  const Duration since_last = inserted ? Duration(0) : t - s.last_seen;
   const int64_t cell = CellOf(t);
   if (cell != s.cell) {
     CloseCell(s);
@@ -100,6 +105,30 @@ void LoadForecaster::Observe(WorkloadId service, Time t, double rps) {
   while (!s.recent.empty() && s.recent.front().first < t - options_.fallback_window) {
     s.recent.pop_front();
   }
+  if (since_last > Duration(0)) {
+    const double halvings = ToSeconds(since_last) / ToSeconds(options_.margin_half_life);
+    s.margin = 1 + (s.margin - 1) * std::exp2(-halvings);
+  }
+  LearnMargin(s, t, rps);
+}
+
+void LoadForecaster::LearnMargin(Series& s, Time t, double rps) const {
+  // The forecast that had to cover t: the latest issued at or before
+  // t - error_horizon. Older ones can never be that again.
+  const Time due = t - options_.error_horizon;
+  while (s.issued.size() >= 2 && s.issued[1].first <= due) s.issued.pop_front();
+  if (!s.issued.empty() && s.issued.front().first <= due) {
+    const double forecast = s.issued.front().second;
+    double ratio = 1.0;
+    if (forecast > 1e-9) {
+      ratio = rps / forecast;
+    } else if (rps > 1e-9) {
+      ratio = options_.max_margin;
+    }
+    s.margin = std::max(s.margin, std::min(ratio, options_.max_margin));
+  }
+  s.margin = std::clamp(s.margin, 1.0, std::max(1.0, options_.max_margin));
+  s.issued.emplace_back(t, std::max(rps, PeakForecastSeries(s, t, t + options_.error_horizon)));
 }
 
 Status LoadForecaster::Restore(std::map<WorkloadId, LoadSeries> series) {
@@ -112,6 +141,10 @@ Status LoadForecaster::Restore(std::map<WorkloadId, LoadSeries> series) {
       return InvalidArgument("load series of workload " + std::to_string(service.value()) +
                              ": its profiles do not have one entry per bucket of the day (" +
                              std::to_string(buckets) + ")");
+    }
+    if (!(s.margin >= 1)) {
+      return InvalidArgument("load series of workload " + std::to_string(service.value()) +
+                             ": a margin below 1");
     }
     if (s.cell_count < 0) {
       return InvalidArgument("load series of workload " + std::to_string(service.value()) +
@@ -189,7 +222,10 @@ double LoadForecaster::Forecast(WorkloadId service, Time at) const {
 double LoadForecaster::PeakForecast(WorkloadId service, Time from, Time to) const {
   auto it = series_.find(service);
   if (it == series_.end()) return 0;
-  const Series& s = it->second;
+  return PeakForecastSeries(it->second, from, to);
+}
+
+double LoadForecaster::PeakForecastSeries(const Series& s, Time from, Time to) const {
   if (to < from) std::swap(from, to);
   double peak = std::max(ForecastSeries(s, from), ForecastSeries(s, to));
   if (!Trusted(s)) return peak;
@@ -244,6 +280,11 @@ bool LoadForecaster::HasDailyProfile(WorkloadId service) const {
 double LoadForecaster::LastObserved(WorkloadId service) const {
   auto it = series_.find(service);
   return it == series_.end() ? 0 : it->second.last_rps;
+}
+
+double LoadForecaster::Margin(WorkloadId service) const {
+  auto it = series_.find(service);
+  return it == series_.end() ? 1.0 : it->second.margin;
 }
 
 double LoadForecaster::RecentMax(WorkloadId service) const {

@@ -22,6 +22,27 @@
 // (mean - d) of the buckets the interval touches, planned = PeakForecast,
 // high = planned + r * the largest d (never below planned); a bucket with no
 // error measured yet counts fallback_margin * its mean as its error.
+// Learned margin: the profile cannot know how far today's load will outrun
+// it (on a sparse real trace the daily peaks differ up to 7x from day to day
+// and a ramp comes up to an hour early), and a fixed headroom is either too
+// small at such a ramp or wasted on a calm day. So the forecaster measures
+// its own error where it matters, at the short look-ahead a new replica
+// needs: at every observation it issues the short forecast
+//     f(t) = max(rps(t), raw PeakForecast over [t, t + error_horizon]),
+// what capacity would be sized for if replicas were ordered now, and when
+// the load at t' is observed it scores the forecast issued error_horizon
+// before (the latest issued at or before t' - error_horizon):
+//     u = rps(t') / f  (capped at max_margin; a forecast of 0 that saw load
+//                       rise counts as max_margin).
+// The margin m is a decaying maximum of these ratios,
+//     m <- max(u, 1 + (m - 1) x 2^(-dt / margin_half_life)),  m >= 1,
+// so it jumps to the largest recent under-prediction and forgets it with a
+// half-life: while a ramp outruns the forecast, the steps that follow are
+// met with the ratio the last ones missed by; once the forecast holds again
+// the margin decays back to 1 and costs nothing. Margin() is m;
+// PeakForecast and Band are the raw forecast (the caller multiplies, so that
+// the error is always measured against the raw forecast, not against a
+// forecast that already carries the margin it is learning).
 // Until a service's history spans one full day the profile is not trusted and
 // both return the max observed over the last `fallback_window` times
 // (1 + fallback_margin); a service never observed forecasts 0.
@@ -88,6 +109,11 @@ struct LoadSeries {
   std::vector<int64_t> fold_day;
   double level = 1.0;
   std::deque<std::pair<Time, double>> recent;  // within fallback_window
+  // The learned margin: short forecasts issued within error_horizon (and the
+  // latest older one, which the next observation scores), and the decaying
+  // maximum of the under-prediction ratios (>= 1).
+  std::deque<std::pair<Time, double>> issued;
+  double margin = 1.0;
   bool operator==(const LoadSeries&) const = default;
 };
 
@@ -99,6 +125,15 @@ struct ForecasterOptions {
   double max_level = 2.0;
   Duration fallback_window = hours(1);
   double fallback_margin = 0.2;
+  // The learned margin (see above). The horizon is the look-ahead a replica
+  // order must cover: one forecast bucket, at least a cold start (90 to
+  // 180 s in the examples) plus a pass or two. The half-life lets a margin
+  // learned at one step of a ramp carry over the next few (the examples'
+  // ramps take 2 to 5 hours) and fade within an hour or two after it. The
+  // cap is the level's: a forecast is never trusted to be off by more.
+  Duration error_horizon = minutes(5);
+  Duration margin_half_life = minutes(30);
+  double max_margin = 2.0;
 };
 
 class LoadForecaster {
@@ -119,6 +154,10 @@ class LoadForecaster {
   double LastObserved(WorkloadId service) const;
   // Max observed over [now - fallback_window, now].
   double RecentMax(WorkloadId service) const;
+  // The learned margin m >= 1 (1 for a service never observed): how far the
+  // load recently outran the short forecast. Capacity is sized for
+  // m x max(current, PeakForecast).
+  double Margin(WorkloadId service) const;
 
   const ForecasterOptions& options() const { return options_; }
 
@@ -148,6 +187,10 @@ class LoadForecaster {
   double ForecastSeries(const Series& s, Time at) const;
   bool Trusted(const Series& s) const;
   double RecentMaxOf(const Series& s) const;
+  double PeakForecastSeries(const Series& s, Time from, Time to) const;
+  // Scores the short forecast issued error_horizon before `t` against `rps`,
+  // updates the margin and issues the forecast for [t, t + error_horizon].
+  void LearnMargin(Series& s, Time t, double rps) const;
 
   ForecasterOptions options_;
   std::map<WorkloadId, Series> series_;

@@ -304,6 +304,36 @@ TEST(ColocationControllerTest, AutoscalesAndReportsModelledLatency) {
   EXPECT_EQ(svc->pods, 8);
 }
 
+// The learned margin sizes predictive's replicas, but never beyond the
+// inference pools. StepScenario: 1 reserved + 4 shared nodes of 8 GPUs = 40
+// GPUs, 2-GPU replicas of 10 rps, floor(rps x 1.2 / 10) + 1 replicas.
+// 30 rps for an hour (no daily profile: the short forecast is the last
+// hour's max x 1.2 = 36), then 100 rps from 60 min: the forecast issued at
+// 59 min (36) scored at 64 min gives 100 / 36 = 2.8, capped at 2.
+// At 64 min the base is max(100, 100 x 1.2) = 120 rps. Without the margin:
+// floor(144 / 10) + 1 = 15 replicas (reactive sizes 100 rps: 13). At the
+// full margin, 240 rps: 29 replicas = 58 GPUs > 40, so the margin is scaled
+// to 1 + f: floor(14.4 (1 + f)) + 1 <= 20 for f < 0.3889;
+// bisection to 1/1024 gives f = 398/1024, 166.6 rps, 20 replicas = 40 GPUs.
+TEST(ColocationControllerTest, TheMarginSizesReplicasUpToWhatThePoolsHold) {
+  ColocationController predictive(Policy(ColocationMode::kPredictive));
+  ColocationController reactive(Policy(ColocationMode::kReactive));
+  for (int m = 0; m <= 64; ++m) {
+    const double rps = m < 60 ? 30 : 100;
+    predictive.ObserveLoad(kService, At(minutes(m)), rps);
+    reactive.ObserveLoad(kService, At(minutes(m)), rps);
+  }
+  EXPECT_DOUBLE_EQ(predictive.forecaster().Margin(kService), 2.0);
+  Snapshot s = StepScenario();
+  s.now = At(minutes(64));
+  const ColocationPlan p = predictive.Prepare(s);
+  ASSERT_EQ(p.targets.size(), 1u);
+  EXPECT_EQ(p.targets[0].second, 20);
+  const ColocationPlan r = reactive.Prepare(s);
+  ASSERT_EQ(r.targets.size(), 1u);
+  EXPECT_EQ(r.targets[0].second, 13);
+}
+
 TEST(ColocationControllerTest, BatchRejectsComeOutOfPrepare) {
   Snapshot s = ColocationSnapshot(1, 1, 0);
   s.now = At(minutes(59));

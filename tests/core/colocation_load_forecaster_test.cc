@@ -89,6 +89,59 @@ TEST(LoadForecasterTest, LearnsAStepAndForecastsItAhead) {
               0.5);
 }
 
+// The learned margin on a flat load that steps up unforeseen. 60 rps for an
+// hour (minute samples, no profile yet: the short forecast is the recent max
+// x 1.2 = 72), then 90 rps from 60 min. The forecast issued at 55 min (72)
+// is the one that had to cover 60 min (error horizon 5 min): 90 / 72 = 1.25.
+// The later ones, issued at 56..59 min, scored at 61..64 min, are 72 too:
+// the margin is max(1.25, decayed) = 1.25 up to 64 min. From 65 min on the
+// forecasts issued at >= 60 min are 90 x 1.2 = 108 and score 90/108 < 1, so
+// the margin only decays: half-life 30 min, 30 minutes after 64 min it is
+// 1 + 0.25 / 2 = 1.125, and after 300 minutes 1 + 0.25 / 1024.
+TEST(LoadForecasterTest, MarginLearnsHowFarTheLoadOutranTheShortForecast) {
+  LoadForecaster f;
+  for (int m = 0; m < 60; ++m) f.Observe(kService, At(minutes(m)), 60);
+  EXPECT_DOUBLE_EQ(f.Margin(kService), 1.0) << "a flat load is forecast exactly";
+  for (int m = 60; m <= 64; ++m) f.Observe(kService, At(minutes(m)), 90);
+  EXPECT_DOUBLE_EQ(f.Margin(kService), 1.25);
+  for (int m = 65; m <= 94; ++m) f.Observe(kService, At(minutes(m)), 90);
+  EXPECT_NEAR(f.Margin(kService), 1.125, 1e-12);
+  for (int m = 95; m <= 364; ++m) f.Observe(kService, At(minutes(m)), 90);
+  EXPECT_NEAR(f.Margin(kService), 1 + 0.25 / 1024, 1e-12);
+  EXPECT_DOUBLE_EQ(f.Margin(WorkloadId(99)), 1.0) << "never observed";
+}
+
+// The margin is capped at max_margin (2): 10 rps for an hour, then 100 rps:
+// 100 / (10 x 1.2) = 8.3, counted as 2 (the forecast issued at 59 min,
+// scored at 64). A rise from a forecast of 0 counts as the cap too.
+TEST(LoadForecasterTest, MarginIsCapped) {
+  LoadForecaster f;
+  for (int m = 0; m < 60; ++m) f.Observe(kService, At(minutes(m)), 10);
+  for (int m = 60; m <= 64; ++m) f.Observe(kService, At(minutes(m)), 100);
+  EXPECT_DOUBLE_EQ(f.Margin(kService), 2.0);
+
+  LoadForecaster g;
+  for (int m = 0; m < 60; ++m) g.Observe(kService, At(minutes(m)), 0);
+  for (int m = 60; m <= 64; ++m) g.Observe(kService, At(minutes(m)), 5);
+  EXPECT_DOUBLE_EQ(g.Margin(kService), 2.0);
+}
+
+// A daily profile that foresees a step learns no margin: two days of the
+// 30 -> 100 rps step at 12:00 (the third day's forecast issued at 11:55 sees
+// the 12:00 bucket's maximum, 100, within its 5-minute horizon), so on day 3
+// the step is covered and the margin stays 1. A margin learned on day 1
+// (no profile yet: 100 / 36 = 2.8, capped at 2) decayed over the 22 hours
+// to 1 + 2^-44, below 1e-12.
+TEST(LoadForecasterTest, AForeseenStepLearnsNoMargin) {
+  LoadForecaster f;
+  auto load = [](int minute) {
+    const int minute_of_day = minute % (24 * 60);
+    return minute_of_day >= 12 * 60 && minute_of_day < 14 * 60 ? 100.0 : 30.0;
+  };
+  for (int m = 0; m < 3 * 24 * 60; ++m) f.Observe(kService, At(minutes(m)), load(m));
+  EXPECT_NEAR(f.Margin(kService), 1.0, 1e-12);
+}
+
 TEST(LoadForecasterTest, PeakSeesAStepInsideABucketAtFullHeight) {
   LoadForecaster f;
   // 10 rps, 40 rps from 19:12 to 20:00, two days. The 19:10-19:15 bucket

@@ -207,6 +207,8 @@ TEST_F(JournalSnapshotTest, TheColocationControllersMemoryRoundTrips) {
   ColocationMemory memory = controller.memory();
   ASSERT_EQ(memory.load.size(), 1u);
   ASSERT_GT(memory.load.at(chat).cell_count, 0) << "the open cell is part of the memory";
+  ASSERT_FALSE(memory.load.at(chat).issued.empty()) << "the short forecasts still to score are too";
+  memory.load.at(chat).margin = 1.5;  // as if the load had just outrun the forecast
   memory.scaling[chat] = ServiceScaling{7, T(60), {{T(0), 5}, {T(30), 7}}};
   memory.lent = {false, true, true, false};
   memory.needed_at = {std::nullopt, T(10), std::nullopt, T(20)};
@@ -230,6 +232,18 @@ TEST_F(JournalSnapshotTest, TheColocationControllersMemoryRoundTrips) {
   EXPECT_EQ(restored.forecaster().PeakForecast(chat, noon, noon + hours(1)),
             controller.forecaster().PeakForecast(chat, noon, noon + hours(1)));
   EXPECT_EQ(restored.forecaster().Band(chat, T(0), noon), controller.forecaster().Band(chat, T(0), noon));
+  EXPECT_EQ(restored.forecaster().Margin(chat), 1.5);
+
+  // A snapshot written before the learned margin (no `issued`, no `margin`)
+  // restores a margin of 1 that learns afresh.
+  auto old_json = JournalSnapshotToJson(snapshot);
+  old_json["colocation"]["load"][0].erase("issued");
+  old_json["colocation"]["load"][0].erase("margin");
+  const std::string old_text = old_json.dump();
+  auto old_decoded = JournalSnapshotFromText(old_text);
+  ASSERT_TRUE(old_decoded.ok()) << old_decoded.status().ToString();
+  EXPECT_TRUE(old_decoded->colocation->load.at(chat).issued.empty());
+  EXPECT_EQ(old_decoded->colocation->load.at(chat).margin, 1.0);
 
   // A profile cut short would be read past its end: refused, nothing changed.
   ColocationMemory cut = memory;

@@ -92,9 +92,21 @@ TEST(PreemptionScenarioTest, AReturnShrinksAnElasticJobThatKeepsRunning) {
   SimWorkload job = Training(in, "elastic", 2, 4 * 3600, 300);
   job.workload.min_pods = 1;
   in.workloads.push_back(job);
-  // 5 req/s needs 1 replica; 60 req/s (from 1 h) needs more than the 8
-  // reserved GPUs, so one shared node comes back.
-  auto load = ParseLoadCsv("time_s,service,rps\n0,chat,5\n3600,chat,60\n", "load.csv");
+  // 5 req/s needs 1 replica; 60 req/s (from 2.5 h) needs more than the 8
+  // reserved GPUs, so one shared node comes back. The load gets there by
+  // 15 % every 5 minutes from 1 h (5 x 1.15^18 = 61.5, capped at 60): each
+  // step stays under the short forecast issued 5 minutes before it (the
+  // recent max x 1.2), so the forecaster learns no margin
+  // (load_forecaster.h) and the return is the one the load itself calls for.
+  // (A jump straight to 60 would be 10x the forecast: the margin, capped at
+  // 2, would size for 120 req/s and take both shared nodes back.)
+  std::string csv = "time_s,service,rps\n0,chat,5\n";
+  double rps = 5;
+  for (int k = 1; k <= 18; ++k) {
+    rps = std::min(60.0, rps * 1.15);
+    csv += std::to_string(3600 + 300 * (k - 1)) + ",chat," + std::to_string(rps) + "\n";
+  }
+  auto load = ParseLoadCsv(csv, "load.csv");
   ASSERT_TRUE(load.ok());
   in.load = *load;
   SimOptions o;
@@ -112,8 +124,8 @@ TEST(PreemptionScenarioTest, AReturnShrinksAnElasticJobThatKeepsRunning) {
   // The job was shrunk 2 -> 1 on the return.
   EXPECT_NE(events.str().find("\"event\":\"resize\",\"workload\":\"elastic\",\"from\":2,\"to\":1"),
             std::string::npos);
-  // At half speed after 1 h at full speed it needs more than 4 h in all, so
-  // it finishes after 300 s + 4 h but well before the 12 h end.
+  // At half speed after over 1 h at full speed it needs more than 4 h in all,
+  // so it finishes after 300 s + 4 h but well before the 12 h end.
   EXPECT_GT(s.training.jct_mean_s, 4 * 3600);
 }
 

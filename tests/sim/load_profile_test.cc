@@ -102,7 +102,8 @@ TEST(SummaryTest, JsonHasTheDocumentedFields) {
                         "preemptions", "lost_gpu_hours", "recovery_time_p50_s", "recovery_time_p95_s"})
     EXPECT_TRUE(j["training"].contains(k)) << k;
   for (const char* k : {"services", "slo_attainment", "minute_p99_p95_ms", "latency_p99_ms", "scale_ups",
-                        "scale_up_success_rate", "time_to_capacity_p50_s", "time_to_capacity_p99_s"})
+                        "scale_up_success_rate", "time_to_capacity_p50_s", "time_to_capacity_p99_s",
+                        "forecast_error_mape", "return_leads", "return_lead_p50_s", "return_lead_p95_s"})
     EXPECT_TRUE(j["inference"].contains(k)) << k;
   EXPECT_TRUE(j["batch_inference"].contains("deadline_met_rate"));
   EXPECT_TRUE(j["debug"].contains("queue_wait_p95_s"));

@@ -103,6 +103,23 @@ TEST_F(SimCommandTest, BadInputIsAClearErrorAndANonZeroExit) {
   EXPECT_NE(missing.output.find("summary.json"), std::string::npos) << missing.output;
 }
 
+// The real-trace example reads traces that may not be committed: the demo
+// says to run its run.sh instead of failing on a missing load.csv; any other
+// folder without the demo's files is named with what is missing.
+TEST_F(SimCommandTest, DemoOfAnExampleWithoutItsInputsSaysWhatToRun) {
+  CommandResult r = RunCommand(tidal_ + " sim demo --example " + testing::SourceDir() +
+                               "/examples/colocation-traces --out " + dir_ + "/demo");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("no load.csv: this example reads public traces from outside the repository; run "
+                          "DATA=/path/to/traces " +
+                          testing::SourceDir() + "/examples/colocation-traces/run.sh"),
+            std::string::npos)
+      << r.output;
+  CommandResult empty = RunCommand(tidal_ + " sim demo --example " + dir_ + " --out " + dir_ + "/demo");
+  EXPECT_EQ(empty.exit_code, 2) << empty.output;
+  EXPECT_NE(empty.output.find("--example " + dir_ + ": no policy.yaml"), std::string::npos) << empty.output;
+}
+
 TEST_F(SimCommandTest, ImportLoadWritesALoadCsv) {
   const std::string out = dir_ + "/load-out.csv";
   CommandResult r = RunCommand(tidal_ + " sim import-load \"code=azure_llm:" + testing::SourceDir() +

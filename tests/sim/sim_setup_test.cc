@@ -22,6 +22,11 @@ TEST(TraceSpecTest, ParsesFormatPathAndKeys) {
   EXPECT_EQ(l->service, "chat");
   EXPECT_DOUBLE_EQ(l->diurnal_trough, 0.3);
   EXPECT_EQ(l->smooth_windows, 5);
+  auto g = ParseTraceSpec("sd=genai_lora:t.csv,model=M0002|M0001,request_type=TXT_2_IMG,window_s=300");
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ(g->lora_filter.models, (std::vector<std::string>{"M0002", "M0001"}));
+  EXPECT_EQ(g->lora_filter.request_types, (std::vector<std::string>{"TXT_2_IMG"}));
+  EXPECT_DOUBLE_EQ(g->options.window_s, 300);
 }
 
 TEST(TraceSpecTest, RejectsBadSpecsWithTheKey) {
@@ -37,7 +42,17 @@ TEST(TraceSpecTest, RejectsBadSpecsWithTheKey) {
                         Case{"philly:x.csv,limit", "expected key=value"},
                         Case{"azure_llm:x.csv", "needs its service"},
                         Case{"chat=philly:x.csv", "takes no service"},
-                        Case{"c=azure_llm:x.csv,diurnal_trough=2", "key 'diurnal_trough'"}}) {
+                        Case{"c=azure_llm:x.csv,diurnal_trough=2", "key 'diurnal_trough'"},
+                        Case{"c=genai_lora:x.csv,model=", "key 'model': expected VALUE"},
+                        Case{"c=genai_lora:x.csv,model=M1||M2", "key 'model': expected VALUE"},
+                        Case{"c=genai_lora:x.csv,model=M1|M1", "key 'model': 'M1' is listed twice"},
+                        Case{"c=genai_lora:x.csv,model=M1,model=M2", "key 'model': given twice"},
+                        Case{"c=genai_lora:x.csv,request_type=TXT 2", "key 'request_type': 'TXT 2'"},
+                        Case{"c=genai_lora:x.csv,request_type=" + std::string(65, 'T'),
+                             "key 'request_type': expected VALUE"},
+                        Case{"c=azure_llm:x.csv,model=M1", "key 'model' applies only to genai_lora"},
+                        Case{"philly:x.csv,request_type=TXT_2_IMG",
+                             "key 'request_type' applies only to genai_lora"}}) {
     auto s = ParseTraceSpec(c.text);
     ASSERT_FALSE(s.ok()) << c.text;
     EXPECT_NE(s.status().message().find(c.expect), std::string::npos) << s.status().message();

@@ -209,6 +209,81 @@ TEST(GenaiLoraLoaderTest, CountsRequestsPerWindowWhateverTheirStatus) {
   EXPECT_EQ(series->rps.size(), 3u);
 }
 
+TEST(GenaiLoraLoaderTest, FiltersByModelAndRequestTypeOnTheWholeFilesClock) {
+  const std::string dir = MakeScratchDir("lora-filter");
+  const std::string path = WriteScratchFile(
+      dir, "lora.csv",
+      std::string(kLoraHeader) +
+          "2024-11-15 16:57:50,TXT_2_IMG,SUCCEED,32.0,G0000,63.0,26.0,1.0,30.0,M0000,0\n"
+          "2024-11-15 16:58:10,IMG_2_IMG,FAILED,1.0,G0001,93.0,,1.0,40.0,M0001,2\n"
+          "2024-11-15 17:00:49,TXT_2_IMG,PENDING,,G0002,10.0,,1.0,20.0,M0001,0\n"
+          "2024-11-15 17:01:10,INPAINTING,SUCCEED,9.0,G0002,10.0,,1.0,20.0,,0\n"
+          "2024-11-15 16:57:55,TXT_2_IMG,SUCCEED,12.0,G0000,63.0,26.0,1.0,30.0,M0000,1\n");
+  TraceOptions o;
+  o.window_s = 60;
+  // M0001 only: its first request is 20 s after the file's first, so the
+  // curve still starts at 16:57:50 (window 0), not at its own first request.
+  LoraRequestFilter m1;
+  m1.models = {"M0001"};
+  auto s = LoadGenaiLoraTrace(path, o, m1);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_EQ(s->rps.size(), 4u);  // runs to the file's last request (window 3)
+  EXPECT_DOUBLE_EQ(s->rps[0], 1.0 / 60);
+  EXPECT_DOUBLE_EQ(s->rps[2], 1.0 / 60);
+  EXPECT_DOUBLE_EQ(s->rps[3], 0);
+  // TXT_2_IMG of M0000 or M0001: both filters must match.
+  LoraRequestFilter txt;
+  txt.models = {"M0000", "M0001"};
+  txt.request_types = {"TXT_2_IMG"};
+  auto t = LoadGenaiLoraTrace(path, o, txt);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_DOUBLE_EQ(t->rps[0], 2.0 / 60);
+  EXPECT_DOUBLE_EQ(t->rps[2], 1.0 / 60);
+  // The request with an empty model id is kept by a type filter alone.
+  LoraRequestFilter inpaint;
+  inpaint.request_types = {"INPAINTING"};
+  auto i = LoadGenaiLoraTrace(path, o, inpaint);
+  ASSERT_TRUE(i.ok()) << i.status().ToString();
+  EXPECT_DOUBLE_EQ(i->rps[3], 1.0 / 60);
+  EXPECT_DOUBLE_EQ(i->rps[0] + i->rps[1] + i->rps[2], 0);
+  // Curves of a split add up to the unfiltered one.
+  LoraRequestFilter rest;
+  rest.request_types = {"IMG_2_IMG", "INPAINTING"};
+  auto all = LoadGenaiLoraTrace(path, o);
+  auto txt_only = LoadGenaiLoraTrace(path, o, LoraRequestFilter{{}, {"TXT_2_IMG"}});
+  auto others = LoadGenaiLoraTrace(path, o, rest);
+  ASSERT_TRUE(all.ok() && txt_only.ok() && others.ok());
+  for (size_t w = 0; w < all->rps.size(); ++w)
+    EXPECT_DOUBLE_EQ(txt_only->rps[w] + others->rps[w], all->rps[w]) << "window " << w;
+
+  // A value no request has is an error naming the column and the key.
+  LoraRequestFilter typo;
+  typo.models = {"M0001", "M9999"};
+  auto bad = LoadGenaiLoraTrace(path, o, typo);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(path + ": field 'checkpoint_model_version_id': no request "
+                                                "has checkpoint_model_version_id \"M9999\" (key 'model'"),
+            std::string::npos)
+      << bad.status().message();
+  auto bad_type = LoadGenaiLoraTrace(path, o, LoraRequestFilter{{}, {"TXT2IMG"}});
+  ASSERT_FALSE(bad_type.ok());
+  EXPECT_NE(bad_type.status().message().find("field 'predict_type'"), std::string::npos)
+      << bad_type.status().message();
+  EXPECT_NE(bad_type.status().message().find("key 'request_type'"), std::string::npos);
+
+  // Through the spec: model=A|B and request_type=T.
+  auto spec = ParseTraceSpec("sd=genai_lora:" + path + ",model=M0000|M0001,request_type=TXT_2_IMG");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  auto series = ReadLoadTrace(*spec);
+  ASSERT_TRUE(series.ok()) << series.status().ToString();
+  EXPECT_EQ(series->rps, t->rps);
+  auto typo_spec = ParseTraceSpec("sd=genai_lora:" + path + ",model=M0007");
+  ASSERT_TRUE(typo_spec.ok());
+  auto typo_series = ReadLoadTrace(*typo_spec);
+  ASSERT_FALSE(typo_series.ok());
+  EXPECT_NE(typo_series.status().message().find("M0007"), std::string::npos);
+}
+
 TEST(OpenbClusterLoaderTest, SplitsEachModelBetweenSharedAndTrainingPools) {
   const std::string dir = MakeScratchDir("openb-nodes");
   const std::string path = WriteScratchFile(dir, "nodes.csv",
