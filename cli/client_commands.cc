@@ -615,6 +615,23 @@ RegisterCommand reg([](CLI::App& root) {
             std::cout << fmt::format("Queue:    {} ({} of {} guaranteed GPUs in use, {} borrowed)\n",
                                      Str(j["queue"]["name"]), Str(j["queue"]["allocated_gpus"]),
                                      Str(j["queue"]["guaranteed_gpus"]), Str(j["queue"]["borrowed_gpus"]));
+            // Diagnosis (core/diagnosis): why it waits, why it missed its SLO.
+            if (j.contains("wait_cause")) {
+              std::cout << fmt::format("Wait cause: {}: {}\n", Str(j["wait_cause"]["cause"]),
+                                       Str(j["wait_cause"]["detail"]));
+            }
+            if (j.contains("slo")) {
+              const json& slo = j["slo"];
+              std::string by;
+              for (const auto& [cause, s] : slo["miss_s_by_cause"].items()) {
+                by += fmt::format("{}{} {:.0f}s", by.empty() ? "" : ", ", cause, s.get<double>());
+              }
+              std::cout << fmt::format("SLO missed: {}\n", by.empty() ? "never" : by);
+              if (!slo["last_miss"].is_null()) {
+                std::cout << fmt::format("Last miss: {} ({})\n", Str(slo["last_miss"]["detail"]),
+                                         TimeAndRelative(Ms(slo["last_miss"]["time_ms"]), now));
+              }
+            }
             std::cout << "Priority derivation:\n";
             for (const json& line : j["priority"]["derivation"]) std::cout << "  " << Str(line) << "\n";
           });
@@ -924,10 +941,9 @@ RegisterCommand reg([](CLI::App& root) {
           if (!j["scale_ups"].empty()) {
             std::cout << "\nScale-ups:\n";
             for (const json& s : j["scale_ups"]) {
-              std::cout << fmt::format("  {} {}->{}: capacity {:.0f}s, victims' grace {:.0f}s, model load {:.0f}s, cold start {:.0f}s: {}\n",
-                                       Str(s["name"]), Str(s["from"]), Str(s["to"]), s["waiting_for_capacity_s"].get<double>(),
-                                       s["victims_grace_s"].get<double>(), s["model_load_s"].get<double>(),
-                                       s["cold_start_s"].get<double>(), Str(s["cause"]));
+              std::cout << fmt::format("  {} {}->{}: {}{}{}\n", Str(s["name"]), Str(s["from"]), Str(s["to"]),
+                                       Str(s["cause"]), s["slow"].get<bool>() ? " (slow)" : "",
+                                       Str(s["detail"]).empty() ? "" : ": " + Str(s["detail"]));
             }
           }
         });

@@ -141,6 +141,8 @@ Status ControlPlane::Recover() {
   auto state = state::RestartedState(RecoveredSnapshot(now), registered, std::move(open_scale_ups));
   if (!state.ok()) return Internal("stored state is inconsistent: " + state.status().message());
   machine_.emplace(*std::move(state), state::ServerLifecycleOptions(config_.policy), config_.policy.templates);
+  slo_diag_ = diagnosis::SloDiagnosis();
+  wait_tallies_.clear();
   machine_->set_sink([this](Time at, state::EditOrigin origin, const state::Edit& edit) {
     OnApplied(at, origin, edit);
   });

@@ -39,6 +39,8 @@
 
 #include "core/colocation/colocation_controller.h"
 #include "core/common/status.h"
+#include "core/diagnosis/slo_diagnosis.h"
+#include "core/diagnosis/wait_diagnosis.h"
 #include "core/engine/scheduler.h"
 #include "core/state/state_machine.h"
 #include "protocol/journal_record.h"
@@ -379,6 +381,11 @@ class ControlPlane {
   std::vector<WaitDecision> last_waits_;
   mutable std::unordered_map<uint64_t, uint32_t> last_wait_index_;
   mutable bool last_waits_indexed_ = false;
+  // Diagnosis (core/diagnosis, as the simulator's): the SLO diagnosis is
+  // told every applied edit (OnApplied); each waiting training workload's
+  // wait is charged to the engine's reasons pass by pass.
+  diagnosis::SloDiagnosis slo_diag_;
+  std::unordered_map<uint64_t, diagnosis::WaitTally> wait_tallies_;
   // Encoded journal records of the edits applied since the last Enqueue.
   std::vector<std::string> journal_;
   int64_t last_pass_ms_ = 0;

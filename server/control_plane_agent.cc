@@ -641,7 +641,27 @@ void ControlPlane::RecordReplicaLoad(WorkloadRecord& w, int rank, double rps, do
   w.p99_ms = p99_sum / weight;
   if (p99 >= 0) {
     ++w.slo_samples;
-    if (w.w.inference.target_p99.count() == 0 || w.p99_ms <= w.w.inference.target_p99.count()) ++w.slo_met;
+    const bool met = w.w.inference.target_p99.count() == 0 || w.p99_ms <= w.w.inference.target_p99.count();
+    if (met) ++w.slo_met;
+    // A missed sample misses the time since the service's last judged one
+    // (at most a minute: a gap in the reports is not a measured miss), under
+    // its dominant cause (core/diagnosis, as the simulator's minutes).
+    const int64_t at_ms = ToMillis(at);
+    const int64_t since_ms =
+        w.last_slo_sample_ms > 0 ? std::clamp<int64_t>(at_ms - w.last_slo_sample_ms, 0, 60'000) : 0;
+    w.last_slo_sample_ms = std::max(w.last_slo_sample_ms, at_ms);
+    if (!met && since_ms > 0 && machine_) {
+      const state::State& st = machine_->state();
+      const diagnosis::MissDiagnosis why = slo_diag_.DiagnoseMiss(
+          st, diagnosis::MissObservation{w.w.id, at - milliseconds(since_ms), at, total, st.ready_replicas(w.w.id)});
+      const double missed_s = since_ms / 1000.0;
+      w.slo_miss_s_by_cause[static_cast<int>(why.cause)] += missed_s;
+      metrics_.Inc("tidal_slo_miss_seconds_total", {{"cause", std::string(diagnosis::MissCauseName(why.cause))}},
+                   missed_s);
+      w.last_miss = why;
+      w.last_miss_ms = at_ms;
+      MarkChanged(w);
+    }
   }
   observed_load_.emplace_back(w.w.id, at, total);
 }

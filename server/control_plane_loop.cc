@@ -143,6 +143,12 @@ void ControlPlane::ReactScaleUpEnd(WorkloadRecord& r, const state::ScaleUpEndEdi
     su = &r.scale_ups.back();
   }
   su->to_pods = e.to;
+  // Where its time went (core/diagnosis), as the simulator counts it.
+  const diagnosis::ScaleUpDiagnosis why = slo_diag_.TakeScaleUp(machine_->state(), e);
+  su->cause = std::string(diagnosis::MissCauseName(why.cause));
+  su->detail = why.detail;
+  su->slow = why.slow;
+  if (why.slow) metrics_.Inc("tidal_slow_scale_ups_total", {{"cause", su->cause}});
   if (e.result == state::ScaleUpResult::kReady) {
     su->ready_ms = ToMillis(e.ready_at);
     if (su->placed_ms == 0) su->placed_ms = su->ready_ms;
@@ -155,7 +161,9 @@ void ControlPlane::ReactScaleUpEnd(WorkloadRecord& r, const state::ScaleUpEndEdi
              {{"from", e.from},
               {"to", e.to},
               {"requested_ms", requested_ms},
-              {"result", std::string(state::ScaleUpResultName(e.result))}},
+              {"result", std::string(state::ScaleUpResultName(e.result))},
+              {"cause", su->cause},
+              {"detail", su->detail}},
              now);
   }
   MarkChanged(r);
@@ -242,6 +250,14 @@ void ControlPlane::ApplyDecisions(Decisions d) {
   // Explanations, not history: kept in memory as the engine gave them, and
   // indexed only when read (LastWait). Thousands of waits per pass over a
   // deep backlog would otherwise cost a record lookup each under the lock.
+  // The long-wait diagnosis charges each training wait to the engine's
+  // reason (core/diagnosis/wait_diagnosis.h); a tally ends at placement.
+  const Time now = machine_->state().now();
+  for (const WaitDecision& w : d.waits) {
+    const Workload* wl = machine_->state().workload(w.workload);
+    if (wl == nullptr || wl->kind != WorkloadKind::kTraining) continue;
+    wait_tallies_[w.workload.value()].Explain(now, w.reason);
+  }
   last_waits_ = std::move(d.waits);
   last_waits_indexed_ = false;
 }
@@ -263,6 +279,7 @@ void ControlPlane::SyncRecord(WorkloadRecord& r) {
 
 void ControlPlane::OnApplied(Time at, state::EditOrigin origin, const state::Edit& edit) {
   journal_.push_back(protocol::JournalEntryText(at, origin, edit));
+  slo_diag_.Observe(machine_->state(), edit);
   React(origin, edit);
 }
 
@@ -345,6 +362,7 @@ void ControlPlane::React(state::EditOrigin origin, const state::Edit& edit) {
               }
             }
             ReleaseView(*r, e.final_state, std::move(reason), now);
+            wait_tallies_.erase(e.workload.value());
             SyncRecord(*r);
           } else if constexpr (std::is_same_v<E, state::SetTargetEdit>) {
             if (origin == state::EditOrigin::kColocation) {
@@ -419,6 +437,20 @@ void ControlPlane::ReactPlace(WorkloadRecord& r, const state::PlaceEdit& pl) {
   metrics_.Observe("tidal_queue_wait_seconds",
                    {{"queue", cat.QueueName(r.w.queue)}, {"kind", std::string(WorkloadKindName(r.w.kind))}},
                    wait_s);
+  if (r.w.kind == WorkloadKind::kTraining) {
+    // A long wait is counted under its cause (core/diagnosis), as the
+    // simulator counts it.
+    auto tally = wait_tallies_.find(r.w.id.value());
+    if (wait_s >= ToSeconds(diagnosis::kLongWait)) {
+      diagnosis::WaitTally none;
+      diagnosis::WaitTally& t = tally != wait_tallies_.end() ? tally->second : none;
+      t.ChargeTo(now);
+      const diagnosis::WaitDiagnosis why = diagnosis::DiagnoseWait(
+          machine_->state().snapshot(), r.w, t, milliseconds(now_ms - r.queued_ms));
+      metrics_.Inc("tidal_long_waits_total", {{"cause", std::string(diagnosis::WaitCauseName(why.cause))}});
+    }
+    if (tally != wait_tallies_.end()) wait_tallies_.erase(tally);
+  }
   metrics_.Inc("tidal_placements_total",
                {{"queue", cat.QueueName(r.w.queue)},
                 {"kind", std::string(WorkloadKindName(r.w.kind))},

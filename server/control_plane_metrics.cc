@@ -63,6 +63,22 @@ void ControlPlane::DefineMetrics() {
                            fast_buckets, {{}});
   metrics_.DefineCounter("tidal_placements_total", "Placements by queue, kind and whether borrowed.");
   metrics_.DefineCounter("tidal_refused_decisions_total", "Engine decisions the state refused because the world moved since the pass's snapshot, by kind.", refused);
+  std::vector<Labels> miss_causes, wait_causes;
+  for (diagnosis::MissCause c : diagnosis::AllMissCauses()) miss_causes.push_back({{"cause", std::string(diagnosis::MissCauseName(c))}});
+  for (diagnosis::WaitCause c : diagnosis::AllWaitCauses()) wait_causes.push_back({{"cause", std::string(diagnosis::WaitCauseName(c))}});
+  metrics_.DefineCounter("tidal_slo_miss_seconds_total",
+                         "Seconds an inference service missed its P99 target, by dominant cause (core/diagnosis: "
+                         "node_lost, gpu_fault, replica_crash, loan_not_returned, victims_in_grace, cold_start, "
+                         "forecast_under_predicted, max_replicas_reached, capacity_short).",
+                         miss_causes);
+  metrics_.DefineCounter("tidal_slow_scale_ups_total",
+                         "Inference scale-ups that timed out or took over max(60 s, 2 x cold start), by dominant cause "
+                         "(the causes of tidal_slo_miss_seconds_total).",
+                         miss_causes);
+  metrics_.DefineCounter("tidal_long_waits_total",
+                         "Training workloads that waited 30 min or more before a start, by cause (job_too_big, quota, "
+                         "priority_imbalance, awaiting_approval, capacity_short).",
+                         wait_causes);
   metrics_.DefineCounter("tidal_loans_total", "Shared nodes the co-location controller lent to training, by pool.");
   metrics_.DefineCounter("tidal_returns_total", "Lent nodes given back to inference, by pool.");
   ZeroKnownSeries();

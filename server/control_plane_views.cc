@@ -114,6 +114,37 @@ StatusOr<json> ControlPlane::Explain(const Principal& who, uint64_t id) const {
                     {"borrowed_gpus", qu.borrowed},
                     {"requested_gpus", r->w.min_gpus()}};
     out["preemptions"] = RecordToJson(*r, cat, /*wait=*/nullptr)["preemptions"];
+    // Diagnosis (core/diagnosis), of this workload only: why a training
+    // job waits so far, and why a service missed its SLO.
+    if (r->w.kind == WorkloadKind::kTraining && r->w.state == WorkloadState::kPending && machine_) {
+      auto tally = wait_tallies_.find(id);
+      diagnosis::WaitTally t = tally != wait_tallies_.end() ? tally->second : diagnosis::WaitTally();
+      const Time now = clock_.Now();
+      t.ChargeTo(now);
+      const diagnosis::WaitDiagnosis why =
+          diagnosis::DiagnoseWait(machine_->state().snapshot(), r->w, t, milliseconds(ToMillis(now) - r->queued_ms));
+      out["wait_cause"] = {{"cause", diagnosis::WaitCauseName(why.cause)},
+                           {"waited_s", why.waited_s},
+                           {"long", why.waited_s >= ToSeconds(diagnosis::kLongWait)},
+                           {"detail", why.detail}};
+    }
+    if (r->w.kind == WorkloadKind::kInference) {
+      json missed = json::object();
+      for (diagnosis::MissCause c : diagnosis::AllMissCauses()) {
+        const double s = r->slo_miss_s_by_cause[static_cast<int>(c)];
+        if (s > 0) missed[std::string(diagnosis::MissCauseName(c))] = s;
+      }
+      json slo = {{"miss_s_by_cause", missed}, {"last_miss", nullptr}};
+      if (r->last_miss) {
+        slo["last_miss"] = {{"time_ms", r->last_miss_ms},
+                            {"cause", diagnosis::MissCauseName(r->last_miss->cause)},
+                            {"needed", r->last_miss->needed},
+                            {"ready", r->last_miss->ready},
+                            {"target", r->last_miss->target},
+                            {"detail", r->last_miss->detail}};
+      }
+      out["slo"] = std::move(slo);
+    }
   }
   AuditQuery q;
   q.workload = id;

@@ -39,9 +39,20 @@ struct Row {
   int64_t slo_samples = 0, slo_met = 0;
   int scale_ups = 0, scale_ups_ok = 0;
   std::vector<double> time_to_capacity_s;
+  std::array<double, diagnosis::kMissCauseCount> slo_miss_s{};
+  std::map<std::string, int> slow_scale_ups;  // by cause
 };
 
 double Hours(double gpu_s) { return gpu_s / 3600.0; }
+
+// {cause: seconds}, the causes with any (core/diagnosis names).
+json SloMissJson(const std::array<double, diagnosis::kMissCauseCount>& s) {
+  json out = json::object();
+  for (diagnosis::MissCause c : diagnosis::AllMissCauses()) {
+    if (s[static_cast<int>(c)] > 0) out[std::string(diagnosis::MissCauseName(c))] = s[static_cast<int>(c)];
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -165,6 +176,7 @@ StatusOr<json> ControlPlane::Report(const Principal& who, const ReportQuery& que
       if (r.p99_ms > 0) row->p99.push_back(r.p99_ms);
       row->slo_samples += r.slo_samples;
       row->slo_met += r.slo_met;
+      for (int c = 0; c < diagnosis::kMissCauseCount; ++c) row->slo_miss_s[c] += r.slo_miss_s_by_cause[c];
       for (const ScaleUp& s : r.scale_ups) {
         if (!in_range(s.requested_ms)) continue;
         ++row->scale_ups;
@@ -175,29 +187,13 @@ StatusOr<json> ControlPlane::Report(const Principal& who, const ReportQuery& que
           ++row->scale_ups_ok;
           row->time_to_capacity_s.push_back((s.ready_ms - s.requested_ms) / 1000.0);
         }
-        // Diagnosis: where the time went, and the dominant cause.
-        const int64_t placed = s.placed_ms ? s.placed_ms : now_ms;
-        const double waiting = (placed - s.requested_ms) / 1000.0;
-        const double load = s.placed_ms ? ((s.ready_ms ? s.ready_ms : now_ms) - s.placed_ms) / 1000.0 : 0;
-        const double declared_cold = ToSeconds(r.w.inference.cold_start);
-        const double model_load = std::max(0.0, load - declared_cold);
-        const double cold = std::min(load, declared_cold > 0 ? declared_cold : load);
-        const double grace = std::min(s.victims_grace_s, waiting);
-        std::string cause;
-        const double slow_s = std::max(60.0, 2 * declared_cold);
-        if (!done && !s.placed_ms) cause = grace > 0 ? "waiting for preempted victims to exit" : "no capacity to place the new replicas";
-        else if (!done) cause = "replicas placed but not ready (model load / readiness probe)";
-        else if (waiting - grace >= std::max({grace, model_load, cold})) cause = "waiting for capacity";
-        else if (grace >= std::max(model_load, cold)) cause = "victims' grace period";
-        else if (model_load >= cold) cause = "model load";
-        else cause = "cold start";
-        const bool slow = !done || (s.ready_ms - s.requested_ms) / 1000.0 > slow_s;
+        // Diagnosis (core/diagnosis, judged with the scale-up): its
+        // dominant cause and where its time went. One still open has none.
         scale_up_diag.push_back({{"workload", id}, {"name", r.w.name}, {"from", s.from_pods}, {"to", s.to_pods},
                                  {"requested_ms", s.requested_ms}, {"succeeded", done},
-                                 {"waiting_for_capacity_s", std::max(0.0, waiting - grace)},
-                                 {"victims_grace_s", grace}, {"model_load_s", model_load},
-                                 {"cold_start_s", cold}, {"slow", slow},
-                                 {"cause", slow ? cause : "ok"}});
+                                 {"judged", !s.cause.empty()}, {"slow", s.slow},
+                                 {"cause", s.cause.empty() ? "open" : s.cause}, {"detail", s.detail}});
+        if (s.slow && !s.cause.empty()) ++row->slow_scale_ups[s.cause];
       }
     }
   }
@@ -262,15 +258,17 @@ StatusOr<json> ControlPlane::Report(const Principal& who, const ReportQuery& que
                        {"slo_attainment", row.slo_samples ? static_cast<double>(row.slo_met) / row.slo_samples : 1.0},
                        {"scale_ups", row.scale_ups},
                        {"scale_up_success", row.scale_ups ? static_cast<double>(row.scale_ups_ok) / row.scale_ups : 1.0},
-                       {"time_to_capacity_s", Percentile(row.time_to_capacity_s, 0.50)}}}});
+                       {"time_to_capacity_s", Percentile(row.time_to_capacity_s, 0.50)},
+                       {"slo_miss_s_by_cause", SloMissJson(row.slo_miss_s)},
+                       {"slow_scale_ups_by_cause", row.slow_scale_ups}}}});
   }
 
   // Governance findings (about the present state, for the tenant's view).
   json findings = json::array();
   std::vector<int> allocated(cat.queues.size()), pending_n(cat.queues.size());
   std::vector<int64_t> oldest_wait_ms(cat.queues.size());
-  std::vector<std::map<std::string, int>> reasons(cat.queues.size());
-  std::vector<int> oversized(cat.queues.size());
+  // Waiting workloads by the cause core/diagnosis gives their wait.
+  std::vector<std::array<int, diagnosis::kWaitCauseCount>> causes(cat.queues.size());
   int cluster_gpus = 0, cluster_used = 0;
   for (const Node& n : cat.cluster.nodes) {
     cluster_gpus += n.gpu_count;
@@ -290,10 +288,14 @@ StatusOr<json> ControlPlane::Report(const Principal& who, const ReportQuery& que
     } else if (r.w.state == WorkloadState::kPending) {
       ++pending_n[q];
       oldest_wait_ms[q] = std::max(oldest_wait_ms[q], now_ms - ToMillis(r.w.submit_time));
-      if (const WaitDecision* wait = LastWait(r)) ++reasons[q][std::string(ReasonCodeName(wait->reason))];
-      const Queue& qq = cat.queue(r.w.queue);
-      const int cap = qq.borrowing_limit_gpus == kUnlimited ? cluster_gpus : qq.guaranteed_gpus + qq.borrowing_limit_gpus;
-      if (r.w.min_gpus() > cap) ++oversized[q];
+      if (machine_) {
+        auto tally = wait_tallies_.find(id);
+        diagnosis::WaitTally t = tally != wait_tallies_.end() ? tally->second : diagnosis::WaitTally();
+        t.ChargeTo(clock_.Now());
+        const diagnosis::WaitDiagnosis why =
+            diagnosis::DiagnoseWait(machine_->state().snapshot(), r.w, t, milliseconds(now_ms - r.queued_ms));
+        ++causes[q][static_cast<int>(why.cause)];
+      }
     }
   }
   const bool admin_view = tenant.empty();
@@ -314,25 +316,22 @@ StatusOr<json> ControlPlane::Report(const Principal& who, const ReportQuery& que
                                                   q.name, allocated[i], q.guaranteed_gpus, pending_n[i], oldest_wait_ms[i] / 60000.0)}});
     }
     if (pending_n[i] >= 3 || oldest_wait_ms[i] > 30 * 60 * 1000) {
-      // Congestion: name the cause.
-      const auto& rs = reasons[i];
-      auto count = [&](const char* k) { auto it = rs.find(k); return it == rs.end() ? 0 : it->second; };
-      const int capacity = count("capacity") + count("fragmentation") + count("pool") + count("loan");
-      const int priority = count("priority") + count("awaiting_victims");
-      const int quota = count("quota");
-      std::string cause;
-      if (oversized[i] * 2 >= pending_n[i] || count("gang") + count("topology") > std::max(capacity, priority)) {
-        cause = "oversized jobs: most waiting jobs ask more GPUs than the queue can ever get in one piece";
-      } else if (priority > capacity && priority >= quota) {
-        cause = "priority imbalance: higher-priority work keeps taking the free capacity";
-      } else if (cluster_gpus > 0 && cluster_used * 10 >= cluster_gpus * 9) {
-        cause = fmt::format("capacity shortage: the cluster is {:.0f}% allocated", 100.0 * cluster_used / cluster_gpus);
-      } else if (quota > 0) {
-        cause = "quota: the queue's guarantee and borrowing limit are used up";
-      } else {
-        cause = "capacity shortage";
+      // Congestion: name the cause most of its waiting workloads wait for
+      // (ties to the cause listed first in WaitCause).
+      int best = static_cast<int>(diagnosis::WaitCause::kCapacityShort), best_n = 0;
+      for (int c = 0; c < diagnosis::kWaitCauseCount; ++c) {
+        if (causes[i][c] > best_n) {
+          best = c;
+          best_n = causes[i][c];
+        }
+      }
+      const auto cause_code = static_cast<diagnosis::WaitCause>(best);
+      std::string cause = std::string(diagnosis::WaitCauseName(cause_code));
+      if (cause_code == diagnosis::WaitCause::kCapacityShort && cluster_gpus > 0) {
+        cause += fmt::format(" (the cluster is {:.0f}% allocated)", 100.0 * cluster_used / cluster_gpus);
       }
       findings.push_back({{"kind", "congested_queue"}, {"subject", q.name},
+                          {"cause", diagnosis::WaitCauseName(cause_code)},
                           {"message", fmt::format("queue {} has {} waiting workloads (oldest {:.0f} min); cause: {}",
                                                   q.name, pending_n[i], oldest_wait_ms[i] / 60000.0, cause)}});
     }

@@ -174,6 +174,11 @@ void AddServerFields(const WorkloadRecord& r, const Catalog& catalog, const Wait
                          {"to", s.to_pods}, {"placed_ms", s.placed_ms},
                          {"ready_ms", s.ready_ms}, {"victims_grace_s", s.victims_grace_s},
                          {"failed", s.failed}});
+    if (!s.cause.empty()) {
+      scale_ups.back()["cause"] = s.cause;
+      scale_ups.back()["detail"] = s.detail;
+      scale_ups.back()["slow"] = s.slow;
+    }
   }
   put("scale_ups", std::move(scale_ups), r.scale_ups.empty());
   put("finish_time_ms", r.finish_time_ms, r.finish_time_ms == 0);
@@ -185,6 +190,12 @@ void AddServerFields(const WorkloadRecord& r, const Catalog& catalog, const Wait
       {{"rps", r.load_rps}, {"p95_ms", r.p95_ms}, {"p99_ms", r.p99_ms},
        {"slo_samples", r.slo_samples}, {"slo_met", r.slo_met}},
       no_load);
+  json missed = json::object();
+  for (diagnosis::MissCause c : diagnosis::AllMissCauses()) {
+    const double s = r.slo_miss_s_by_cause[static_cast<int>(c)];
+    if (s > 0) missed[std::string(diagnosis::MissCauseName(c))] = s;
+  }
+  put("slo_miss_s_by_cause", missed, missed.empty());
   put("gang_start_failures", r.gang_start_failures, r.gang_start_failures == 0);
 }
 
@@ -454,7 +465,9 @@ StatusOr<WorkloadRecord> RecordFromJson(const json& j, const Catalog& catalog) {
     }
     for (const json& s : j.value("scale_ups", json::array())) {
       r.scale_ups.push_back({s.at("requested_ms"), s.at("from"), s.at("to"), s.at("placed_ms"),
-                             s.at("ready_ms"), s.at("victims_grace_s"), s.at("failed")});
+                             s.at("ready_ms"), s.at("victims_grace_s"), s.at("failed"),
+                             s.value("cause", std::string()), s.value("detail", std::string()),
+                             s.value("slow", false)});
     }
     r.finish_time_ms = j.value("finish_time_ms", int64_t{0});
     r.first_start_ms = j.value("first_start_ms", int64_t{0});
@@ -466,6 +479,10 @@ StatusOr<WorkloadRecord> RecordFromJson(const json& j, const Catalog& catalog) {
     r.p99_ms = load.value("p99_ms", 0.0);
     r.slo_samples = load.value("slo_samples", int64_t{0});
     r.slo_met = load.value("slo_met", int64_t{0});
+    const json missed = j.value("slo_miss_s_by_cause", json::object());
+    for (diagnosis::MissCause c : diagnosis::AllMissCauses()) {
+      r.slo_miss_s_by_cause[static_cast<int>(c)] = missed.value(std::string(diagnosis::MissCauseName(c)), 0.0);
+    }
     r.gang_start_failures = j.value("gang_start_failures", 0);
     return r;
   } catch (const json::exception& e) {

@@ -5,6 +5,7 @@
 #ifndef TIDAL_SERVER_WORKLOAD_RECORD_H_
 #define TIDAL_SERVER_WORKLOAD_RECORD_H_
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/diagnosis/slo_diagnosis.h"
 #include "core/model/allocation.h"
 #include "core/model/decision.h"
 #include "core/model/policy.h"
@@ -75,6 +77,12 @@ struct ScaleUp {
   int64_t ready_ms = 0;      // 0 until all replicas were ready
   double victims_grace_s = 0;  // spent waiting on preempted victims
   bool failed = false;
+  // The judgment's diagnosis (core/diagnosis, SloDiagnosis::TakeScaleUp):
+  // "" until judged; its dominant cause, the detail with the seconds, and
+  // whether it was slow (timed out, or over max(60 s, 2 x cold start)).
+  std::string cause;
+  std::string detail;
+  bool slow = false;
 };
 
 struct StopNotice {
@@ -117,6 +125,9 @@ struct WorkloadRecord {
   double utilization = -1;  // mean GPU utilization the agents reported, -1 = none
   double load_rps = 0, p95_ms = 0, p99_ms = 0;
   int64_t slo_samples = 0, slo_met = 0;
+  // Seconds of missed SLO by dominant cause (core/diagnosis MissCause order),
+  // for the report; what tidal_slo_miss_seconds_total{cause} counts.
+  std::array<double, diagnosis::kMissCauseCount> slo_miss_s_by_cause{};
   int gang_start_failures = 0;
 
   // Memory only (rebuilt after a restart):
@@ -126,6 +137,11 @@ struct WorkloadRecord {
     double rps = 0, p95_ms = 0, p99_ms = 0;
   };
   std::map<int, ReplicaLoad> replica_load;
+  // When the service's SLO was last judged (a load sample with a P99), and
+  // the last missed interval's diagnosis, for explain.
+  int64_t last_slo_sample_ms = 0;
+  std::optional<diagnosis::MissDiagnosis> last_miss;
+  int64_t last_miss_ms = 0;
 
   bool active() const {
     return w.state == WorkloadState::kAwaitingApproval || w.state == WorkloadState::kPending ||

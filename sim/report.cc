@@ -437,6 +437,33 @@ std::string SummaryTables(const nlohmann::ordered_json& j) {
   return html;
 }
 
+// Why: each missed minute, slow or failed scale-up and long training wait
+// under its one dominant cause (core/diagnosis; summary.json "diagnosis").
+std::string DiagnosisSection(const nlohmann::ordered_json& summary) {
+  const nlohmann::ordered_json& d = summary["diagnosis"];
+  std::string html =
+      "<h2 id=\"diagnosis\">Diagnosis</h2><p class=\"muted\">Each missed service-minute, each slow or "
+      "failed scale-up and each training wait of " +
+      fmt::format("{:.0f} min", d["long_training_wait_s"].get<double>() / 60) +
+      " or more, counted once under its dominant cause (docs/colocation.md, \"Diagnosis\").</p>"
+      "<div class=\"summary\">";
+  auto table = [&](const char* title, const nlohmann::ordered_json& by_cause) {
+    int total = 0;
+    for (const auto& [k, v] : by_cause.items()) total += v.get<int>();
+    html += fmt::format("<table><tr><th>{}</th><th>{}</th><th></th></tr>", title, total);
+    for (const auto& [k, v] : by_cause.items()) {
+      const int n = v.get<int>();
+      if (n == 0) continue;
+      html += fmt::format("<tr><td>{}</td><td>{}</td><td>{:.0f}%</td></tr>", Escape(k), n, 100.0 * n / total);
+    }
+    html += "</table>";
+  };
+  table("SLO-missed minutes", d["slo_miss_minutes_by_cause"]);
+  table("slow or failed scale-ups", d["slow_scale_ups_by_cause"]);
+  table("long training waits", d["long_training_waits_by_cause"]);
+  return html + "</div>";
+}
+
 std::string Intro(const SimResult& result) {
   const Summary& s = result.summary;
   return fmt::format(
@@ -622,6 +649,7 @@ std::string RenderReport(const SimResult& result, const std::string& title, cons
     html += SvgCharts(result);
   }
   html += CalendarSection(result);
+  html += DiagnosisSection(result.summary.ToJson());
   html += "<h2>Summary</h2><div class=\"summary\">" + SummaryTables(result.summary.ToJson()) + "</div>";
   html += "</main>";
   if (bundled) html += PageScripts(ReportData(result, title), bundle_js);

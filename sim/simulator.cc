@@ -7,6 +7,7 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <type_traits>
 
@@ -15,6 +16,8 @@
 
 #include "core/colocation/colocation_controller.h"
 #include "core/common/rng.h"
+#include "core/diagnosis/slo_diagnosis.h"
+#include "core/diagnosis/wait_diagnosis.h"
 #include "core/engine/scheduler.h"
 #include "core/state/state_machine.h"
 #include "sim/event_queue.h"
@@ -76,6 +79,9 @@ struct Job {
   };
   std::vector<PodReady> pod_ready;
   int ready = 0;
+  // Training: its first wait, charged to the engine's reasons (allocated
+  // at its first explained wait).
+  std::unique_ptr<diagnosis::WaitTally> wait_tally;
   // Training shrinks in flight: pods leave at the given time.
   std::vector<std::pair<Time, PodPlacement>> shrinking;
 };
@@ -247,6 +253,11 @@ class Run final : public state::StateObserver {
   int scale_up_judged_ = 0;  // every ScaleUpEndEdit
   int service_steps_ = 0;
   int service_misses_ = 0;
+  // The causes (core/diagnosis), as the server's reads them.
+  diagnosis::SloDiagnosis slo_diag_;
+  Summary::Diagnosis diag_;
+  Time next_wait_explain_;
+  void DiagnoseLongWait(Job& j, Time until);
   std::vector<double> step_p99_ms_;
   std::vector<double> reclaim_s_;
   int reclaims_ = 0;
@@ -279,7 +290,10 @@ Status Run::Init() {
   lifecycle.exit_report_slack = Duration(0);
   machine_.emplace(std::move(initial), lifecycle, policy_.templates);
   machine_->set_observer(this);
-  machine_->set_sink([this](Time, state::EditOrigin, const state::Edit& e) { React(e); });
+  machine_->set_sink([this](Time, state::EditOrigin, const state::Edit& e) {
+    slo_diag_.Observe(machine_->state(), e);
+    React(e);
+  });
   const Snapshot& s = snap();
   const size_t nodes = s.cluster.nodes.size();
   node_shared_.assign(nodes, false);
@@ -735,10 +749,15 @@ void Run::HandleLoadStep() {
     }
     ++service_steps_;
     if (!met) {
+      const diagnosis::MissDiagnosis why = slo_diag_.DiagnoseMiss(
+          machine_->state(), diagnosis::MissObservation{WorkloadId(static_cast<uint64_t>(s.job) + 1),
+                                                        now - options_.load_step, now, s.rps, s.min_ready});
+      ++diag_.slo_miss_minutes_by_cause[static_cast<int>(why.cause)];
       LogEvent(fmt::format("\"event\":\"slo_miss\",\"workload\":{},\"step_start\":{:.3f},\"rps\":{:.3f},"
-                           "\"ready\":{},\"desired\":{},\"scaling_up\":{}",
+                           "\"ready\":{},\"desired\":{},\"scaling_up\":{},\"cause\":\"{}\",\"detail\":{}",
                            jobs_[s.job].name_json, Sec(now - options_.load_step), s.rps, s.min_ready,
-                           s.desired, s.starting_in_step || ScalingUp(s) ? "true" : "false"));
+                           s.desired, s.starting_in_step || ScalingUp(s) ? "true" : "false",
+                           diagnosis::MissCauseName(why.cause), nlohmann::json(why.detail).dump()));
       ++service_misses_;
       // A miss does not fail a scale-up: only its timeout does, in the
       // Lifecycle, as on the server (docs/colocation.md, "Scale-up success").
@@ -836,11 +855,21 @@ void Run::HandlePass() {
   }
   // The simulator reports what happened, not why work waited: it asks for
   // no wait explanations, and the pass decides the same without them.
-  const Decisions eng = scheduler_.Schedule(snap(), ScheduleOptions{.explain_waits = false});
+  // Every wait_explain_interval it asks why work waits, for the long-wait
+  // diagnosis; the decisions are the same either way.
+  const bool explain = pending_training_ > 0 && now >= next_wait_explain_;
+  if (explain) next_wait_explain_ = now + options_.wait_explain_interval;
+  const Decisions eng = scheduler_.Schedule(snap(), ScheduleOptions{.explain_waits = explain});
   const auto wall1 = std::chrono::steady_clock::now();
   cycle_ms_.push_back(std::chrono::duration<double, std::milli>(wall1 - wall0).count());
   ++cycles_;
   LogRejects(eng.rejects);
+  for (const WaitDecision& w : eng.waits) {
+    Job& j = JobOf(w.workload);
+    if (j.kind != WorkloadKind::kTraining || j.first_start) continue;
+    if (!j.wait_tally) j.wait_tally = std::make_unique<diagnosis::WaitTally>();
+    j.wait_tally->Explain(now, w.reason);
+  }
   CountRefused(machine_->ApplyDecisions(eng));
   ApplyDeferred();
 #ifdef TIDAL_EXPENSIVE_CHECKS
@@ -998,7 +1027,10 @@ void Run::ReactPlace(const state::PlaceEdit& e) {
     j.next_checkpoint = now + j.checkpoint_interval;
     queue_.Push(j.next_checkpoint, EventKind::kCheckpoint, IndexOf(j));
   }
-  if (!j.first_start) j.first_start = now;
+  if (!j.first_start) {
+    j.first_start = now;
+    if (j.kind == WorkloadKind::kTraining) DiagnoseLongWait(j, now);
+  }
   if (j.noticed_at) {
     if (j.kind == WorkloadKind::kTraining) recovery_s_.push_back(Sec(now - *j.noticed_at));
     j.noticed_at.reset();
@@ -1122,6 +1154,14 @@ void Run::ReactRequeue(const state::RequeueEdit& e) {
 // The Lifecycle judged a scale-up: the summary's success rate and time to
 // capacity are read from this one judgment, the server's metrics likewise.
 void Run::ReactScaleUpEnd(const state::ScaleUpEndEdit& e) {
+  const diagnosis::ScaleUpDiagnosis why = slo_diag_.TakeScaleUp(machine_->state(), e);
+  if (why.slow) {
+    ++diag_.slow_scale_ups;
+    ++diag_.slow_scale_ups_by_cause[static_cast<int>(why.cause)];
+    LogEvent(fmt::format("\"event\":\"slow_scale_up\",\"workload\":{},\"cause\":\"{}\",\"detail\":{}",
+                         JobOf(e.workload).name_json, diagnosis::MissCauseName(why.cause),
+                         nlohmann::json(why.detail).dump()));
+  }
   ++scale_up_judged_;
   const bool ok = e.result == state::ScaleUpResult::kReady;
   if (ok) {
@@ -1130,6 +1170,24 @@ void Run::ReactScaleUpEnd(const state::ScaleUpEndEdit& e) {
   }
   LogEvent(fmt::format("\"event\":\"scale_up_end\",\"workload\":{},\"from\":{},\"to\":{},\"result\":\"{}\"",
                        JobOf(e.workload).name_json, e.from, e.to, state::ScaleUpResultName(e.result)));
+}
+
+// A training job's first wait ended at `until` (or the run did): one that
+// lasted kLongWait or more is counted under its cause.
+void Run::DiagnoseLongWait(Job& j, Time until) {
+  const Duration waited = until - j.submit;
+  if (waited < diagnosis::kLongWait) return;
+  diagnosis::WaitTally none;
+  diagnosis::WaitTally& tally = j.wait_tally ? *j.wait_tally : none;
+  tally.ChargeTo(until);
+  const diagnosis::WaitDiagnosis why =
+      diagnosis::DiagnoseWait(snap(), input_.workloads[IndexOf(j)].workload, tally, waited);
+  ++diag_.long_training_waits;
+  ++diag_.long_training_waits_by_cause[static_cast<int>(why.cause)];
+  LogEvent(fmt::format("\"event\":\"long_wait\",\"workload\":{},\"waited_s\":{:.3f},\"cause\":\"{}\",\"detail\":{}",
+                       j.name_json, Sec(waited), diagnosis::WaitCauseName(why.cause),
+                       nlohmann::json(why.detail).dump()));
+  j.wait_tally.reset();
 }
 
 void Run::ReactRelease(const state::ReleaseEdit& e) {
@@ -1231,6 +1289,13 @@ StatusOr<SimResult> Run::Go() {
   s.inference.return_leads = static_cast<int>(return_lead_s_.size());
   s.inference.return_lead_p50_s = Percentile(return_lead_s_, 0.50);
   s.inference.return_lead_p95_s = Percentile(return_lead_s_, 0.95);
+
+  // Training jobs still in their first wait at the end count as waited so
+  // far (a rejected one waits no more).
+  for (Job& j : jobs_) {
+    if (j.kind == WorkloadKind::kTraining && j.phase == Phase::kPending && !j.first_start) DiagnoseLongWait(j, end);
+  }
+  s.diagnosis = diag_;
 
   s.batch_inference.deadline_met_rate =
       s.batch_inference.jobs > 0 ? static_cast<double>(batch_met) / s.batch_inference.jobs : 1.0;

@@ -79,6 +79,11 @@ struct SimOptions {
   // (capped at the last arrival + load end + 7 days).
   double end_s = 0;
   Duration sample_interval = minutes(1);  // report time series
+  // How often a pass asks the engine why work waits (ScheduleOptions::
+  // explain_waits), for the long-wait diagnosis: the reason of one explained
+  // pass is charged until the next (core/diagnosis/wait_diagnosis.h). The
+  // decisions are the same either way; only the explanations cost.
+  Duration wait_explain_interval = minutes(5);
   // False: wall-clock figures (sim_wall_s, cycle_*_ms) are written as 0, so
   // two runs give byte-identical files.
   bool wall_times = true;

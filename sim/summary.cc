@@ -78,6 +78,25 @@ nlohmann::ordered_json Summary::ToJson() const {
       {"deadline_met_rate", R(batch_inference.deadline_met_rate)},
   };
   j["debug"] = {{"jobs", debug.jobs}, {"queue_wait_p95_s", R(debug.queue_wait_p95_s)}};
+  {
+    namespace dg = ::tidal::diagnosis;
+    nlohmann::ordered_json misses, slow, waits;
+    for (dg::MissCause c : dg::AllMissCauses()) {
+      misses[std::string(dg::MissCauseName(c))] = diagnosis.slo_miss_minutes_by_cause[static_cast<int>(c)];
+      slow[std::string(dg::MissCauseName(c))] = diagnosis.slow_scale_ups_by_cause[static_cast<int>(c)];
+    }
+    for (dg::WaitCause c : dg::AllWaitCauses()) {
+      waits[std::string(dg::WaitCauseName(c))] = diagnosis.long_training_waits_by_cause[static_cast<int>(c)];
+    }
+    j["diagnosis"] = {
+        {"slo_miss_minutes_by_cause", misses},
+        {"slow_scale_ups", diagnosis.slow_scale_ups},
+        {"slow_scale_ups_by_cause", slow},
+        {"long_training_wait_s", static_cast<int>(ToSeconds(dg::kLongWait))},
+        {"long_training_waits", diagnosis.long_training_waits},
+        {"long_training_waits_by_cause", waits},
+    };
+  }
   j["cluster"] = {
       {"gpus", cluster.gpus},
       {"gpu_allocation_ratio", R(cluster.gpu_allocation_ratio)},

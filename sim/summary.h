@@ -5,6 +5,7 @@
 #ifndef TIDAL_SIM_SUMMARY_H_
 #define TIDAL_SIM_SUMMARY_H_
 
+#include <array>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/common/percentile.h"
+#include "core/diagnosis/slo_diagnosis.h"
+#include "core/diagnosis/wait_diagnosis.h"
 
 namespace tidal::sim {
 
@@ -98,6 +101,19 @@ struct Summary {
     int reclaims = 0;
     double reclaim_latency_p95_s = 0;
   } cluster;
+
+  // Why (core/diagnosis, docs/colocation.md "Diagnosis"): each missed
+  // service-minute, each slow or failed scale-up and each long training wait
+  // (kLongWait or more before its first start, or still waiting at the end),
+  // counted once, under its one dominant cause. JSON: every cause's name
+  // with its count, zeros included, in the enums' order.
+  struct Diagnosis {
+    std::array<int, ::tidal::diagnosis::kMissCauseCount> slo_miss_minutes_by_cause{};
+    int slow_scale_ups = 0;
+    std::array<int, ::tidal::diagnosis::kMissCauseCount> slow_scale_ups_by_cause{};
+    int long_training_waits = 0;
+    std::array<int, ::tidal::diagnosis::kWaitCauseCount> long_training_waits_by_cause{};
+  } diagnosis;
 
   struct Scheduler {
     int cycles = 0;

@@ -876,5 +876,106 @@ TEST_F(ControlPlaneTest, AScaleUpNotReadyInTimeFailsOnce) {
   EXPECT_NE(text.find("tidal_scale_ups_total{result=\"ok\"} 0"), std::string::npos) << text;
 }
 
+// Diagnosis (core/diagnosis): a scale-up whose replicas are placed but never
+// ready, under a load its one ready replica misses. The load sample 20 s
+// after the scale-up's replicas were placed misses those 20 s, and the cause
+// is the replicas still loading (cold_start); the timed-out scale-up is slow
+// with the same cause. Metrics, explain and the report show it; another
+// tenant's report and explain do not.
+TEST_F(ControlPlaneTest, MissedSloAndSlowScaleUpsShowTheirCause) {
+  const uint64_t id = Submit({{"name", "svc"}, {"project", "chat-serving"}, {"kind", "inference"},
+                              {"replicas", 1}, {"min_replicas", 1}, {"max_replicas", 4},
+                              {"replica_capacity_rps", 100}, {"target_p99_ms", 80}},
+                             kAdmin);
+  cp_->RunPass();
+  const std::string n0 = Get(id)["allocation"]["pods"][0]["node"];
+  Events(n0, json::array({json{{"workload", id}, {"rank", 0}, {"phase", "ready"}}}));
+  Events(n0, json::array({json{{"workload", id}, {"rank", 0}, {"load", {{"rps", 250}, {"p99_ms", 500}}}}}));
+  clock_.Advance(seconds(5));
+  cp_->RunPass();
+  cp_->RunPass();
+  ASSERT_GT(Get(id)["allocation"]["pods"].size(), 1u);
+  // 20 s later the one ready replica still reports 500 ms against 80 ms.
+  clock_.Advance(seconds(20));
+  Events(n0, json::array({json{{"workload", id}, {"rank", 0}, {"load", {{"rps", 250}, {"p99_ms", 500}}}}}));
+  // The first sample judged no interval; this one misses the 25 s since.
+  std::string text = cp_->MetricsText();
+  EXPECT_NE(text.find("tidal_slo_miss_seconds_total{cause=\"cold_start\"} 25"), std::string::npos) << text;
+  EXPECT_NE(text.find("tidal_slo_miss_seconds_total{cause=\"gpu_fault\"} 0"), std::string::npos) << text;
+  const Principal chat{"carol", Role::kUser, "chat"};
+  auto explained = cp_->Explain(chat, id);
+  ASSERT_TRUE(explained.ok()) << explained.status().ToString();
+  EXPECT_EQ((*explained)["slo"]["last_miss"]["cause"], "cold_start") << explained->dump();
+  EXPECT_DOUBLE_EQ((*explained)["slo"]["miss_s_by_cause"].value("cold_start", 0.0), 25);
+  EXPECT_FALSE(cp_->Explain(kAlice, id).ok());  // another tenant's service
+
+  // Never ready: timed out at 10 min, slow, its time loading.
+  clock_.Advance(minutes(10));
+  cp_->RunPass();
+  text = cp_->MetricsText();
+  EXPECT_NE(text.find("tidal_slow_scale_ups_total{cause=\"cold_start\"} 1"), std::string::npos) << text;
+  EXPECT_EQ(AuditOf(id, "scale_up_failed")[0]["detail"]["cause"], "cold_start");
+  ReportQuery q;
+  q.from_ms = 0;
+  q.to_ms = ToMillis(clock_.Now());
+  auto mine = cp_->Report(chat, q);
+  ASSERT_TRUE(mine.ok()) << mine.status().ToString();
+  ASSERT_EQ((*mine)["scale_ups"].size(), 1u) << mine->dump();
+  EXPECT_EQ((*mine)["scale_ups"][0]["cause"], "cold_start");
+  EXPECT_TRUE((*mine)["scale_ups"][0]["slow"].get<bool>());
+  bool found = false;
+  for (const json& row : (*mine)["rows"]) {
+    if (row["project"] != "chat-serving") continue;
+    found = true;
+    EXPECT_DOUBLE_EQ(row["inference"]["slo_miss_s_by_cause"].value("cold_start", 0.0), 25) << row.dump();
+    EXPECT_EQ(row["inference"]["slow_scale_ups_by_cause"].value("cold_start", 0), 1) << row.dump();
+  }
+  EXPECT_TRUE(found) << mine->dump();
+  auto theirs = cp_->Report(kAlice, q);
+  ASSERT_TRUE(theirs.ok()) << theirs.status().ToString();
+  EXPECT_TRUE((*theirs)["scale_ups"].empty()) << theirs->dump();
+  EXPECT_EQ(theirs->dump().find("cold_start"), std::string::npos) << theirs->dump();
+}
+
+// A training job waiting behind its queue's ceiling (ads: 8 guaranteed, no
+// borrowing, held by a first job) is explained as waiting for quota, in the
+// engine's own reason; another tenant cannot read it.
+TEST_F(ControlPlaneTest, ExplainNamesTheCauseOfATrainingWait) {
+  const Principal dave{"dave", Role::kUser, "ads"};
+  const uint64_t first =
+      Submit({{"name", "first"}, {"project", "ads-ranking"}, {"gpus_per_replica", 8}, {"replicas", 1}}, dave);
+  cp_->RunPass();
+  ASSERT_EQ(Get(first)["state"], "running");
+  const std::string node = Get(first)["allocation"]["pods"][0]["node"];
+  const uint64_t id =
+      Submit({{"name", "second"}, {"project", "ads-ranking"}, {"gpus_per_replica", 8}, {"replicas", 1}}, dave);
+  cp_->RunPass();
+  // 40 min, the agents heartbeating every 20 s.
+  for (int i = 0; i < 120; ++i) {
+    clock_.Advance(seconds(20));
+    for (const Node& n : config_.catalog.cluster.nodes) {
+      ASSERT_TRUE(cp_->Heartbeat(NodeP(n.name), n.name, json::object()).ok());
+    }
+    cp_->RunPass();
+  }
+  auto explained = cp_->Explain(dave, id);
+  ASSERT_TRUE(explained.ok()) << explained.status().ToString();
+  ASSERT_TRUE(explained->contains("wait_cause")) << explained->dump();
+  const json& why = (*explained)["wait_cause"];
+  EXPECT_EQ(why["cause"], "quota") << explained->dump();
+  EXPECT_TRUE(why["long"].get<bool>());
+  EXPECT_DOUBLE_EQ(why["waited_s"].get<double>(), 2400);
+  EXPECT_NE(why["detail"].get<std::string>().find("the engine said quota for 2400 s"), std::string::npos)
+      << explained->dump();
+  EXPECT_FALSE(cp_->Explain(kAlice, id).ok());
+  // The first exits; the second starts after its 40 min: a long wait, quota.
+  Events(node, json::array({json{{"workload", first}, {"rank", 0}, {"phase", "exited"}, {"exit_code", 0}}}));
+  cp_->RunPass();
+  ASSERT_EQ(Get(id)["state"], "running") << Get(first).dump() << "\n" << Get(id).dump();
+  const std::string text = cp_->MetricsText();
+  EXPECT_NE(text.find("tidal_long_waits_total{cause=\"quota\"} 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("tidal_long_waits_total{cause=\"capacity_short\"} 0"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace tidal::server

@@ -1,0 +1,329 @@
+// SloDiagnosis (core/diagnosis/slo_diagnosis.h): each cause of a missed SLO
+// interval chosen in a situation made for it, the dominance rule when two
+// apply, and where a scale-up's time went. Engine-style: one StateMachine
+// whose sink feeds the diagnosis, a hand-moved clock.
+//
+// The service: 1-GPU replicas of 10 rps each and no latency target, so the
+// replicas a load needs are floor(rps / 10) + 1 (docs/colocation.md, latency
+// model, with no headroom): 15 rps -> 2, 35 -> 4, 45 -> 5, 55 -> 6.
+#include <gtest/gtest.h>
+
+#include <optional>
+
+#include "core/diagnosis/slo_diagnosis.h"
+#include "core/state/state_machine.h"
+#include "tests/support/cluster_builder.h"
+
+namespace tidal {
+namespace {
+
+using diagnosis::MissCause;
+using diagnosis::MissDiagnosis;
+using diagnosis::MissObservation;
+using diagnosis::SloDiagnosis;
+using state::Edit;
+using testing::GpuRange;
+
+Time At(int s) { return Time(seconds(s)); }
+WorkloadId W(uint64_t i) { return WorkloadId(i); }
+PodPlacement Pod(uint32_t node, int gpu, int count = 1) { return {NodeId(node), GpuRange(gpu, count)}; }
+int Short(const MissDiagnosis& d, MissCause c) { return d.short_by_cause[static_cast<int>(c)]; }
+
+class SloDiagnosisTest : public ::testing::Test {
+ protected:
+  // Two nodes of `gpus_per_node` GPUs.
+  void Build(int gpus_per_node = 8) {
+    Snapshot s = testing::SimpleCluster(1, 2, gpus_per_node);
+    machine_.emplace(state::State(s.cluster, s.queues, s.projects),
+                     state::LifecycleOptions{seconds(30), Duration(0), minutes(10)});
+    machine_->set_sink([this](Time, state::EditOrigin, const Edit& e) { diag_.Observe(machine_->state(), e); });
+  }
+  void Ok(const Edit& e) { ASSERT_TRUE(machine_->Apply(e).ok()) << state::EditName(e); }
+  void Advance(int s) { machine_->AdvanceTo(At(s)); }
+
+  // Service 1 with `ready` replicas (node 0, GPUs 0..), all ready at t=0;
+  // declared cold start 60 s; at most `max_pods` replicas.
+  void Service(int ready, int max_pods = 8) {
+    Workload w = testing::Job(1, QueueId(0), ready, 1, Duration(0));
+    w.kind = WorkloadKind::kInference;
+    w.min_pods = 1;
+    w.max_pods = max_pods;
+    w.inference.replica_capacity_rps = 10;
+    w.inference.cold_start = seconds(60);
+    Ok(state::SubmitEdit{w});
+    std::vector<PodPlacement> pods;
+    for (int i = 0; i < ready; ++i) pods.push_back(Pod(0, i));
+    Ok(state::PlaceEdit{W(1), pods});
+    for (const PodPlacement& p : pods) Ok(state::ReplicaReadyEdit{W(1), p});
+  }
+  // Training job `id` on `pods`.
+  void Training(uint64_t id, std::vector<PodPlacement> pods) {
+    Ok(state::SubmitEdit{testing::Job(id, QueueId(0), static_cast<int>(pods.size()), 1, hours(1))});
+    Ok(state::PlaceEdit{W(id), std::move(pods)});
+  }
+  MissDiagnosis Miss(int from, double rps, int ready) {
+    return diag_.DiagnoseMiss(machine_->state(), MissObservation{W(1), At(from), machine_->state().now(), rps, ready});
+  }
+
+  std::optional<state::StateMachine> machine_;
+  SloDiagnosis diag_;
+};
+
+TEST_F(SloDiagnosisTest, ReplicasStillLoadingAreAColdStart) {
+  Build();
+  Service(2);
+  // At 60 s the target rises to 5 and 3 replicas are placed; at 120 s they
+  // still load. 45 rps needs 5: 3 short, all 3 loading for 60 s.
+  Advance(60);
+  Ok(state::SetTargetEdit{W(1), 5});
+  Ok(state::GrowEdit{W(1), {Pod(0, 2), Pod(0, 3), Pod(0, 4)}});
+  Advance(120);
+  const MissDiagnosis d = Miss(60, 45, 2);
+  EXPECT_EQ(d.cause, MissCause::kColdStart);
+  EXPECT_EQ(d.needed, 5);
+  EXPECT_EQ(Short(d, MissCause::kColdStart), 3);
+  EXPECT_EQ(d.loading, 3);
+  EXPECT_DOUBLE_EQ(d.loading_s, 60);
+  EXPECT_DOUBLE_EQ(d.declared_cold_start_s, 60);
+  EXPECT_NE(d.detail.find("cold_start: 3 of 3 missing replicas"), std::string::npos) << d.detail;
+}
+
+TEST_F(SloDiagnosisTest, ReplicasWaitingOnVictimsInGrace) {
+  Build(4);
+  Service(2);
+  Training(2, {Pod(0, 2, 2)});
+  // The target rises to 4; the training job on GPUs 2-3 gets notice for the
+  // service, grace until 90 s. At 80 s: 35 rps needs 4, 2 ready, none
+  // placed: 2 short waiting on 1 victim with 10 s of grace left.
+  Advance(60);
+  Ok(state::SetTargetEdit{W(1), 4});
+  state::NoticeEdit notice;
+  notice.workload = W(2);
+  notice.preemptor = W(1);
+  notice.grace_deadline = At(90);
+  Ok(notice);
+  Advance(80);
+  const MissDiagnosis d = Miss(60, 35, 2);
+  EXPECT_EQ(d.cause, MissCause::kVictimsInGrace);
+  EXPECT_EQ(Short(d, MissCause::kVictimsInGrace), 2);
+  EXPECT_EQ(d.victims, 1);
+  EXPECT_DOUBLE_EQ(d.victims_grace_left_s, 10);
+}
+
+TEST_F(SloDiagnosisTest, NoRoomWhileSharedNodesAreLentIsALoanNotReturned) {
+  Build(4);
+  Service(4);
+  Ok(state::LendEdit{NodeId(1)});
+  Training(2, {Pod(1, 0, 4)});
+  // Target 4 -> 6, node 0 full, node 1 lent and busy, no notice given.
+  // 55 rps needs 6: 2 short, 1 node lent.
+  Advance(60);
+  Ok(state::SetTargetEdit{W(1), 6});
+  Advance(120);
+  const MissDiagnosis d = Miss(60, 55, 4);
+  EXPECT_EQ(d.cause, MissCause::kLoanNotReturned);
+  EXPECT_EQ(Short(d, MissCause::kLoanNotReturned), 2);
+  EXPECT_EQ(d.lent_nodes, 1);
+}
+
+TEST_F(SloDiagnosisTest, NoRoomAndNothingLentOrLeavingIsCapacityShort) {
+  Build(4);
+  Service(4);
+  Training(2, {Pod(1, 0, 4)});
+  Advance(60);
+  Ok(state::SetTargetEdit{W(1), 6});
+  Advance(120);
+  const MissDiagnosis d = Miss(60, 55, 4);
+  EXPECT_EQ(d.cause, MissCause::kCapacityShort);
+  EXPECT_EQ(Short(d, MissCause::kCapacityShort), 2);
+}
+
+TEST_F(SloDiagnosisTest, ATargetBelowTheLoadIsAForecastThatUnderPredicted) {
+  Build();
+  Service(2);
+  // Target 2, max 8, 45 rps needs 5: 3 replicas never asked for.
+  Advance(60);
+  const MissDiagnosis d = Miss(0, 45, 2);
+  EXPECT_EQ(d.cause, MissCause::kForecastUnderPredicted);
+  EXPECT_EQ(Short(d, MissCause::kForecastUnderPredicted), 3);
+}
+
+TEST_F(SloDiagnosisTest, ATargetAtMaxPodsIsMaxReplicasReached) {
+  Build();
+  Service(2, /*max_pods=*/2);
+  Advance(60);
+  const MissDiagnosis d = Miss(0, 45, 2);
+  EXPECT_EQ(d.cause, MissCause::kMaxReplicasReached);
+  EXPECT_EQ(Short(d, MissCause::kMaxReplicasReached), 3);
+}
+
+TEST_F(SloDiagnosisTest, ReplicasDrainedOffAFaultedGpuAreAGpuFault) {
+  Build();
+  // 4 replicas: 2 on node 0, 2 on node 1, all ready.
+  Workload w = testing::Job(1, QueueId(0), 4, 1, Duration(0));
+  w.kind = WorkloadKind::kInference;
+  w.min_pods = 1;
+  w.max_pods = 8;
+  w.inference.replica_capacity_rps = 10;
+  Ok(state::SubmitEdit{w});
+  const std::vector<PodPlacement> pods = {Pod(0, 0), Pod(0, 1), Pod(1, 0), Pod(1, 1)};
+  Ok(state::PlaceEdit{W(1), pods});
+  for (const PodPlacement& p : pods) Ok(state::ReplicaReadyEdit{W(1), p});
+  // GPU 5 of node 0 fails: the Lifecycle drains node 0, shrinking the 2
+  // replicas there (the other 2 run on). At 35 rps 4 are needed, 2 serve:
+  // both missing ones went with the fault.
+  Advance(10);
+  Ok(state::GpuFaultEdit{NodeId(0), GpuRange(5, 1)});
+  machine_->Tick();
+  Advance(60);
+  const MissDiagnosis d = Miss(10, 35, 2);
+  EXPECT_EQ(d.cause, MissCause::kGpuFault);
+  EXPECT_EQ(Short(d, MissCause::kGpuFault), 2);
+}
+
+TEST_F(SloDiagnosisTest, ALostNodeOutranksTheColdStartOfItsReplacements) {
+  Build();
+  Service(2);
+  // Node 0's lease runs out at 10 s: the service is requeued, and placed
+  // again at 20 s on node 1, loading. At 60 s, 15 rps needs 2, none ready:
+  // 2 short, both lost with the node, though their replacements also load.
+  Ok(state::LeaseEdit{NodeId(0), At(10)});
+  Advance(11);
+  machine_->Tick();
+  ASSERT_EQ(machine_->state().allocation(W(1)), nullptr);
+  Advance(20);
+  Ok(state::PlaceEdit{W(1), {Pod(1, 0), Pod(1, 1)}});
+  Advance(60);
+  const MissDiagnosis d = Miss(0, 15, 0);
+  EXPECT_EQ(d.cause, MissCause::kNodeLost);
+  EXPECT_EQ(Short(d, MissCause::kNodeLost), 2);
+  EXPECT_EQ(Short(d, MissCause::kColdStart), 0);
+  // Once they are ready the loss is made up: a later miss is not the node's.
+  // The interval that ended as they became ready (0-60 s) still lacked them.
+  Ok(state::ReplicaReadyEdit{W(1), Pod(1, 0)});
+  Ok(state::ReplicaReadyEdit{W(1), Pod(1, 1)});
+  EXPECT_EQ(Miss(0, 15, 0).cause, MissCause::kNodeLost);
+  Advance(120);
+  EXPECT_EQ(Miss(60, 25, 2).cause, MissCause::kForecastUnderPredicted);
+}
+
+TEST_F(SloDiagnosisTest, AReplicaNoLongerReadyByItselfIsACrash) {
+  Build();
+  Service(2);
+  Advance(30);
+  Ok(state::ReplicaReadyEdit{W(1), Pod(0, 1), false});
+  Advance(60);
+  // 15 rps needs 2, 1 ready: the crashed one.
+  const MissDiagnosis d = Miss(0, 15, 1);
+  EXPECT_EQ(d.cause, MissCause::kReplicaCrash);
+  EXPECT_EQ(Short(d, MissCause::kReplicaCrash), 1);
+}
+
+TEST_F(SloDiagnosisTest, TheCauseShortTheMostReplicasDominates) {
+  Build();
+  Service(2);
+  // Target 3 with its third replica loading, and 55 rps needs 6: 1 loading
+  // (cold_start), 3 never asked for (forecast): forecast dominates.
+  Advance(60);
+  Ok(state::SetTargetEdit{W(1), 3});
+  Ok(state::GrowEdit{W(1), {Pod(0, 2)}});
+  Advance(90);
+  MissDiagnosis d = Miss(60, 55, 2);
+  EXPECT_EQ(Short(d, MissCause::kColdStart), 1);
+  EXPECT_EQ(Short(d, MissCause::kForecastUnderPredicted), 3);
+  EXPECT_EQ(d.cause, MissCause::kForecastUnderPredicted);
+  // At 35 rps (needs 4): 1 loading, 1 never asked for, a tie: the cause
+  // listed first (cold_start, the one nearer the root) wins.
+  d = Miss(60, 35, 2);
+  EXPECT_EQ(Short(d, MissCause::kColdStart), 1);
+  EXPECT_EQ(Short(d, MissCause::kForecastUnderPredicted), 1);
+  EXPECT_EQ(d.cause, MissCause::kColdStart);
+}
+
+TEST(DominantMissCauseTest, LargestWinsAndTiesGoToTheRootCause) {
+  std::array<double, diagnosis::kMissCauseCount> w{};
+  EXPECT_EQ(diagnosis::DominantMissCause(w), MissCause::kCapacityShort);  // nothing: the fallback
+  w[static_cast<int>(MissCause::kColdStart)] = 2;
+  w[static_cast<int>(MissCause::kVictimsInGrace)] = 1;
+  EXPECT_EQ(diagnosis::DominantMissCause(w), MissCause::kColdStart);
+  w[static_cast<int>(MissCause::kGpuFault)] = 2;
+  EXPECT_EQ(diagnosis::DominantMissCause(w), MissCause::kGpuFault);
+}
+
+TEST(MissCauseNameTest, NamesAreStableSnakeCase) {
+  std::vector<std::string> names;
+  for (MissCause c : diagnosis::AllMissCauses()) names.emplace_back(diagnosis::MissCauseName(c));
+  EXPECT_EQ(names, (std::vector<std::string>{"node_lost", "gpu_fault", "replica_crash", "loan_not_returned",
+                                             "victims_in_grace", "cold_start", "forecast_under_predicted",
+                                             "max_replicas_reached", "capacity_short"}));
+}
+
+// A scale-up requested at 60 s waits on a victim until it leaves at 90 s
+// (30 s victims_in_grace), its 2 replicas are placed at 90 s and ready at
+// 400 s (310 s cold_start): 340 s to capacity, slow after max(60, 2 x 60) =
+// 120 s, dominated by the cold start, which ran past the declared 60 s.
+TEST_F(SloDiagnosisTest, AScaleUpsTimeIsChargedToWhatBlockedIt) {
+  Build(4);
+  Service(2);
+  Training(2, {Pod(0, 2, 2)});
+  Advance(60);
+  Ok(state::SetTargetEdit{W(1), 4});
+  state::NoticeEdit notice;
+  notice.workload = W(2);
+  notice.preemptor = W(1);
+  notice.grace_deadline = At(90);
+  Ok(notice);
+  Advance(90);
+  Ok(state::RequeueEdit{W(2)});
+  Ok(state::GrowEdit{W(1), {Pod(0, 2), Pod(0, 3)}});
+  Advance(400);
+  Ok(state::ReplicaReadyEdit{W(1), Pod(0, 2)});
+  Ok(state::ReplicaReadyEdit{W(1), Pod(0, 3)});
+  std::optional<state::ScaleUpEndEdit> end;
+  for (const Edit& e : machine_->Tick()) {
+    if (const auto* s = std::get_if<state::ScaleUpEndEdit>(&e)) end = *s;
+  }
+  ASSERT_TRUE(end.has_value());
+  const diagnosis::ScaleUpDiagnosis d = diag_.TakeScaleUp(machine_->state(), *end);
+  EXPECT_TRUE(d.succeeded);
+  EXPECT_DOUBLE_EQ(d.time_to_capacity_s, 340);
+  EXPECT_DOUBLE_EQ(d.slow_after_s, 120);
+  EXPECT_TRUE(d.slow);
+  EXPECT_DOUBLE_EQ(d.seconds_by_cause[static_cast<int>(MissCause::kVictimsInGrace)], 30);
+  EXPECT_DOUBLE_EQ(d.seconds_by_cause[static_cast<int>(MissCause::kColdStart)], 310);
+  EXPECT_EQ(d.cause, MissCause::kColdStart);
+  EXPECT_NE(d.detail.find("longer than the declared"), std::string::npos) << d.detail;
+}
+
+// The same with a long grace: victims leave at 400 s, the replicas are
+// ready 60 s later: 340 s waiting on victims against 60 s of cold start.
+TEST_F(SloDiagnosisTest, AScaleUpHeldByALongGraceIsTheVictims) {
+  Build(4);
+  Service(2);
+  Training(2, {Pod(0, 2, 2)});
+  Advance(60);
+  Ok(state::SetTargetEdit{W(1), 4});
+  state::NoticeEdit notice;
+  notice.workload = W(2);
+  notice.preemptor = W(1);
+  notice.grace_deadline = At(400);
+  Ok(notice);
+  Advance(400);
+  Ok(state::RequeueEdit{W(2)});
+  Ok(state::GrowEdit{W(1), {Pod(0, 2), Pod(0, 3)}});
+  Advance(460);
+  Ok(state::ReplicaReadyEdit{W(1), Pod(0, 2)});
+  Ok(state::ReplicaReadyEdit{W(1), Pod(0, 3)});
+  std::optional<state::ScaleUpEndEdit> end;
+  for (const Edit& e : machine_->Tick()) {
+    if (const auto* s = std::get_if<state::ScaleUpEndEdit>(&e)) end = *s;
+  }
+  ASSERT_TRUE(end.has_value());
+  const diagnosis::ScaleUpDiagnosis d = diag_.TakeScaleUp(machine_->state(), *end);
+  EXPECT_DOUBLE_EQ(d.seconds_by_cause[static_cast<int>(MissCause::kVictimsInGrace)], 340);
+  EXPECT_DOUBLE_EQ(d.seconds_by_cause[static_cast<int>(MissCause::kColdStart)], 60);
+  EXPECT_EQ(d.cause, MissCause::kVictimsInGrace);
+}
+
+}  // namespace
+}  // namespace tidal
