@@ -30,7 +30,7 @@ PodPlacement Pod(uint32_t node, int gpu, int count = 1) { return {NodeId(node), 
 int Short(const MissDiagnosis& d, MissCause c) { return d.short_by_cause[static_cast<int>(c)]; }
 
 class SloDiagnosisTest : public ::testing::Test {
- protected:
+ public:  // ScaleUpBehindAVictim drives it too
   // Two nodes of `gpus_per_node` GPUs.
   void Build(int gpus_per_node = 8) {
     Snapshot s = testing::SimpleCluster(1, 2, gpus_per_node);
@@ -258,33 +258,42 @@ TEST(MissCauseNameTest, NamesAreStableSnakeCase) {
                                              "max_replicas_reached", "capacity_short"}));
 }
 
+// A 2-replica service on node 0 scales to 4 at 60 s; training job 2 holds
+// the GPUs it needs and gets notice to leave at `victim_gone_s`; the new
+// replicas are placed then and ready at `ready_s`. The judged scale-up's
+// diagnosis.
+diagnosis::ScaleUpDiagnosis ScaleUpBehindAVictim(SloDiagnosisTest& t, int victim_gone_s, int ready_s) {
+  t.Build(4);
+  t.Service(2);
+  t.Training(2, {Pod(0, 2, 2)});
+  t.Advance(60);
+  t.Ok(state::SetTargetEdit{W(1), 4});
+  state::NoticeEdit notice;
+  notice.workload = W(2);
+  notice.preemptor = W(1);
+  notice.grace_deadline = At(victim_gone_s);
+  t.Ok(notice);
+  t.Advance(victim_gone_s);
+  t.Ok(state::RequeueEdit{W(2)});
+  t.Ok(state::GrowEdit{W(1), {Pod(0, 2), Pod(0, 3)}});
+  t.Advance(ready_s);
+  t.Ok(state::ReplicaReadyEdit{W(1), Pod(0, 2)});
+  t.Ok(state::ReplicaReadyEdit{W(1), Pod(0, 3)});
+  std::optional<state::ScaleUpEndEdit> end;
+  for (const Edit& e : t.machine_->Tick()) {
+    if (const auto* s = std::get_if<state::ScaleUpEndEdit>(&e)) end = *s;
+  }
+  EXPECT_TRUE(end.has_value());
+  if (!end) return {};
+  return t.diag_.TakeScaleUp(t.machine_->state(), *end);
+}
+
 // A scale-up requested at 60 s waits on a victim until it leaves at 90 s
 // (30 s victims_in_grace), its 2 replicas are placed at 90 s and ready at
 // 400 s (310 s cold_start): 340 s to capacity, slow after max(60, 2 x 60) =
 // 120 s, dominated by the cold start, which ran past the declared 60 s.
 TEST_F(SloDiagnosisTest, AScaleUpsTimeIsChargedToWhatBlockedIt) {
-  Build(4);
-  Service(2);
-  Training(2, {Pod(0, 2, 2)});
-  Advance(60);
-  Ok(state::SetTargetEdit{W(1), 4});
-  state::NoticeEdit notice;
-  notice.workload = W(2);
-  notice.preemptor = W(1);
-  notice.grace_deadline = At(90);
-  Ok(notice);
-  Advance(90);
-  Ok(state::RequeueEdit{W(2)});
-  Ok(state::GrowEdit{W(1), {Pod(0, 2), Pod(0, 3)}});
-  Advance(400);
-  Ok(state::ReplicaReadyEdit{W(1), Pod(0, 2)});
-  Ok(state::ReplicaReadyEdit{W(1), Pod(0, 3)});
-  std::optional<state::ScaleUpEndEdit> end;
-  for (const Edit& e : machine_->Tick()) {
-    if (const auto* s = std::get_if<state::ScaleUpEndEdit>(&e)) end = *s;
-  }
-  ASSERT_TRUE(end.has_value());
-  const diagnosis::ScaleUpDiagnosis d = diag_.TakeScaleUp(machine_->state(), *end);
+  const diagnosis::ScaleUpDiagnosis d = ScaleUpBehindAVictim(*this, 90, 400);
   EXPECT_TRUE(d.succeeded);
   EXPECT_DOUBLE_EQ(d.time_to_capacity_s, 340);
   EXPECT_DOUBLE_EQ(d.slow_after_s, 120);
@@ -298,32 +307,12 @@ TEST_F(SloDiagnosisTest, AScaleUpsTimeIsChargedToWhatBlockedIt) {
 // The same with a long grace: victims leave at 400 s, the replicas are
 // ready 60 s later: 340 s waiting on victims against 60 s of cold start.
 TEST_F(SloDiagnosisTest, AScaleUpHeldByALongGraceIsTheVictims) {
-  Build(4);
-  Service(2);
-  Training(2, {Pod(0, 2, 2)});
-  Advance(60);
-  Ok(state::SetTargetEdit{W(1), 4});
-  state::NoticeEdit notice;
-  notice.workload = W(2);
-  notice.preemptor = W(1);
-  notice.grace_deadline = At(400);
-  Ok(notice);
-  Advance(400);
-  Ok(state::RequeueEdit{W(2)});
-  Ok(state::GrowEdit{W(1), {Pod(0, 2), Pod(0, 3)}});
-  Advance(460);
-  Ok(state::ReplicaReadyEdit{W(1), Pod(0, 2)});
-  Ok(state::ReplicaReadyEdit{W(1), Pod(0, 3)});
-  std::optional<state::ScaleUpEndEdit> end;
-  for (const Edit& e : machine_->Tick()) {
-    if (const auto* s = std::get_if<state::ScaleUpEndEdit>(&e)) end = *s;
-  }
-  ASSERT_TRUE(end.has_value());
-  const diagnosis::ScaleUpDiagnosis d = diag_.TakeScaleUp(machine_->state(), *end);
+  const diagnosis::ScaleUpDiagnosis d = ScaleUpBehindAVictim(*this, 400, 460);
   EXPECT_DOUBLE_EQ(d.seconds_by_cause[static_cast<int>(MissCause::kVictimsInGrace)], 340);
   EXPECT_DOUBLE_EQ(d.seconds_by_cause[static_cast<int>(MissCause::kColdStart)], 60);
   EXPECT_EQ(d.cause, MissCause::kVictimsInGrace);
 }
+
 
 }  // namespace
 }  // namespace tidal
