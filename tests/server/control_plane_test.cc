@@ -88,6 +88,21 @@ class ControlPlaneTest : public ::testing::Test {
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? *r : json();
   }
+  // A one-replica service (100 rps each, P99 target 80 ms) placed, ready and
+  // reporting 250 rps at 500 ms, 5 s ago: the next pass scales it up.
+  uint64_t OverloadedService() {
+    const uint64_t id = Submit({{"name", "svc"}, {"project", "chat-serving"}, {"kind", "inference"},
+                                {"replicas", 1}, {"min_replicas", 1}, {"max_replicas", 4},
+                                {"replica_capacity_rps", 100}, {"target_p99_ms", 80}},
+                               kAdmin);
+    cp_->RunPass();
+    const std::string n0 = Get(id)["allocation"]["pods"][0]["node"];
+    Events(n0, json::array({json{{"workload", id}, {"rank", 0}, {"phase", "ready"}}}));
+    Events(n0, json::array({json{{"workload", id}, {"rank", 0}, {"load", {{"rps", 250}, {"p99_ms", 500}}}}}));
+    clock_.Advance(seconds(5));
+    return id;
+  }
+
   json AuditOf(uint64_t id, const std::string& action) {
     AuditQuery q;
     q.workload = id;
@@ -849,15 +864,7 @@ TEST_F(ControlPlaneTest, AScaleUpIsJudgedByTheLifecycle) {
 // Never ready: the lifecycle ends it `timed_out` at requested +
 // scale_up_timeout (10 min), and the audit and metric say so once.
 TEST_F(ControlPlaneTest, AScaleUpNotReadyInTimeFailsOnce) {
-  const uint64_t id = Submit({{"name", "svc"}, {"project", "chat-serving"}, {"kind", "inference"},
-                              {"replicas", 1}, {"min_replicas", 1}, {"max_replicas", 4},
-                              {"replica_capacity_rps", 100}, {"target_p99_ms", 80}},
-                             kAdmin);
-  cp_->RunPass();
-  const std::string n0 = Get(id)["allocation"]["pods"][0]["node"];
-  Events(n0, json::array({json{{"workload", id}, {"rank", 0}, {"phase", "ready"}}}));
-  Events(n0, json::array({json{{"workload", id}, {"rank", 0}, {"load", {{"rps", 250}, {"p99_ms", 500}}}}}));
-  clock_.Advance(seconds(5));
+  const uint64_t id = OverloadedService();
   const int64_t requested_ms = ToMillis(clock_.Now());
   cp_->RunPass();
   ASSERT_FALSE(Get(id)["scale_ups"].empty());
@@ -883,15 +890,8 @@ TEST_F(ControlPlaneTest, AScaleUpNotReadyInTimeFailsOnce) {
 // with the same cause. Metrics, explain and the report show it; another
 // tenant's report and explain do not.
 TEST_F(ControlPlaneTest, MissedSloAndSlowScaleUpsShowTheirCause) {
-  const uint64_t id = Submit({{"name", "svc"}, {"project", "chat-serving"}, {"kind", "inference"},
-                              {"replicas", 1}, {"min_replicas", 1}, {"max_replicas", 4},
-                              {"replica_capacity_rps", 100}, {"target_p99_ms", 80}},
-                             kAdmin);
-  cp_->RunPass();
+  const uint64_t id = OverloadedService();
   const std::string n0 = Get(id)["allocation"]["pods"][0]["node"];
-  Events(n0, json::array({json{{"workload", id}, {"rank", 0}, {"phase", "ready"}}}));
-  Events(n0, json::array({json{{"workload", id}, {"rank", 0}, {"load", {{"rps", 250}, {"p99_ms", 500}}}}}));
-  clock_.Advance(seconds(5));
   cp_->RunPass();
   cp_->RunPass();
   ASSERT_GT(Get(id)["allocation"]["pods"].size(), 1u);
