@@ -1,15 +1,24 @@
 // `tidal server`: the control plane (docs/operations.md).
 #include <signal.h>
 
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <thread>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "cli/command_registry.h"
 #include "server/control_plane.h"
+#include "server/etcd_store.h"
+#include "server/follower_api.h"
+#include "server/leader_election.h"
 #include "server/http_api.h"
 #include "server/server_config.h"
 #include "server/static_files.h"
@@ -27,7 +36,159 @@ struct ServerFlags {
   std::string web_dir;
   std::string tls_cert_file;
   std::string tls_key_file;
+  std::string advertise;
 };
+
+// Exit codes: 0 stopped by a signal, 1 failed, 2 bad input, 3 deposed (a
+// replica lost its leadership; a supervisor restarts it as a follower).
+constexpr int kExitDeposed = 3;
+
+// `tidal server --store etcd://...`: one replica of several (issue #13,
+// docs/operations.md "High availability"). Follows (serves only redirects,
+// keeps a warm copy of the store) until it wins the election, then leads on
+// the same address until a signal, or until it finds itself deposed.
+int RunReplica(server::ServerConfig config, const std::pair<std::string, int>& listen,
+               const std::string& advertise_flag, sigset_t signals) {
+  auto url = server::ParseEtcdStoreUrl(config.store);
+  if (!url.ok()) {
+    std::cerr << "tidal server: " << url.status().message() << "\n";
+    return 2;
+  }
+  if (!config.tls_cert_file.empty()) {
+    std::cerr << "tidal server: TLS with --store etcd:// is not supported yet; put a TLS proxy in front\n";
+    return 2;
+  }
+  auto opened = server::EtcdStore::Open(*url);
+  if (!opened.ok()) {
+    std::cerr << "tidal server: " << opened.status().message() << "\n";
+    return 1;
+  }
+  std::unique_ptr<server::EtcdStore> store = std::move(opened).value();
+  auto election_client = server::EtcdClient::Create(url->endpoints, std::chrono::milliseconds(1000));
+  if (!election_client.ok()) {
+    std::cerr << "tidal server: " << election_client.status().message() << "\n";
+    return 2;
+  }
+  std::string advertise = advertise_flag;
+  auto election_ptr = std::make_shared<std::unique_ptr<server::LeaderElection>>();
+  server::FollowerApi follower([election_ptr] { return *election_ptr ? (*election_ptr)->leader_url() : ""; });
+  auto port = follower.Bind(listen.first, listen.second);
+  if (!port.ok()) {
+    std::cerr << "tidal server: " << port.status().message() << "\n";
+    return 1;
+  }
+  if (advertise.empty()) {
+    std::string host = listen.first;
+    if (host.empty() || host == "0.0.0.0") {
+      char name[256] = {};
+      gethostname(name, sizeof(name) - 1);
+      host = name;
+    }
+    advertise = fmt::format("http://{}:{}", host, *port);
+  }
+  *election_ptr = std::make_unique<server::LeaderElection>(std::move(election_client).value(), store->leader_key(),
+                                                          advertise);
+  server::LeaderElection& election = **election_ptr;
+  std::printf("tidal server listening on http://%s:%d (store %s, following until elected; advertised as %s)\n",
+              listen.first.c_str(), *port, config.store.c_str(), advertise.c_str());
+  std::fflush(stdout);
+  std::thread follower_thread([&] { follower.Serve(); });
+  // Follow: look for the leader key every 100 ms (the wait for a signal is
+  // the pause), and keep the copy of the store warm meanwhile.
+  const timespec kPoll = {0, 100'000'000};
+  std::string last_problem;
+  while (true) {
+    if (sigtimedwait(&signals, nullptr, &kPoll) > 0) {
+      follower.Stop();
+      follower_thread.join();
+      return 0;
+    }
+    auto won = election.TryAcquire();
+    Status problem = won.ok() ? Status::Ok() : won.status();
+    if (won.ok() && *won) break;
+    if (problem.ok()) problem = store->CatchUp();
+    if (!problem.ok() && problem.message() != last_problem) {
+      std::fprintf(stderr, "tidal server: following: %s\n", problem.message().c_str());
+    }
+    last_problem = problem.ok() ? "" : problem.message();
+  }
+  follower.Stop();
+  follower_thread.join();
+  const auto elected = std::chrono::steady_clock::now();
+  if (Status s = store->StartWriting(election.fence_revision()); !s.ok()) {
+    std::cerr << "tidal server: elected, but cannot take over the store: " << s.message() << "\n";
+    (void)election.Resign();
+    return 1;
+  }
+  std::atomic<bool> deposed{false};
+  server::HttpApi* api_ptr = nullptr;
+  std::mutex api_mu;
+  auto step_down = [&] {
+    deposed = true;
+    std::lock_guard lock(api_mu);
+    if (api_ptr) api_ptr->Stop();
+  };
+  store->OnDeposed(step_down);
+  server::SystemClock clock;
+  const std::string store_name = config.store;
+  server::ControlPlane cp(std::move(config), std::move(store), clock);
+  if (Status s = cp.Recover(); !s.ok()) {
+    std::cerr << "tidal server: recovery failed: " << s.message() << "\n";
+    (void)election.Resign();
+    return 1;
+  }
+  server::HttpApi api(cp, cp.config().auth, cp.config());
+  if (auto bound = api.Bind(listen.first, *port); !bound.ok()) {
+    std::cerr << "tidal server: " << bound.status().message() << "\n";
+    (void)election.Resign();
+    return 1;
+  }
+  {
+    std::lock_guard lock(api_mu);
+    api_ptr = &api;
+    if (deposed) api.Stop();
+  }
+  cp.StartLoop();
+  std::printf("tidal server: leading as %s (fence revision %ld; took over in %.0f ms)\n", advertise.c_str(),
+              static_cast<long>(election.fence_revision()),
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - elected).count());
+  std::fflush(stdout);
+  // Renew the lease every TTL/4; a leader that cannot for a whole TTL may
+  // have been replaced, and stops (its writes would fail their fence anyway).
+  std::atomic<bool> stopping{false};
+  std::thread renewer([&] {
+    auto last_renewed = std::chrono::steady_clock::now();
+    const auto period = std::chrono::duration_cast<std::chrono::milliseconds>(election.ttl()) / 4;
+    while (!stopping) {
+      std::this_thread::sleep_for(period);
+      auto ttl = election.Renew();
+      if (ttl.ok() && *ttl > 0) {
+        last_renewed = std::chrono::steady_clock::now();
+      } else if ((ttl.ok() && *ttl == 0) || std::chrono::steady_clock::now() - last_renewed > election.ttl()) {
+        std::fprintf(stderr, "tidal server: lost the leadership (%s); stopping\n",
+                     ttl.ok() ? "the lease is gone" : ttl.status().message().c_str());
+        step_down();
+        return;
+      }
+    }
+  });
+  std::thread stopper([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    api.Stop();
+  });
+  api.Serve();
+  stopping = true;
+  cp.StopLoop();
+  renewer.join();
+  pthread_kill(stopper.native_handle(), SIGTERM);
+  stopper.join();
+  if (deposed) return kExitDeposed;
+  // A clean stop hands over at once instead of after the lease's TTL.
+  (void)election.Resign();
+  std::printf("tidal server: stopped leading (store %s)\n", store_name.c_str());
+  return 0;
+}
 
 int RunServer(const ServerFlags& flags) {
   auto config = server::LoadServerConfig(flags.config);
@@ -64,6 +225,9 @@ int RunServer(const ServerFlags& flags) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  if (config->store.starts_with("etcd://")) {
+    return RunReplica(std::move(config).value(), *listen, flags.advertise, signals);
+  }
   auto store = server::OpenStore(config->store);
   if (!store.ok()) {
     std::cerr << "tidal server: " << store.status().message() << "\n";
@@ -106,7 +270,12 @@ RegisterCommand reg([](CLI::App& root) {
   auto flags = std::make_shared<ServerFlags>();
   CLI::App* cmd = root.add_subcommand("server", "Run the control plane (HTTP API under /v1)");
   cmd->add_option("--config", flags->config, "Server config file (YAML); default: embedded example cluster");
-  cmd->add_option("--store", flags->store, "Store URL, sqlite:PATH (default sqlite:tidal.db)");
+  cmd->add_option("--store", flags->store,
+                  "Store URL: sqlite:PATH (default sqlite:tidal.db), or etcd://HOST:PORT[,HOST:PORT...]"
+                  "[?prefix=/tidal] for one of several replicas, of which the elected one leads");
+  cmd->add_option("--advertise", flags->advertise,
+                  "With an etcd store: the URL other replicas send clients to when this one leads "
+                  "(default http://LISTEN-HOST:PORT)");
   cmd->add_option("--listen", flags->listen, "HOST:PORT to listen on (port 0 = any free port)");
   cmd->add_option("--web-dir", flags->web_dir,
                   "The dashboard bundle to serve at / (default: web/dist of the source tree the "

@@ -16,10 +16,11 @@ packages=(
 # install Debian's when there is none.
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then packages+=(nodejs npm); fi
 # Extra packages for the test suite (real Prometheus, promtool, load tools,
-# chromium for the dashboard's browser test, and clang with its libFuzzer
-# and sanitizer runtimes for scripts/fuzz.sh).
+# chromium for the dashboard's browser test, clang with its libFuzzer and
+# sanitizer runtimes for scripts/fuzz.sh, and etcd, which the HA tests start
+# as a 3-member cluster of their own on loopback).
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(prometheus wrk chromium clang libclang-rt-dev)
+  packages+=(prometheus wrk chromium clang libclang-rt-dev etcd-server)
 fi
 
 missing=()

@@ -11,6 +11,8 @@ cmake -S . -B build/sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTIDAL_
 cmake --build build/sanitize
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# etcd is installed above: the HA tests must run, not skip.
+export TIDAL_REQUIRE_ETCD=1
 ctest --test-dir build/sanitize --output-on-failure -j "$(nproc)" "$@"
 # Then every parser under libFuzzer for a minute in all (a clang build of
 # the fuzz targets and the libraries they link).

@@ -149,7 +149,7 @@ class SqliteStore final : public Store {
     if (lock_fd_ >= 0) close(lock_fd_);  // releases the flock
   }
 
-  Status Open(const std::string& path) {
+  Status Open(const std::string& path, SqliteDurability durability) {
     TIDAL_RETURN_IF_ERROR(LockExclusive(path));
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX;
     if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
@@ -157,7 +157,8 @@ class SqliteStore final : public Store {
     }
     sqlite3_busy_timeout(db_, 5000);
     TIDAL_RETURN_IF_ERROR(Exec(db_, "PRAGMA journal_mode=WAL;"));
-    TIDAL_RETURN_IF_ERROR(Exec(db_, "PRAGMA synchronous=FULL;"));
+    TIDAL_RETURN_IF_ERROR(Exec(db_, durability == SqliteDurability::kFsync ? "PRAGMA synchronous=FULL;"
+                                                                           : "PRAGMA synchronous=OFF;"));
     TIDAL_RETURN_IF_ERROR(Exec(db_, kSchema));
     if (sqlite3_open_v2(path.c_str(), &reader_, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX,
                         nullptr) != SQLITE_OK) {
@@ -561,13 +562,9 @@ class SqliteStore final : public Store {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Store>> OpenStore(const std::string& url) {
-  constexpr std::string_view kSqlite = "sqlite:";
-  if (url.rfind(kSqlite, 0) != 0 || url.size() == kSqlite.size()) {
-    return InvalidArgument(fmt::format("--store: expected sqlite:PATH, got \"{}\"", url));
-  }
+StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path, SqliteDurability durability) {
   auto store = std::make_unique<SqliteStore>();
-  TIDAL_RETURN_IF_ERROR(store->Open(url.substr(kSqlite.size())));
+  TIDAL_RETURN_IF_ERROR(store->Open(path, durability));
   return std::unique_ptr<Store>(std::move(store));
 }
 

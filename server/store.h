@@ -151,9 +151,19 @@ class Store {
   virtual uint64_t committed_mutations() const = 0;
 };
 
-// "sqlite:PATH" (the only kind today). WAL mode, synchronous=FULL, group
-// commit: one writer thread commits every queued mutation in one transaction.
+// "sqlite:PATH": OpenSqliteStore(PATH, kFsync). "etcd://HOST:PORT,...
+// [?prefix=/tidal]": an etcd store (server/etcd_store.h) that reads what the
+// replicas' leader wrote and writes nothing itself (`tidal sim replay`); a
+// server that campaigns for leadership opens EtcdStore itself.
 StatusOr<std::unique_ptr<Store>> OpenStore(const std::string& url);
+
+enum class SqliteDurability {
+  kFsync,  // synchronous=FULL: a commit survives a power loss
+  kCache,  // synchronous=OFF: a copy of a store kept elsewhere (etcd's cache)
+};
+// WAL mode and group commit: one writer thread commits every queued
+// mutation in one transaction.
+StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path, SqliteDurability durability);
 
 }  // namespace tidal::server
 

@@ -1,0 +1,40 @@
+// What a `tidal server` replica that does not lead serves on its address
+// (issue #13): GET /healthz answers 200 "following <leader>", and every other
+// request 503 with protocol::NotLeaderReply naming the leader, so agents and
+// the CLI go there (protocol/leader_redirect.h). It holds no state, so it
+// never answers with stale data. When the replica wins an election it stops
+// this server and serves the real API on the same port.
+#ifndef TIDAL_SERVER_FOLLOWER_API_H_
+#define TIDAL_SERVER_FOLLOWER_API_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/common/status.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace tidal::server {
+
+class FollowerApi {
+ public:
+  // `leader_url` is asked per request: "" while no replica leads.
+  explicit FollowerApi(std::function<std::string()> leader_url);
+  ~FollowerApi();
+  // The port bound (`port` 0 = any free one).
+  StatusOr<int> Bind(const std::string& host, int port);
+  // Serves until Stop(); call on a thread of its own.
+  void Serve();
+  void Stop();
+
+ private:
+  const std::function<std::string()> leader_url_;
+  std::unique_ptr<httplib::Server> server_;
+};
+
+}  // namespace tidal::server
+
+#endif  // TIDAL_SERVER_FOLLOWER_API_H_
