@@ -45,15 +45,21 @@ class ControlPlane {
   virtual Status ShipLogs(const std::string& /*node*/, const nlohmann::json& /*body*/) { return Status::Ok(); }
 };
 
-// `server_url` like "http://127.0.0.1:8080". Replies outside 2xx become a
-// Status carrying the server's error message; 404 maps to kNotFound (the
-// node is unknown: register again), 401/403 to kUnauthenticated /
-// kPermissionDenied. `token` is the bootstrap token; the node credential
-// the server issues is kept in `credential_file` (mode 0600) when one is
-// given, so that a restarted agent keeps its node and its pods. An https://
-// server's certificate must chain to `ca_file` (PEM), or to the system's CAs
-// when it is "": tokens never go to a server that cannot prove its name.
-StatusOr<std::unique_ptr<ControlPlane>> MakeHttpControlPlane(const std::string& server_url,
+// `server_urls` like "http://127.0.0.1:8080", or the replicas of a
+// replicated control plane, "http://a:8080,http://b:8080"
+// (protocol::ParseServerList): calls go to one of them, and move to the
+// leader a replica names when it is in the list (protocol/leader_redirect.h),
+// else to the next one, when a replica cannot be reached or does not lead;
+// kUnavailable, naming the replicas tried, when none answered as the leader.
+// Replies outside 2xx become a Status carrying the server's error message;
+// 404 maps to kNotFound (the node is unknown: register again), 401/403 to
+// kUnauthenticated / kPermissionDenied. `token` is the bootstrap token; the
+// node credential the server issues is kept in `credential_file` (mode 0600)
+// when one is given, so that a restarted agent keeps its node and its pods.
+// An https:// server's certificate must chain to `ca_file` (PEM), or to the
+// system's CAs when it is "": tokens never go to a server that cannot prove
+// its name. With `ca_file`, every URL of the list must be https://.
+StatusOr<std::unique_ptr<ControlPlane>> MakeHttpControlPlane(const std::string& server_urls,
                                                              const std::string& token,
                                                              Duration timeout = seconds(5),
                                                              const std::string& credential_file = "",

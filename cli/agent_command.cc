@@ -154,9 +154,12 @@ int RunAgent(AgentFlags& f) {
 RegisterCommand reg([](CLI::App& root) {
   auto flags = std::make_shared<AgentFlags>();
   CLI::App* cmd = root.add_subcommand("agent", "Run the node agent (or --probe the GPUs)");
-  cmd->add_option("--server", flags->server, "Control plane URL")->capture_default_str();
+  cmd->add_option("--server", flags->server,
+                  "Control plane URL, or a comma-separated list of the replicas' URLs (the agent follows "
+                  "the leader)")
+      ->capture_default_str();
   cmd->add_option("--ca-file", flags->ca_file,
-                  "PEM CA certificate(s) an https:// --server's certificate must chain to "
+                  "PEM CA certificate(s) every https:// --server's certificate must chain to "
                   "(default: the system's CAs)");
   cmd->add_option("--token-file", flags->token_file,
                   "File holding the bootstrap (agent) token; mode 0600 (default: $TIDAL_TOKEN)");

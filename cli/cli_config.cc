@@ -15,6 +15,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "config/yaml_document.h"
+#include "protocol/leader_redirect.h"
 
 namespace tidal::cli {
 namespace {
@@ -45,6 +46,21 @@ std::string NormalizeServerUrl(std::string url) {
   if (url.ends_with("/v1")) url.resize(url.size() - 3);
   while (!url.empty() && url.back() == '/') url.pop_back();
   return url;
+}
+
+StatusOr<std::vector<std::string>> ParseServerUrls(std::string_view list) {
+  std::string normalized;
+  for (size_t start = 0; start <= list.size();) {
+    size_t end = list.find(',', start);
+    if (end == std::string_view::npos) end = list.size();
+    std::string url(list.substr(start, end - start));
+    url.erase(0, url.find_first_not_of(' '));
+    url.erase(url.find_last_not_of(' ') + 1);
+    if (start > 0) normalized += ',';
+    normalized += NormalizeServerUrl(url);
+    start = end + 1;
+  }
+  return protocol::ParseServerList(normalized, "--server");
 }
 
 std::string CliConfig::DefaultPath() {

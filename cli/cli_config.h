@@ -1,7 +1,8 @@
 // The CLI config file (~/.config/tidal/config.yaml): where `tidal` finds a
 // server and a token when neither a flag nor the environment names them.
 //
-//   server: http://127.0.0.1:8080     # used when no context is current
+//   server: http://127.0.0.1:8080     # used when no context is current; a
+//                                     # comma-separated list for replicas
 //   token: ...
 //   ca_file: /etc/tidal/ca.pem        # optional: the CA an https:// server's
 //                                     # certificate must chain to
@@ -17,6 +18,8 @@
 
 #include <map>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "core/common/status.h"
 
@@ -61,6 +64,12 @@ class CliConfig {
 // a trailing "/" or "/v1" dropped, so that the API address `tidal up` or a
 // colleague prints (".../v1") works as well as the bare one.
 std::string NormalizeServerUrl(std::string url);
+
+// A server setting (--server, TIDAL_SERVER, the config file's server): one
+// base URL, or the comma-separated URLs of a replicated control plane's
+// replicas ("a:8080,b:8080"), each normalized as above, then checked and
+// deduplicated by protocol::ParseServerList. Errors name --server.
+StatusOr<std::vector<std::string>> ParseServerUrls(std::string_view list);
 
 }  // namespace tidal::cli
 

@@ -9,16 +9,19 @@
 #include <httplib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <set>
 #include <thread>
 #include <tuple>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -31,6 +34,7 @@
 #include "cli/human_time.h"
 #include "config/input_limits.h"
 #include "config/yaml_document.h"
+#include "protocol/leader_redirect.h"
 #include "protocol/loan_calendar.h"
 #include "protocol/pod_log.h"
 #include "server/build_info.h"
@@ -69,8 +73,16 @@ const json& Field(const json& j, std::initializer_list<const char*> path) {
 
 int64_t Ms(const json& j) { return j.is_number() ? j.get<int64_t>() : 0; }
 
+// Where requests go and with what: the servers are one, or a replicated
+// control plane's replicas.
+struct Target {
+  std::vector<std::string> servers;
+  std::string token;
+  std::string ca_file;
+};
+
 // Flags, then environment, then the config file.
-CliContext ResolveTarget(const ClientFlags& f) {
+Target ResolveTarget(const ClientFlags& f) {
   CliContext t{f.server, f.token, f.ca_file};
   if (t.server.empty()) {
     if (const char* s = std::getenv("TIDAL_SERVER")) t.server = s;
@@ -90,8 +102,9 @@ CliContext ResolveTarget(const ClientFlags& f) {
     if (t.ca_file.empty()) t.ca_file = c.ca_file;
   }
   if (t.server.empty()) t.server = "http://127.0.0.1:8080";
-  t.server = NormalizeServerUrl(t.server);
-  return t;
+  auto servers = ParseServerUrls(t.server);
+  if (!servers.ok()) throw UsageError(servers.status().message());
+  return {std::move(servers).value(), t.token, t.ca_file};
 }
 
 // What went wrong on the way to the server, in words: httplib's own names
@@ -120,46 +133,117 @@ std::string TransportError(httplib::Error e) {
   }
 }
 
-// One request; returns the body (JSON, or CSV for a report).
+// Whether a request that failed on its way may be sent to another replica:
+// not when the replica that failed could have applied it (the connection
+// broke after it was sent) and applying it twice would do it twice (a
+// submit without an Idempotency-Key creates a second workload).
+bool MayResend(const std::string& method, httplib::Error error, const httplib::Headers& headers) {
+  if (method == "GET" || headers.contains("Idempotency-Key")) return true;
+  switch (error) {
+    case httplib::Error::Connection:
+    case httplib::Error::ConnectionTimeout:
+    case httplib::Error::SSLConnection:
+    case httplib::Error::SSLServerVerification:
+      return true;  // nothing was sent
+    default:
+      return false;
+  }
+}
+
+// Where `url` is among `servers` (compared as written there); npos when it
+// is not.
+size_t IndexOf(const std::vector<std::string>& servers, const std::string& url) {
+  if (url.empty()) return std::string::npos;
+  auto parsed = ParseServerUrls(url);
+  if (!parsed.ok() || parsed->size() != 1) return std::string::npos;
+  auto it = std::find(servers.begin(), servers.end(), parsed->front());
+  return it == servers.end() ? std::string::npos : it - servers.begin();
+}
+
+// The replica to ask after those `tried`: the leader the last one named,
+// when the list has it, else the first one not yet asked; npos when all
+// were. A leader outside the list is not followed: the list is what the
+// user trusts with the token, and a confused (or hostile) replica must not
+// send it elsewhere.
+size_t NextServer(const std::vector<std::string>& servers, const std::vector<bool>& tried,
+                  const std::string& leader) {
+  if (const size_t named = IndexOf(servers, leader); named != std::string::npos && !tried[named]) return named;
+  auto untried = std::find(tried.begin(), tried.end(), false);
+  return untried == tried.end() ? std::string::npos : untried - tried.begin();
+}
+
+// One request; returns the body (JSON, or CSV for a report). With several
+// servers it goes to the one that leads: a replica that cannot be reached,
+// or answers 503 not_leader (protocol/leader_redirect.h), passes it on to
+// the leader it names or the next server, each asked once at most.
 std::string Call(const ClientFlags& f, const std::string& method, const std::string& path,
                  const json* body, const httplib::Headers& extra = {}) {
-  const CliContext target = ResolveTarget(f);
-  const std::string& server = target.server;
-  const std::string& token = target.token;
-  httplib::Client client(server);
-  if (!client.is_valid()) throw UsageError(fmt::format("--server '{}': not an http:// or https:// address", server));
+  const Target target = ResolveTarget(f);
+  const std::vector<std::string>& servers = target.servers;
   if (!target.ca_file.empty()) {
-    if (!server.starts_with("https://")) {
-      throw UsageError(fmt::format("--ca-file: given, but --server '{}' is not https://", server));
+    for (const std::string& server : servers) {
+      if (!server.starts_with("https://")) {
+        throw UsageError(fmt::format("--ca-file: given, but --server '{}' is not https://", server));
+      }
     }
     if (access(target.ca_file.c_str(), R_OK) != 0) {
       throw UsageError(fmt::format("--ca-file '{}': cannot read it", target.ca_file));
     }
-    client.set_ca_cert_path(target.ca_file.c_str());
   }
-  // Never send a token to a server whose certificate does not check out.
-  client.enable_server_certificate_verification(true);
-  client.set_connection_timeout(5, 0);
-  client.set_read_timeout(60, 0);
-  client.set_tcp_nodelay(true);
   httplib::Headers headers = extra;
-  if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
-  httplib::Result res = method == "GET"
-                            ? client.Get(path.c_str(), headers)
-                            : client.Post(path.c_str(), headers, body ? body->dump() : "{}",
-                                          "application/json");
-  if (!res) throw ClientError(fmt::format("cannot reach {}: {}", server, TransportError(res.error())));
-  if (res->status >= 300) {
-    json err = json::parse(res->body, nullptr, false);
+  if (!target.token.empty()) headers.emplace("Authorization", "Bearer " + target.token);
+  std::vector<bool> tried(servers.size(), false);
+  std::vector<std::string> failures;  // "URL: why", one per replica that did not lead
+  std::string leader;                 // the one the last replica named
+  for (size_t at = 0; at != std::string::npos; at = NextServer(servers, tried, leader)) {
+    tried[at] = true;
+    leader.clear();
+    const std::string& server = servers[at];
+    httplib::Client client(server);
+    if (!client.is_valid()) throw UsageError(fmt::format("--server '{}': not an http:// or https:// address", server));
+    if (!target.ca_file.empty()) client.set_ca_cert_path(target.ca_file.c_str());
+    // Never send a token to a server whose certificate does not check out.
+    client.enable_server_certificate_verification(true);
+    client.set_connection_timeout(5, 0);
+    client.set_read_timeout(60, 0);
+    client.set_tcp_nodelay(true);
+    httplib::Result res = method == "GET"
+                              ? client.Get(path.c_str(), headers)
+                              : client.Post(path.c_str(), headers, body ? body->dump() : "{}",
+                                            "application/json");
+    if (!res) {
+      const std::string why = TransportError(res.error());
+      if (servers.size() == 1) throw ClientError(fmt::format("cannot reach {}: {}", server, why));
+      if (!MayResend(method, res.error(), headers)) {
+        throw ClientError(fmt::format("cannot reach {}: {} (not sent to another server: {} may have applied it)",
+                                      server, why, server));
+      }
+      failures.push_back(fmt::format("{}: {}", server, why));
+      continue;
+    }
+    if (res->status < 300) return res->body;
+    const json reply = json::parse(res->body, nullptr, false);
+    // With one server, a replica that does not lead is an error like any
+    // other: its message says who leads.
+    const auto not_leader =
+        res->status == 503 && servers.size() > 1 ? protocol::NotLeaderReplyFromJson(reply) : std::nullopt;
+    if (not_leader) {
+      leader = not_leader->leader_url;
+      failures.push_back(fmt::format("{}: not the leader ({})", server, not_leader->message));
+      if (!leader.empty() && IndexOf(servers, leader) == std::string::npos) {
+        failures.back() += fmt::format("; it names {}, which is not in the list", leader);
+      }
+      continue;
+    }
     std::string msg = res->body;
-    if (Field(err, {"error", "message"}).is_string()) msg = Field(err, {"error", "message"}).get<std::string>();
-    if (res->status == 404 && !err.is_object()) {
+    if (Field(reply, {"error", "message"}).is_string()) msg = Field(reply, {"error", "message"}).get<std::string>();
+    if (res->status == 404 && !reply.is_object()) {
       // Not our API's 404 (which is JSON): most likely a wrong base path.
       msg = fmt::format("{}{}: not found (is {} a Tidal server?)", server, path, server);
     }
     throw ClientError(fmt::format("{} (HTTP {})", msg, res->status));
   }
-  return res->body;
+  throw ClientError(fmt::format("no leader among {}: {}", fmt::join(servers, ", "), fmt::join(failures, "; ")));
 }
 
 json CallJson(const ClientFlags& f, const std::string& method, const std::string& path,
@@ -342,8 +426,8 @@ void Output(const ClientFlags& f, const json& j, const std::function<void(const 
 
 void AddCommon(CLI::App* cmd, const std::shared_ptr<ClientFlags>& f) {
   cmd->add_option("--server", f->server,
-                  "Server base URL, e.g. http://127.0.0.1:8080 (a trailing /v1 is fine; env TIDAL_SERVER, "
-                  "or the config file)");
+                  "Server base URL, e.g. http://127.0.0.1:8080 (a trailing /v1 is fine), or a comma-separated "
+                  "list of the replicas' URLs: requests go to the leader (env TIDAL_SERVER, or the config file)");
   cmd->add_option("--token", f->token, "Bearer token (env TIDAL_TOKEN, or the config file)");
   cmd->add_option("--ca-file", f->ca_file,
                   "PEM CA an https:// server's certificate must chain to (env TIDAL_CA_FILE, or "

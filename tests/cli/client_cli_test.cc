@@ -15,8 +15,11 @@
 #include <sstream>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "protocol/pod_log.h"
 #include "tests/support/server_fixture.h"
+#include "tests/support/stub_replica.h"
 
 namespace tidal::testing {
 namespace {
@@ -253,6 +256,86 @@ TEST_F(CliTest, ConnectionErrorsSayWhy) {
   EXPECT_NE(r.err.find("tidal: error: cannot reach http://127.0.0.1:1: could not connect (connection refused"),
             std::string::npos) << r.err;
   EXPECT_NE(r.err.find("TIDAL_SERVER"), std::string::npos) << r.err;
+}
+
+// A replicated control plane (issue #13): --server, TIDAL_SERVER and the
+// config file take the replicas' URLs, and requests go to the leader (the
+// real server here; the other replicas are stubs).
+TEST_F(CliTest, FollowsTheLeaderAmongTheServersListed) {
+  ASSERT_EQ(Tidal("submit -f " + SourceDir() + "/tests/cli/workloads.yaml").exit_code, 0);
+  StubReplica follower(StubReplica::NotLeader(server_->url()));
+  StubReplica electing(StubReplica::NotLeader(""));
+  RefusingPort gone;
+  auto workloads = [](const CliRun& r) { return nlohmann::json::parse(r.out, nullptr, false)["workloads"].size(); };
+  // The leader a replica names goes before the rest of the list.
+  CliRun named = Tidal("list -o json --server " + follower.url() + "," + electing.url() + "," + server_->url());
+  EXPECT_EQ(named.exit_code, 0) << named.err;
+  EXPECT_EQ(workloads(named), 3u) << named.out;
+  EXPECT_EQ(follower.requests().size(), 1u);
+  EXPECT_TRUE(electing.requests().empty());
+  // A killed leader's address, a replica in an election: the next server.
+  extra_env_ = "TIDAL_SERVER=" + gone.url() + "," + electing.url() + "," + server_->url() +
+               " TIDAL_TOKEN=" + kResearchToken + " ";
+  CliRun next = Tidal("list -o json", "", /*use_env=*/false);
+  EXPECT_EQ(next.exit_code, 0) << next.err;
+  EXPECT_EQ(workloads(next), 3u) << next.out;
+  EXPECT_EQ(electing.requests().size(), 1u);
+  // The config file's server too, each URL written as one server may be.
+  extra_env_.clear();
+  std::filesystem::create_directories(home_ + "/.config/tidal");
+  std::ofstream(home_ + "/.config/tidal/config.yaml")
+      << "server: " << follower.url() << "/v1, " << server_->url().substr(7) << "/v1/\ntoken: " << kResearchToken
+      << "\n";
+  CliRun from_file = Tidal("list -o json", "", false);
+  EXPECT_EQ(from_file.exit_code, 0) << from_file.err;
+  EXPECT_EQ(workloads(from_file), 3u) << from_file.out;
+}
+
+TEST_F(CliTest, SaysSoWhenNoServerListedLeads) {
+  StubReplica electing(StubReplica::NotLeader(""));
+  // A replica names a "leader" that is not listed: not followed, so that
+  // a confused or hostile replica cannot have the token sent elsewhere.
+  StubReplica liar(StubReplica::NotLeader(server_->url()));
+  RefusingPort gone;
+  CliRun none = Tidal("list --server " + electing.url() + "," + liar.url() + "," + gone.url());
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_EQ(none.out, "");
+  EXPECT_EQ(none.err.rfind(fmt::format("tidal: error: no leader among {}, {}, {}: {}: not the leader (", electing.url(),
+                                       liar.url(), gone.url(), electing.url()),
+                           0),
+            0u)
+      << none.err;
+  EXPECT_NE(none.err.find(fmt::format("; it names {}, which is not in the list; {}: could not connect", server_->url(),
+                                      gone.url())),
+            std::string::npos)
+      << none.err;
+  EXPECT_EQ(std::count(none.err.begin(), none.err.end(), '\n'), 1) << none.err;
+  // One server: its error, as without replicas.
+  CliRun one = Tidal("list --server " + liar.url());
+  EXPECT_EQ(one.exit_code, 1);
+  EXPECT_EQ(one.err, "tidal: error: this replica does not lead (HTTP 503)\n");
+}
+
+// A replica whose connection breaks once the request is in may have
+// applied it: a submit goes to no other replica unless it has an
+// idempotency key. A read is sent again.
+TEST_F(CliTest, ARequestThatMayHaveBeenAppliedIsNotSentAgain) {
+  StubReplica dying([](const httplib::Request&, httplib::Response& res) {
+    res.set_content_provider(100, "application/json", [](size_t, size_t, httplib::DataSink&) { return false; });
+  });
+  const std::string servers = " --server " + dying.url() + "," + server_->url();
+  std::ofstream(server_->dir() + "/one.yaml") << "name: once\nproject: vision\ngpus_per_replica: 1\n";
+  auto submitted = [&] { return server_->Get("/v1/workloads", kAdminToken).json()["workloads"].size(); };
+  CliRun unkeyed = Tidal("submit -f " + server_->dir() + "/one.yaml" + servers);
+  EXPECT_EQ(unkeyed.exit_code, 1);
+  EXPECT_NE(unkeyed.err.find("not sent to another server"), std::string::npos) << unkeyed.err;
+  EXPECT_EQ(submitted(), 0u);
+  CliRun keyed = Tidal("submit --idempotency-key k1 -f " + server_->dir() + "/one.yaml" + servers);
+  EXPECT_EQ(keyed.exit_code, 0) << keyed.err;
+  EXPECT_EQ(submitted(), 1u);
+  CliRun read = Tidal("list -o json" + servers);
+  EXPECT_EQ(read.exit_code, 0) << read.err;
+  EXPECT_EQ(dying.requests().size(), 3u);
 }
 
 TEST_F(CliTest, UsageErrorsExitTwoAndHelpDocumentsExitCodes) {
