@@ -274,7 +274,7 @@ void ControlPlane::AddAudit(Mutation& m, const std::string& actor, const std::st
 
 Status ControlPlane::Writable() const {
   Status health = store_->health();
-  if (health.ok()) return health;
+  if (health.ok() || health.message().starts_with(kStoreOutagePrefix)) return health;
   return Unavailable(fmt::format("store failed, the server is read-only until restarted: {}",
                                  health.message()));
 }

@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/common/status.h"
@@ -86,6 +87,10 @@ struct JournalRow {
   int64_t seq = 0;
   std::string entry;
 };
+
+// How a store that recovers by itself (etcd without quorum) begins its
+// health() message, unlike a sticky failure, which lasts until a restart.
+inline constexpr std::string_view kStoreOutagePrefix = "store outage: ";
 
 // The meta keys the server writes and `tidal sim replay` reads.
 inline constexpr const char* kMetaCluster = "cluster";
