@@ -18,6 +18,7 @@
 
 #include "agent/http_get.h"
 #include "agent/token_source.h"
+#include "protocol/leader_redirect.h"
 
 extern char** environ;
 
@@ -60,24 +61,40 @@ std::string Tail(const std::string& path, size_t bytes = 2000) {
   return text.size() > bytes ? text.substr(text.size() - bytes) : text;
 }
 
-StatusOr<json> Call(const std::string& url, const std::string& ca_file, const std::string& token,
+// Asks the replicas in turn, going to the leader a follower names (only
+// one of `urls`), until one answers other than "not the leader".
+StatusOr<json> Call(const std::vector<std::string>& urls, const std::string& ca_file, const std::string& token,
                     const std::string& method, const std::string& path, const json* body) {
-  httplib::Client client(url);
-  if (!ca_file.empty()) client.set_ca_cert_path(ca_file.c_str());
-  client.set_connection_timeout(5, 0);
-  client.set_read_timeout(30, 0);
-  client.set_default_headers({{"Authorization", "Bearer " + token}});
-  auto res = method == "GET" ? client.Get(path.c_str())
-                             : client.Post(path.c_str(), body->dump(), "application/json");
-  if (!res) {
-    return Unavailable(fmt::format("{} {}: {}", method, path, httplib::to_string(res.error())));
+  std::string url = urls.front();
+  std::string tried;
+  for (size_t attempt = 0; attempt < 2 * urls.size(); ++attempt) {
+    httplib::Client client(url);
+    if (!ca_file.empty()) client.set_ca_cert_path(ca_file.c_str());
+    client.set_connection_timeout(5, 0);
+    client.set_read_timeout(30, 0);
+    client.set_default_headers({{"Authorization", "Bearer " + token}});
+    auto res = method == "GET" ? client.Get(path.c_str())
+                               : client.Post(path.c_str(), body->dump(), "application/json");
+    std::optional<protocol::NotLeaderReply> not_leader;
+    if (res && res->status == 503) not_leader = protocol::NotLeaderReplyFromJson(json::parse(res->body, nullptr, false));
+    if (res && !not_leader) {
+      if (res->status < 200 || res->status >= 300) {
+        return FailedPrecondition(fmt::format("{} {}: {} {}", method, path, res->status, res->body));
+      }
+      json reply = json::parse(res->body, nullptr, /*allow_exceptions=*/false);
+      if (reply.is_discarded()) return Internal(fmt::format("{} {}: reply is not JSON", method, path));
+      return reply;
+    }
+    tried += fmt::format("{}{}: {}", tried.empty() ? "" : "; ", url,
+                         res ? not_leader->message : httplib::to_string(res.error()));
+    auto it = std::find(urls.begin(), urls.end(), url);
+    if (not_leader && std::find(urls.begin(), urls.end(), not_leader->leader_url) != urls.end()) {
+      url = not_leader->leader_url;
+    } else {
+      url = urls[(it - urls.begin() + 1) % urls.size()];
+    }
   }
-  if (res->status < 200 || res->status >= 300) {
-    return FailedPrecondition(fmt::format("{} {}: {} {}", method, path, res->status, res->body));
-  }
-  json reply = json::parse(res->body, nullptr, /*allow_exceptions=*/false);
-  if (reply.is_discarded()) return Internal(fmt::format("{} {}: reply is not JSON", method, path));
-  return reply;
+  return Unavailable(fmt::format("{} {}: {}", method, path, tried));
 }
 
 }  // namespace
@@ -114,8 +131,30 @@ StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(LocalClusterOptions 
   }
   const bool tls = !cluster->options_.tls_cert_file.empty();
   cluster->url_ = fmt::format("{}://127.0.0.1:{}", tls ? "https" : "http", cluster->port_);
+  cluster->urls_ = {cluster->url_};
+  const int replicas = cluster->options_.ha_replicas;
+  if (replicas == 1 || replicas < 0 || replicas > 7) return InvalidArgument("ha_replicas: 0, or 2 to 7");
+  if (replicas > 0 && tls) return InvalidArgument("ha_replicas: not with TLS (replicas serve plain HTTP)");
+  if (replicas > 0) {
+    cluster->urls_.clear();
+    cluster->replica_ports_ = {cluster->port_};
+    while (static_cast<int>(cluster->replica_ports_.size()) < replicas) {
+      TIDAL_ASSIGN_OR_RETURN(int port, PickFreePort());
+      cluster->replica_ports_.push_back(port);
+    }
+    for (int port : cluster->replica_ports_) cluster->urls_.push_back(fmt::format("http://127.0.0.1:{}", port));
+    cluster->url_.clear();
+    for (const std::string& u : cluster->urls_) cluster->url_ += (cluster->url_.empty() ? "" : ",") + u;
+  }
   TIDAL_RETURN_IF_ERROR(cluster->WriteConfig());
-  TIDAL_RETURN_IF_ERROR(cluster->StartServer());
+  if (replicas > 0) {
+    TIDAL_RETURN_IF_ERROR(cluster->StartEtcd());
+    cluster->replicas_.resize(replicas);
+    for (int i = 0; i < replicas; ++i) TIDAL_RETURN_IF_ERROR(cluster->StartReplica(i));
+    TIDAL_RETURN_IF_ERROR(cluster->WaitForLeader());
+  } else {
+    TIDAL_RETURN_IF_ERROR(cluster->StartServer());
+  }
   for (size_t i = 0; i < cluster->options_.nodes.size(); ++i) {
     TIDAL_RETURN_IF_ERROR(cluster->StartAgent(i));
   }
@@ -260,7 +299,7 @@ Status LocalCluster::StartAgent(size_t i) {
   ProcessSpec spec;
   spec.argv = {options_.tidal_binary,
                "agent",
-               "--server", url_,
+               "--server", url_,  // every replica's, with HA
                "--name", node.name,
                "--gpus", fmt::format("fake:{}x{},nvlink={},uuid={}", node.gpus, node.gpu_model,
                                      node.nvlink, node.name),
@@ -324,11 +363,105 @@ Status LocalCluster::InjectXid(size_t i, int gpu, int xid) {
 }
 
 StatusOr<json> LocalCluster::Get(const std::string& path) const {
-  return Call(url_, options_.ca_file, admin_token_, "GET", path, nullptr);
+  return Call(urls_, options_.ca_file, admin_token_, "GET", path, nullptr);
 }
 
 StatusOr<json> LocalCluster::Post(const std::string& path, const json& body) const {
-  return Call(url_, options_.ca_file, admin_token_, "POST", path, &body);
+  return Call(urls_, options_.ca_file, admin_token_, "POST", path, &body);
+}
+
+Status LocalCluster::StartEtcd() {
+  if (access(options_.etcd_binary.c_str(), X_OK) != 0) {
+    return FailedPrecondition(fmt::format("HA needs etcd at {} (Debian: apt-get install etcd-server)",
+                                          options_.etcd_binary));
+  }
+  const int members = options_.ha_replicas;
+  std::vector<std::pair<int, int>> ports;  // client, peer
+  std::string initial;
+  for (int i = 0; i < members; ++i) {
+    TIDAL_ASSIGN_OR_RETURN(int client, PickFreePort());
+    TIDAL_ASSIGN_OR_RETURN(int peer, PickFreePort());
+    ports.emplace_back(client, peer);
+    initial += fmt::format("{}e{}=http://127.0.0.1:{}", i ? "," : "", i, peer);
+  }
+  etcd_store_url_ = "etcd://";
+  for (int i = 0; i < members; ++i) {
+    const auto [client, peer] = ports[i];
+    etcd_store_url_ += fmt::format("{}127.0.0.1:{}", i ? "," : "", client);
+    const std::string dir = fmt::format("{}/etcd/e{}", options_.work_dir, i);
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    ProcessSpec spec;
+    spec.argv = {options_.etcd_binary, "--name", fmt::format("e{}", i), "--data-dir", dir + "/data",
+                 "--listen-client-urls", fmt::format("http://127.0.0.1:{}", client),
+                 "--advertise-client-urls", fmt::format("http://127.0.0.1:{}", client),
+                 "--listen-peer-urls", fmt::format("http://127.0.0.1:{}", peer),
+                 "--initial-advertise-peer-urls", fmt::format("http://127.0.0.1:{}", peer),
+                 "--initial-cluster", initial, "--initial-cluster-state", "new",
+                 "--initial-cluster-token", "tidal-up", "--logger", "zap", "--log-level", "warn"};
+    spec.env = ParentEnv();
+    spec.work_dir = dir;
+    spec.stdout_path = spec.stderr_path = dir + "/etcd.log";
+    spec.log_rate_bytes_per_s = 0;
+    etcd_.emplace_back();
+    TIDAL_ASSIGN_OR_RETURN(etcd_.back(), PodProcess::Start(spec));
+  }
+  const auto end = std::chrono::steady_clock::now() + options_.start_timeout;
+  for (int i = 0; i < members; ++i) {
+    while (true) {
+      auto health = HttpGet("127.0.0.1", ports[i].first, "/health", milliseconds(500));
+      if (health.ok() && health->status == 200 && health->body.find("\"true\"") != std::string::npos) break;
+      if (std::chrono::steady_clock::now() > end) {
+        return Unavailable(fmt::format("etcd member e{} not healthy in time; see {}/etcd/e{}/etcd.log", i,
+                                       options_.work_dir, i));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  return Status::Ok();
+}
+
+Status LocalCluster::StartReplica(size_t i) {
+  if (i >= replicas_.size()) return InvalidArgument(fmt::format("replica {}: there are {}", i, replicas_.size()));
+  if (replicas_[i]) return FailedPrecondition(fmt::format("replica {} is running", i));
+  ProcessSpec spec;
+  spec.argv = {options_.tidal_binary, "server", "--config", options_.work_dir + "/server.yaml",
+               "--store", etcd_store_url_, "--listen", fmt::format("127.0.0.1:{}", replica_ports_[i]),
+               "--advertise", urls_[i]};
+  spec.env = ParentEnv();
+  spec.work_dir = options_.work_dir;
+  spec.stdout_path = spec.stderr_path = fmt::format("{}/server-{}.log", options_.work_dir, i);
+  spec.log_rate_bytes_per_s = 0;
+  spec.log_max_bytes = 64 << 20;
+  TIDAL_ASSIGN_OR_RETURN(replicas_[i], PodProcess::Start(spec));
+  return Status::Ok();
+}
+
+Status LocalCluster::WaitForLeader() {
+  const auto end = std::chrono::steady_clock::now() + options_.start_timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    if (leader() >= 0) return Status::Ok();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return Unavailable(fmt::format("no replica leads after {} s; see {}/server-*.log",
+                                 std::chrono::duration_cast<seconds>(options_.start_timeout).count(),
+                                 options_.work_dir));
+}
+
+int LocalCluster::leader() const {
+  for (size_t i = 0; i < replicas_.size(); ++i) {
+    if (!replicas_[i]) continue;
+    auto ready = HttpGet("127.0.0.1", replica_ports_[i], "/readyz", milliseconds(500));
+    if (ready.ok() && ready->status == 200) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void LocalCluster::KillReplica(size_t i, int sig) {
+  if (i >= replicas_.size() || !replicas_[i]) return;
+  replicas_[i]->SignalGroup(sig);
+  WaitExit(*replicas_[i], seconds(10));
+  replicas_[i].reset();
 }
 
 json LocalCluster::LocalPods() const {
@@ -354,6 +487,15 @@ void LocalCluster::Stop() {
   for (auto& agent : agents_) {
     if (agent && !WaitExit(*agent, seconds(15))) agent->SignalGroup(SIGKILL);
     agent.reset();
+  }
+  for (auto* group : {&replicas_, &etcd_}) {
+    for (auto& p : *group) {
+      if (p && !p->Poll()) p->SignalGroup(SIGTERM);
+    }
+    for (auto& p : *group) {
+      if (p && !WaitExit(*p, seconds(10))) p->SignalGroup(SIGKILL);
+      p.reset();
+    }
   }
   if (server_) {
     if (!server_->Poll()) server_->SignalGroup(SIGTERM);

@@ -1,5 +1,5 @@
 // A whole Tidal cluster on one machine: a control plane (`tidal server` on
-// an embedded SQLite store) and N node agents with fake GPUs, each a child
+// an embedded SQLite store, or HA replicas on etcd) and N node agents with fake GPUs, each a child
 // process on loopback with its own work directory. `tidal up` runs one for
 // people; the end-to-end tests run one per test.
 //
@@ -52,6 +52,12 @@ struct LocalClusterOptions {
   std::string tls_cert_file;
   std::string tls_key_file;
   std::string ca_file;
+  // High availability (issue #13): with ha_replicas >= 2, that many etcd
+  // members (`etcd_binary`, data under work_dir/etcd/) and that many
+  // servers on one etcd store, of which the elected one leads; agents and
+  // Get/Post follow the leader. 0 = one server on SQLite.
+  int ha_replicas = 0;
+  std::string etcd_binary = "/usr/bin/etcd";
 };
 
 // `count` nodes named node-1.. with `gpus` each; node-1 is inference-reserved
@@ -63,9 +69,11 @@ class LocalCluster {
   static StatusOr<std::unique_ptr<LocalCluster>> Start(LocalClusterOptions options);
   ~LocalCluster();  // Stop()
 
-  // Stops agents (they stop their pods with notice), then the server.
+  // Stops agents (they stop their pods with notice), then the server (the
+  // replicas, then etcd).
   void Stop();
 
+  // What --server takes: the server's URL, or every replica's, comma-separated.
   const std::string& url() const { return url_; }
   const std::string& admin_token() const { return admin_token_; }
   const std::string& agent_token() const { return agent_token_; }
@@ -79,6 +87,13 @@ class LocalCluster {
   // starts it again on the same store and port, waiting until it is ready.
   void KillServer(int sig);
   Status RestartServer();
+  // HA: the replica that leads now (its /readyz answers 200), or -1.
+  int leader() const;
+  pid_t replica_pid(size_t i) const { return i < replicas_.size() && replicas_[i] ? replicas_[i]->pid() : -1; }
+  const std::vector<std::string>& replica_urls() const { return urls_; }
+  // HA: signals replica i and reaps it / starts it again on its port.
+  void KillReplica(size_t i, int sig);
+  Status StartReplica(size_t i);
   // Appends "xid GPU CODE" to node i's fake-GPU control file.
   Status InjectXid(size_t i, int gpu, int xid);
 
@@ -94,6 +109,9 @@ class LocalCluster {
   Status WriteConfig();
   Status StartServer();
   Status StartAgent(size_t i);
+  Status StartEtcd();
+  // Waits until one replica leads.
+  Status WaitForLeader();
 
   LocalClusterOptions options_;
   std::string url_;
@@ -102,6 +120,13 @@ class LocalCluster {
   std::string agent_token_;
   std::unique_ptr<PodProcess> server_;
   std::vector<std::unique_ptr<PodProcess>> agents_;
+  // HA: the replicas' URLs and ports (urls_ is {url_} without HA), the
+  // replicas, the etcd members and the store they share.
+  std::vector<std::string> urls_;
+  std::vector<int> replica_ports_;
+  std::vector<std::unique_ptr<PodProcess>> replicas_;
+  std::vector<std::unique_ptr<PodProcess>> etcd_;
+  std::string etcd_store_url_;
 };
 
 }  // namespace tidal::agent

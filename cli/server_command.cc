@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <thread>
 
@@ -43,6 +44,18 @@ struct ServerFlags {
 // replica lost its leadership; a supervisor restarts it as a follower).
 constexpr int kExitDeposed = 3;
 
+// Binds, trying again for up to 5 s: a replica takes over its own port
+// from its follower server, or from its killed predecessor, whose sockets
+// the kernel may not have released yet.
+StatusOr<int> BindRetrying(const std::function<StatusOr<int>()>& bind) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (true) {
+    StatusOr<int> port = bind();
+    if (port.ok() || std::chrono::steady_clock::now() > end) return port;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
 // `tidal server --store etcd://...`: one replica of several (issue #13,
 // docs/operations.md "High availability"). Follows (serves only redirects,
 // keeps a warm copy of the store) until it wins the election, then leads on
@@ -72,7 +85,7 @@ int RunReplica(server::ServerConfig config, const std::pair<std::string, int>& l
   std::string advertise = advertise_flag;
   auto election_ptr = std::make_shared<std::unique_ptr<server::LeaderElection>>();
   server::FollowerApi follower([election_ptr] { return *election_ptr ? (*election_ptr)->leader_url() : ""; });
-  auto port = follower.Bind(listen.first, listen.second);
+  auto port = BindRetrying([&] { return follower.Bind(listen.first, listen.second); });
   if (!port.ok()) {
     std::cerr << "tidal server: " << port.status().message() << "\n";
     return 1;
@@ -138,7 +151,7 @@ int RunReplica(server::ServerConfig config, const std::pair<std::string, int>& l
     return 1;
   }
   server::HttpApi api(cp, cp.config().auth, cp.config());
-  if (auto bound = api.Bind(listen.first, *port); !bound.ok()) {
+  if (auto bound = BindRetrying([&] { return api.Bind(listen.first, *port); }); !bound.ok()) {
     std::cerr << "tidal server: " << bound.status().message() << "\n";
     (void)election.Resign();
     return 1;

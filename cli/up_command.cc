@@ -45,6 +45,7 @@ struct UpFlags {
   double surge_for_s = 60;
   bool surge_set = false;  // --surge-at-s or --surge-for-s given
   bool no_context = false;
+  int ha = 0;  // --ha N: N etcd members and N server replicas
 };
 
 // The CLI context `tidal up` makes current while it runs (cli/cli_config.h).
@@ -230,9 +231,11 @@ int RunUp(const UpFlags& f) {
   options.nodes = agent::DefaultLocalNodes(f.nodes, f.gpus_per_node);
   options.server_port = f.port;
   options.debug_idle_limit_s = 60;
+  options.ha_replicas = f.ha;
   const std::atomic<bool>& stop = agent::InstallStopSignals();
 
-  fmt::print("tidal up: starting a server and {} agents with {} fake GPUs each in {}\n", f.nodes,
+  fmt::print("tidal up: starting {} and {} agents with {} fake GPUs each in {}\n",
+             f.ha > 0 ? fmt::format("{} etcd members, {} server replicas", f.ha, f.ha) : "a server", f.nodes,
              f.gpus_per_node, options.work_dir);
   std::fflush(stdout);
   auto cluster = agent::LocalCluster::Start(options);
@@ -241,13 +244,16 @@ int RunUp(const UpFlags& f) {
     return 1;
   }
   const std::string url = (*cluster)->url();
+  // What a browser opens: the leader's address (with HA, one of the list).
+  const int leader = (*cluster)->leader();
+  const std::string one_url = f.ha > 0 && leader >= 0 ? (*cluster)->replica_urls()[leader] : url;
   const CliContext context{url, (*cluster)->admin_token()};
   const std::string config_path = f.no_context ? "" : WriteContext(context);
   fmt::print("tidal up: cluster ready\n"
              "  server:   {}  (what --server and TIDAL_SERVER take; the API is under /v1)\n"
              "  token:    {}  (admin)\n"
              "  dashboard: {}/  (log in with the token above)\n",
-             url, context.token, url);
+             url, context.token, one_url);
   if (!config_path.empty()) {
     fmt::print("  context:  '{}' in {} (removed on exit)\n"
                "  try:      {} list\n",
@@ -259,7 +265,16 @@ int RunUp(const UpFlags& f) {
   fmt::print("  metrics:  {}/metrics\n"
              "  logs:     {}/server.log, {}/node-*/agent.log, node-*/pods/*/stdout.log\n"
              "Ctrl-C stops everything.\n",
-             url, options.work_dir, options.work_dir);
+             one_url, options.work_dir, options.work_dir);
+  if (f.ha > 0) {
+    for (int i = 0; i < f.ha; ++i) {
+      fmt::print("  replica {}: {} pid {}{}  (log {}/server-{}.log)\n", i, (*cluster)->replica_urls()[i],
+                 (*cluster)->replica_pid(i), i == leader ? " leads" : " follows", options.work_dir, i);
+    }
+    fmt::print("  failover: kill -9 {} (the leader); another replica leads within seconds, and the agents, the\n"
+               "            CLI follow it (open the dashboard at the new leader's address)\n",
+               leader >= 0 ? (*cluster)->replica_pid(leader) : -1);
+  }
   std::fflush(stdout);
 
   std::unique_ptr<agent::PodProcess> loadgen;
@@ -325,6 +340,7 @@ int RunUp(const UpFlags& f) {
   // Every process group started here, directly or by an agent, to check
   // that none outlives the stop.
   std::set<pid_t> groups = {(*cluster)->server_pid()};
+  for (int i = 0; i < f.ha; ++i) groups.insert((*cluster)->replica_pid(i));
   for (size_t i = 0; i < options.nodes.size(); ++i) groups.insert((*cluster)->agent_pid(i));
   for (const json& pod : (*cluster)->LocalPods()) groups.insert(pod.value("pid", -1));
   if (loadgen) {
@@ -362,6 +378,10 @@ RegisterCommand reg([](CLI::App& root) {
   cmd->add_option("--port", flags->port, "Server port (0 = a free one)")->capture_default_str();
   cmd->add_option("--work-dir", flags->work_dir, "Where state and logs go (default /tmp/tidal-up-PID)");
   cmd->add_flag("--no-mix", flags->no_mix, "Start the cluster only; submit nothing");
+  cmd->add_option("--ha", flags->ha,
+                  "High availability: start N etcd members and N server replicas on them (2 to 7; needs "
+                  "Debian's etcd-server), so that killing the leader shows a failover")
+      ->check(CLI::Range(2, 7));
   cmd->add_flag("--no-context", flags->no_context,
                 "Leave the CLI config alone (by default a context 'up' points plain `tidal` commands "
                 "at this cluster while it runs)");

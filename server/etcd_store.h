@@ -55,7 +55,7 @@
 namespace tidal::server {
 
 struct EtcdStoreUrl {
-  std::vector<std::string> endpoints; // http://HOST:PORT
+  std::vector<std::string> endpoints;  // http://HOST:PORT
   std::string prefix = "/tidal";
   // Batches between base images (not in the URL: tests set it small).
   int64_t base_every = 2000;
@@ -65,13 +65,13 @@ struct EtcdStoreUrl {
 StatusOr<EtcdStoreUrl> ParseEtcdStoreUrl(std::string_view url);
 
 class EtcdStore final : public Store {
-public:
+ public:
   // An etcd request carries at most 1.5 MiB by default, base64 in JSON:
   // 768 KiB of bytes leaves room.
   static constexpr size_t kBatchBytes = 768 << 10;
 
   // Connects and loads the latest base image and every batch after it.
-  static StatusOr<std::unique_ptr<EtcdStore>> Open(const EtcdStoreUrl &url);
+  static StatusOr<std::unique_ptr<EtcdStore>> Open(const EtcdStoreUrl& url);
   ~EtcdStore() override;
 
   // Applies the batches written since the last call (a replica that does
@@ -85,8 +85,8 @@ public:
   // deposed, before any waiter is told.
   void OnDeposed(std::function<void()> callback);
 
-  const std::string &leader_key() const { return leader_key_; }
-  const EtcdStoreUrl &url() const { return url_; }
+  const std::string& leader_key() const { return leader_key_; }
+  const EtcdStoreUrl& url() const { return url_; }
   int64_t applied_batch() const;
 
   StatusOr<Recovered> Load() override;
@@ -94,33 +94,27 @@ public:
   Status WaitDurable(uint64_t seq) override;
   void WhenDurable(uint64_t seq, std::function<void(Status)> then) override;
   Status health() const override;
-  StatusOr<std::vector<AuditRow>> QueryAudit(const AuditQuery &query) override;
-  StatusOr<std::vector<JournalRow>> ReadJournal(int64_t after_seq,
-                                                int limit) override;
+  StatusOr<std::vector<AuditRow>> QueryAudit(const AuditQuery& query) override;
+  StatusOr<std::vector<JournalRow>> ReadJournal(int64_t after_seq, int limit) override;
   StatusOr<std::optional<SnapshotRow>> ReadSnapshot() override;
-  StatusOr<std::optional<std::string>>
-  ReadMeta(const std::string &key) override;
+  StatusOr<std::optional<std::string>> ReadMeta(const std::string& key) override;
   uint64_t commits() const override { return commits_.load(); }
-  uint64_t committed_mutations() const override {
-    return committed_mutations_.load();
-  }
+  uint64_t committed_mutations() const override { return committed_mutations_.load(); }
 
-private:
-  EtcdStore(EtcdStoreUrl url, std::unique_ptr<EtcdClient> client,
-            std::string cache_dir);
+ private:
+  EtcdStore(EtcdStoreUrl url, std::unique_ptr<EtcdClient> client, std::string cache_dir);
 
   std::string LogKey(int64_t n) const;
-  std::string PartKey(const char *kind, int64_t n, int64_t i) const;
+  std::string PartKey(const char* kind, int64_t n, int64_t i) const;
   // Reads a 'B'/'P' value (a part count means reading `kind` parts of n).
-  StatusOr<std::string> ReadBlob(const std::string &value, const char *kind,
-                                 int64_t n);
+  StatusOr<std::string> ReadBlob(const std::string& value, const char* kind, int64_t n);
   Status ApplyToCache(std::vector<Mutation> batch);
   Status LoadBase(int64_t n, int64_t parts, int64_t bytes);
-  Status WriteBatch(int64_t n, const std::string &blob);
+  Status WriteBatch(int64_t n, const std::string& blob);
   Status WriteBase(int64_t n);
   void WriterLoop();
-  void Fail(const Status &cause);
-  void SetTransient(const Status &cause);
+  void Fail(const Status& cause);
+  void SetTransient(const Status& cause);
 
   const EtcdStoreUrl url_;
   const std::string leader_key_;
@@ -139,21 +133,20 @@ private:
   std::multimap<uint64_t, std::function<void(Status)>> durable_waiters_;
   uint64_t enqueued_seq_ = 0;
   uint64_t durable_seq_ = 0;
-  int64_t applied_batch_ = 0; // the last batch in the local copy
-  int64_t base_batch_ = 0;    // the batch the latest base image follows
+  int64_t applied_batch_ = 0;  // the last batch in the local copy
+  int64_t base_batch_ = 0;     // the batch the latest base image follows
   int64_t fence_revision_ = 0;
   bool writing_ = false;
   bool stopping_ = false;
-  Status error_; // sticky: deposed, or the local copy failed
-  bool failing_ =
-      false;         // Fail() has begun; error_ is set once the callback ran
-  Status transient_; // etcd does not answer; cleared by the next write
+  Status error_;      // sticky: deposed, or the local copy failed
+  bool failing_ = false;  // Fail() began; error_ is set once on_deposed_ ran
+  Status transient_;  // etcd does not answer; cleared by the next write
   std::function<void()> on_deposed_;
   std::atomic<uint64_t> commits_{0};
   std::atomic<uint64_t> committed_mutations_{0};
   std::thread writer_;
 };
 
-} // namespace tidal::server
+}  // namespace tidal::server
 
-#endif // TIDAL_SERVER_ETCD_STORE_H_
+#endif  // TIDAL_SERVER_ETCD_STORE_H_

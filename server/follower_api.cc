@@ -13,6 +13,14 @@ FollowerApi::FollowerApi(std::function<std::string()> leader_url)
   // A few threads: every answer is a constant-size reply computed at once.
   server_->new_task_queue = [] { return new httplib::ThreadPool(4); };
   server_->set_read_timeout(5, 0);
+  // SO_REUSEADDR, not httplib's default SO_REUSEPORT: the API server that
+  // takes the port over when this replica is elected binds with
+  // SO_REUSEADDR, which the kernel lets through the TIME_WAIT connections
+  // left here only when they were SO_REUSEADDR too.
+  server_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   server_->set_payload_max_length(1 << 20);
   server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     const std::string leader = leader_url_();

@@ -520,7 +520,11 @@ StatusOr<int> HttpServer::Bind(const std::string& host, int port) {
   if (!ec) s.acceptor.set_option(net::socket_base::reuse_address(true), ec);
   if (!ec) s.acceptor.bind(endpoint, ec);
   if (!ec) s.acceptor.listen(net::socket_base::max_listen_connections, ec);
-  if (ec) return Unavailable(fmt::format("cannot bind {}:{}: {}", host, port, ec.message()));
+  if (ec) {
+    beast::error_code ignored;
+    s.acceptor.close(ignored);  // so that a caller may try again
+    return Unavailable(fmt::format("cannot bind {}:{}: {}", host, port, ec.message()));
+  }
   s.Accept();
   return static_cast<int>(s.acceptor.local_endpoint().port());
 }

@@ -21,26 +21,6 @@ int Rounds() {
   return n && std::atoi(n) >= 20 ? std::atoi(n) : 20;
 }
 
-// (node, gpu) pairs held by two live pods in one reading of the agents'
-// pods.json files; each one is a GPU bound twice.
-std::vector<std::string> DoublyBound(const json& pods) {
-  std::map<std::pair<std::string, int>, std::string> holder;
-  std::vector<std::string> twice;
-  for (const json& p : pods) {
-    const std::string phase = p.value("phase", "");
-    if (phase == "exited" || phase == "waiting_for_slot") continue;
-    const std::string who = fmt::format("{}/{}/{}", p["workload"].dump(), p["rank"].dump(), p["attempt"].dump());
-    for (const json& g : p["gpus"]) {
-      auto [it, fresh] = holder.emplace(std::make_pair(p["node"].get<std::string>(), g.get<int>()), who);
-      if (!fresh && it->second != who) {
-        twice.push_back(fmt::format("{} gpu {}: {} and {}", p["node"].get<std::string>(), g.get<int>(),
-                                    it->second, who));
-      }
-    }
-  }
-  return twice;
-}
-
 TEST_F(E2eTest, KillNineLoopLosesNoAcknowledgedSubmitAndBindsNoGpuTwice) {
   StartCluster(Nodes({"training", "training"}, 4), [](agent::LocalClusterOptions& o) {
     // A server down for a restart must not cost the nodes their lease.
