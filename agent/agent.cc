@@ -331,7 +331,7 @@ void Agent::ReportLoad(int64_t now_ms) {
   }
 }
 
-void Agent::Reconcile(const std::vector<PodSpec>& desired, int64_t now_ms) {
+void Agent::Reconcile(const std::vector<PodSpec>& desired, int64_t now_ms, uint64_t exits_before) {
   std::vector<PodEvent> events;
   std::set<PodKey> listed;
   // Local ranks: this workload's pods on this node, in rank order.
@@ -363,6 +363,10 @@ void Agent::Reconcile(const std::vector<PodSpec>& desired, int64_t now_ms) {
         }
         continue;
       }
+      if (auto d = delivered_exits_.find(spec.key); d != delivered_exits_.end()) {
+        if (d->second > exits_before) continue;  // a list older than the exit
+        delivered_exits_.erase(d);
+      }
       PodOptions options = BasePodOptions();
       options.pod_dir = PodDir(spec.key);
       options.checkpoint_dir = config_.checkpoint_root + "/" + spec.checkpoint_dir_key;
@@ -391,6 +395,9 @@ void Agent::Reconcile(const std::vector<PodSpec>& desired, int64_t now_ms) {
   }
   for (auto it = absent_stop_reported_.begin(); it != absent_stop_reported_.end();) {
     it = listed.count(*it) ? std::next(it) : absent_stop_reported_.erase(it);
+  }
+  for (auto it = delivered_exits_.begin(); it != delivered_exits_.end();) {
+    it = it->second <= exits_before && !listed.count(it->first) ? delivered_exits_.erase(it) : std::next(it);
   }
   for (auto it = pods_.begin(); it != pods_.end();) {
     if (listed.count(it->first)) {
@@ -442,6 +449,7 @@ void Agent::Heartbeat(int64_t now_ms, std::unique_lock<std::mutex>& lock) {
     registered_ = true;
   }
   const json body = HeartbeatBody();
+  const uint64_t exits_before = exits_delivered_;
   heartbeat_now_ = false;
   lock.unlock();
   auto reply = server_.Heartbeat(config_.name, body);
@@ -460,7 +468,7 @@ void Agent::Heartbeat(int64_t now_ms, std::unique_lock<std::mutex>& lock) {
     return;
   }
   if (decoded->lease_s) lease_.lease_s = *decoded->lease_s;
-  if (decoded->pods && !watching_) Reconcile(*decoded->pods, arrived_ms);
+  if (decoded->pods && !watching_) Reconcile(*decoded->pods, arrived_ms, exits_before);
 }
 
 void Agent::WatchPods(const std::function<bool()>& stop, Duration tick) {
@@ -472,9 +480,11 @@ void Agent::WatchPods(const std::function<bool()>& stop, Duration tick) {
   };
   while (!stop()) {
     bool registered = false;
+    uint64_t exits_before = 0;
     {
       std::lock_guard lock(mu_);
       registered = registered_;
+      exits_before = exits_delivered_;
       if (!registered) {
         watching_ = false;
         version.clear();
@@ -505,14 +515,15 @@ void Agent::WatchPods(const std::function<bool()>& stop, Duration tick) {
     }
     watching_ = true;
     version = list->version;
-    Reconcile(list->pods, WallClockMs());
+    Reconcile(list->pods, WallClockMs(), exits_before);
   }
 }
 
 // Every exit event is queued when the exit happens; once it is delivered
 // the server knows of the exit and stops listing the pod, so the pod is
-// forgotten: if the same rank is listed later, that is a new run, which
-// needs a fresh Pod. Events queued while a batch is in flight wait for the
+// forgotten: if a list asked for later names the same rank, that is a new
+// run, which needs a fresh Pod (delivered_exits_ keeps the lists in flight
+// meanwhile from starting it again). Events queued while a batch is in flight wait for the
 // next one (Tick goes on meanwhile).
 void Agent::SendEvents(std::unique_lock<std::mutex>& lock) {
   while (outbox_.size() > kMaxOutbox) outbox_.pop_front();
@@ -539,10 +550,15 @@ void Agent::SendEvents(std::unique_lock<std::mutex>& lock) {
                batch, sent.message());
   }
   outbox_.erase(outbox_.begin(), outbox_.begin() + static_cast<std::ptrdiff_t>(batch));
+  if (!exits.empty()) ++exits_delivered_;
   for (const PodKey& key : exits) {
     auto it = pods_.find(key);
-    if (it != pods_.end() && it->second.pod->phase() == Pod::Phase::kExited) pods_.erase(it);
+    if (it == pods_.end() || it->second.pod->phase() != Pod::Phase::kExited) continue;
+    pods_.erase(it);
+    delivered_exits_[key] = exits_delivered_;
   }
+  // Bounded: a server that never lists again leaves entries behind.
+  while (delivered_exits_.size() > kMaxOutbox) delivered_exits_.erase(delivered_exits_.begin());
 }
 
 void Agent::ShipLogs(std::unique_lock<std::mutex>& lock) {

@@ -17,7 +17,8 @@
 //   5. reads inference replicas' load endpoints and sends all pod events;
 //      events that fail to send are kept and resent, in order. Once its exit
 //      is delivered, an exited pod is forgotten: the server then stops
-//      listing it, and a later listing of the same rank is a new run.
+//      listing it, and a list asked for later that names the same rank is
+//      a new run (one that may predate the exit starts nothing).
 // The agent never restarts a pod on its own: restarts are the server's
 // decision, because a gang must restart whole.
 //
@@ -157,7 +158,10 @@ class Agent {
   // Uploads what the pods wrote to stdout/stderr since the last upload
   // (bounded per call); releases mu_ around the server call.
   void ShipLogs(std::unique_lock<std::mutex>& lock);
-  void Reconcile(const std::vector<PodSpec>& desired, int64_t now_ms);
+  // `exits_before`: exits_delivered_ when the list was asked for. A list
+  // asked for before an exit was delivered may predate it, so it does not
+  // start that pod again (see delivered_exits_).
+  void Reconcile(const std::vector<PodSpec>& desired, int64_t now_ms, uint64_t exits_before);
   // The pod watch loop (Run's third thread): one long-poll at a time, each
   // reply reconciled at once.
   void WatchPods(const std::function<bool()>& stop, Duration tick);
@@ -187,6 +191,14 @@ class Agent {
   std::map<PodKey, LocalPod> pods_;
   std::vector<LocalPod> retiring_;  // unlisted pods on their way out
   std::set<PodKey> absent_stop_reported_;
+  // Pods whose exit the server acknowledged, with exits_delivered_ after
+  // it. The pod watch runs beside the event sender, so a list the server
+  // computed just before it took an exit can arrive just after: such a list
+  // still names the pod, which must not run twice. A list asked for later
+  // is the server's word: naming the key again is a new run (a replaced
+  // replica keeps its rank), omitting it ends the entry.
+  std::map<PodKey, uint64_t> delivered_exits_;
+  uint64_t exits_delivered_ = 0;
   mutable int64_t next_pod_seq_ = 0;
   std::set<int> failed_gpus_;
   std::map<int, GpuFault> last_fault_;

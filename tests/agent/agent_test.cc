@@ -1,6 +1,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <atomic>
@@ -327,18 +328,17 @@ TEST_F(AgentTest, BusyPodsShowGpuUtilizationIdleOnesDoNot) {
   server_.pods = {TrainPod(0, {"sh", "-c", "while :; do :; done"}, {0}),
                   TrainPod(1, {"sleep", "30"}, {1})};
   ASSERT_TRUE(StepUntil([&] { return server_.PhaseEvents("running").size() == 2; }));
-  // Busy = at least 2% of a core over a 200 ms sample.
+  // Busy = at least 2% of a core over a 200 ms sample. A sample that
+  // covers a pod's start counts the start's own CPU (exec, the sanitizers'
+  // start-up), so the idle pod is judged in a later one.
   EXPECT_TRUE(StepUntil([&] {
+    bool busy = false, idle = false;
     for (const PodView& v : agent_->Pods()) {
-      if (v.key.rank == 0 && v.utilization > 0.5) return true;
+      if (v.key.rank == 0) busy = v.utilization > 0.5;
+      if (v.key.rank == 1) idle = v.utilization < 0.1;
     }
-    return false;
+    return busy && idle;
   }));
-  for (const PodView& v : agent_->Pods()) {
-    if (v.key.rank == 1) {
-      EXPECT_LT(v.utilization, 0.1);
-    }
-  }
   // The next heartbeat carries the sample just taken.
   const size_t sent = server_.heartbeats.size();
   ASSERT_TRUE(StepUntil([&] { return server_.heartbeats.size() > sent; }));
@@ -561,6 +561,91 @@ TEST_F(AgentTest, AServerWithoutThePodWatchIsAskedOnceAndHeartbeatsCarryThePods)
   loop.join();
   std::lock_guard lock(server.mu);
   EXPECT_EQ(server.watches, 1);
+}
+
+// The pod watch and the event sender run side by side: a watch reply the
+// server computed just before it took a pod's exit can arrive just after
+// the agent delivered it. The fake answers the second watch with such a
+// stale list (the pod still named), once the exit is delivered; the agent
+// must not start the pod a second time. The third list, asked for after the
+// exit, omits the pod; the fourth names it again: a new run (the job was
+// placed here again), which does start.
+class StaleWatchServer final : public ControlPlane {
+ public:
+  StatusOr<Lease> Register(const json&) override { return Lease{30, 5}; }
+  StatusOr<json> Heartbeat(const std::string&, const json&) override {
+    std::lock_guard lock(mu);
+    // The sync thread heartbeats before it sends events: one after the
+    // exit comes once the agent has forgotten the pod.
+    if (exited > 0) ++heartbeats_after_exit;
+    cv.notify_all();
+    return protocol::HeartbeatReplyToJson({30, std::nullopt});
+  }
+  StatusOr<json> WatchPods(const std::string&, const std::string& version, Duration) override {
+    std::unique_lock lock(mu);
+    const int call = ++watches;
+    if (call == 2) cv.wait(lock, [&] { return heartbeats_after_exit > 0 || cancelled; });
+    // Time for a wrongly started second run to show (its "running" event),
+    // before the list that would retire it.
+    if (call == 3) cv.wait(lock, [&] { return started > 1 || heartbeats_after_exit > 5 || cancelled; });
+    if (call >= 5) {
+      // Nothing changes any more: a long poll that ends with the test.
+      cv.wait(lock, [&] { return cancelled; });
+      return protocol::PodAssignmentListToJson({{}, version});
+    }
+    std::vector<PodSpec> pods;
+    if (call != 3) pods = {pod};
+    return protocol::PodAssignmentListToJson({pods, std::to_string(call)});
+  }
+  void CancelWatch() override {
+    std::lock_guard lock(mu);
+    cancelled = true;
+    cv.notify_all();
+  }
+  Status ReportEvents(const std::string&, const json& body) override {
+    auto batch = protocol::PodEventBatchFromJson(body);
+    EXPECT_TRUE(batch.ok()) << batch.status().ToString();
+    if (!batch.ok()) return batch.status();
+    std::lock_guard lock(mu);
+    for (const PodEvent& e : batch->events) {
+      if (e.phase == "running") ++started;
+      if (e.phase == "exited") ++exited;
+    }
+    cv.notify_all();
+    return Status::Ok();
+  }
+
+  std::mutex mu;
+  std::condition_variable cv;
+  PodSpec pod = TrainPod(0, {"true"}, {0});
+  int watches = 0;
+  int started = 0;
+  int exited = 0;
+  int heartbeats_after_exit = 0;
+  bool cancelled = false;
+};
+
+TEST_F(AgentTest, AWatchListOlderThanADeliveredExitDoesNotStartThePodAgain) {
+  agent_.reset();
+  StaleWatchServer server;
+  Agent agent(config_, *probe_, server);
+  ASSERT_TRUE(agent.Start(WallClockMs()).ok());
+  std::atomic<bool> stop{false};
+  std::thread loop([&] { agent.Run([&] { return stop.load(); }, milliseconds(20)); });
+  // The fifth watch is asked for once the fourth list was reconciled, and
+  // the second exit follows the fourth list's run.
+  const bool done = WaitUntil([&] {
+    std::lock_guard lock(server.mu);
+    return server.watches >= 5 && server.exited >= 2;
+  }, milliseconds(10000));
+  stop = true;
+  loop.join();
+  ASSERT_TRUE(done);
+  std::lock_guard lock(server.mu);
+  // 2 runs: the first list's and the fourth's; none from the stale second
+  // (which would make 3).
+  EXPECT_EQ(server.started, 2);
+  EXPECT_EQ(server.exited, 2);
 }
 
 }  // namespace
