@@ -387,6 +387,7 @@ Status LocalCluster::StartEtcd() {
   etcd_store_url_ = "etcd://";
   for (int i = 0; i < members; ++i) {
     const auto [client, peer] = ports[i];
+    etcd_client_ports_.push_back(client);
     etcd_store_url_ += fmt::format("{}127.0.0.1:{}", i ? "," : "", client);
     const std::string dir = fmt::format("{}/etcd/e{}", options_.work_dir, i);
     std::error_code ec;
@@ -457,6 +458,20 @@ int LocalCluster::leader() const {
   return -1;
 }
 
+void LocalCluster::SignalEtcdMember(size_t i, int sig) {
+  if (i < etcd_.size() && etcd_[i]) etcd_[i]->SignalGroup(sig);
+}
+
+int LocalCluster::etcd_leader() const {
+  for (size_t i = 0; i < etcd_client_ports_.size(); ++i) {
+    auto metrics = HttpGet("127.0.0.1", etcd_client_ports_[i], "/metrics", milliseconds(500), size_t{4} << 20);
+    if (metrics.ok() && metrics->body.find("\netcd_server_is_leader 1") != std::string::npos) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
 void LocalCluster::KillReplica(size_t i, int sig) {
   if (i >= replicas_.size() || !replicas_[i]) return;
   replicas_[i]->SignalGroup(sig);
@@ -490,7 +505,10 @@ void LocalCluster::Stop() {
   }
   for (auto* group : {&replicas_, &etcd_}) {
     for (auto& p : *group) {
-      if (p && !p->Poll()) p->SignalGroup(SIGTERM);
+      if (p && !p->Poll()) {
+        p->SignalGroup(SIGTERM);
+        p->SignalGroup(SIGCONT);  // an etcd member a test paused
+      }
     }
     for (auto& p : *group) {
       if (p && !WaitExit(*p, seconds(10))) p->SignalGroup(SIGKILL);

@@ -94,6 +94,12 @@ class LocalCluster {
   // HA: signals replica i and reaps it / starts it again on its port.
   void KillReplica(size_t i, int sig);
   Status StartReplica(size_t i);
+  // HA: signals etcd member i's process group (SIGSTOP: the member stops
+  // answering, as behind a partition; SIGCONT: it answers again).
+  void SignalEtcdMember(size_t i, int sig);
+  size_t etcd_members() const { return etcd_.size(); }
+  // HA: the etcd member that is Raft leader now (etcd_server_is_leader), or -1.
+  int etcd_leader() const;
   // Appends "xid GPU CODE" to node i's fake-GPU control file.
   Status InjectXid(size_t i, int gpu, int xid);
 
@@ -126,6 +132,7 @@ class LocalCluster {
   std::vector<int> replica_ports_;
   std::vector<std::unique_ptr<PodProcess>> replicas_;
   std::vector<std::unique_ptr<PodProcess>> etcd_;
+  std::vector<int> etcd_client_ports_;
   std::string etcd_store_url_;
 };
 

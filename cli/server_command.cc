@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <mutex>
 #include <thread>
 
 #include <CLI/CLI.hpp>
@@ -40,9 +41,7 @@ struct ServerFlags {
   std::string advertise;
 };
 
-// Exit codes: 0 stopped by a signal, 1 failed, 2 bad input, 3 deposed (a
-// replica lost its leadership; a supervisor restarts it as a follower).
-constexpr int kExitDeposed = 3;
+// Exit codes: 0 stopped by a signal, 1 failed, 2 bad input.
 
 // Binds, trying again for up to 5 s: a replica takes over its own port
 // from its follower server, or from its killed predecessor, whose sockets
@@ -56,82 +55,20 @@ StatusOr<int> BindRetrying(const std::function<StatusOr<int>()>& bind) {
   }
 }
 
-// `tidal server --store etcd://...`: one replica of several (issue #13,
-// docs/operations.md "High availability"). Follows (serves only redirects,
-// keeps a warm copy of the store) until it wins the election, then leads on
-// the same address until a signal, or until it finds itself deposed.
-int RunReplica(server::ServerConfig config, const std::pair<std::string, int>& listen,
-               const std::string& advertise_flag, sigset_t signals) {
-  auto url = server::ParseEtcdStoreUrl(config.store);
-  if (!url.ok()) {
-    std::cerr << "tidal server: " << url.status().message() << "\n";
-    return 2;
-  }
-  if (!config.tls_cert_file.empty()) {
-    std::cerr << "tidal server: TLS with --store etcd:// is not supported yet; put a TLS proxy in front\n";
-    return 2;
-  }
-  auto opened = server::EtcdStore::Open(*url);
-  if (!opened.ok()) {
-    std::cerr << "tidal server: " << opened.status().message() << "\n";
-    return 1;
-  }
-  std::unique_ptr<server::EtcdStore> store = std::move(opened).value();
-  auto election_client = server::EtcdClient::Create(url->endpoints, std::chrono::milliseconds(1000));
-  if (!election_client.ok()) {
-    std::cerr << "tidal server: " << election_client.status().message() << "\n";
-    return 2;
-  }
-  std::string advertise = advertise_flag;
-  auto election_ptr = std::make_shared<std::unique_ptr<server::LeaderElection>>();
-  server::FollowerApi follower([election_ptr] { return *election_ptr ? (*election_ptr)->leader_url() : ""; });
-  auto port = BindRetrying([&] { return follower.Bind(listen.first, listen.second); });
-  if (!port.ok()) {
-    std::cerr << "tidal server: " << port.status().message() << "\n";
-    return 1;
-  }
-  if (advertise.empty()) {
-    std::string host = listen.first;
-    if (host.empty() || host == "0.0.0.0") {
-      char name[256] = {};
-      gethostname(name, sizeof(name) - 1);
-      host = name;
-    }
-    advertise = fmt::format("http://{}:{}", host, *port);
-  }
-  *election_ptr = std::make_unique<server::LeaderElection>(std::move(election_client).value(), store->leader_key(),
-                                                          advertise);
-  server::LeaderElection& election = **election_ptr;
-  std::printf("tidal server listening on http://%s:%d (store %s, following until elected; advertised as %s)\n",
-              listen.first.c_str(), *port, config.store.c_str(), advertise.c_str());
-  std::fflush(stdout);
-  std::thread follower_thread([&] { follower.Serve(); });
-  // Follow: look for the leader key every 100 ms (the wait for a signal is
-  // the pause), and keep the copy of the store warm meanwhile.
-  const timespec kPoll = {0, 100'000'000};
-  std::string last_problem;
-  while (true) {
-    if (sigtimedwait(&signals, nullptr, &kPoll) > 0) {
-      follower.Stop();
-      follower_thread.join();
-      return 0;
-    }
-    auto won = election.TryAcquire();
-    Status problem = won.ok() ? Status::Ok() : won.status();
-    if (won.ok() && *won) break;
-    if (problem.ok()) problem = store->CatchUp();
-    if (!problem.ok() && problem.message() != last_problem) {
-      std::fprintf(stderr, "tidal server: following: %s\n", problem.message().c_str());
-    }
-    last_problem = problem.ok() ? "" : problem.message();
-  }
-  follower.Stop();
-  follower_thread.join();
+// How one term of leadership ended.
+enum class Term { kSignalled, kDeposed, kFailed };
+
+// Leads on `port` with `store` until a signal, or until the replica finds
+// itself deposed (a write failed its fence, or the lease could not be
+// renewed for a whole TTL: etcd lost quorum, or cut this replica off).
+Term Lead(const server::ServerConfig& config, std::unique_ptr<server::EtcdStore> store,
+          server::LeaderElection& election, const std::string& host, int port, const std::string& advertise,
+          const sigset_t& signals) {
   const auto elected = std::chrono::steady_clock::now();
   if (Status s = store->StartWriting(election.fence_revision()); !s.ok()) {
     std::cerr << "tidal server: elected, but cannot take over the store: " << s.message() << "\n";
     (void)election.Resign();
-    return 1;
+    return Term::kDeposed;  // follow again: another replica may do better
   }
   std::atomic<bool> deposed{false};
   server::HttpApi* api_ptr = nullptr;
@@ -143,18 +80,17 @@ int RunReplica(server::ServerConfig config, const std::pair<std::string, int>& l
   };
   store->OnDeposed(step_down);
   server::SystemClock clock;
-  const std::string store_name = config.store;
-  server::ControlPlane cp(std::move(config), std::move(store), clock);
+  server::ControlPlane cp(config, std::move(store), clock);
   if (Status s = cp.Recover(); !s.ok()) {
     std::cerr << "tidal server: recovery failed: " << s.message() << "\n";
     (void)election.Resign();
-    return 1;
+    return Term::kFailed;
   }
   server::HttpApi api(cp, cp.config().auth, cp.config());
-  if (auto bound = BindRetrying([&] { return api.Bind(listen.first, *port); }); !bound.ok()) {
+  if (auto bound = BindRetrying([&] { return api.Bind(host, port); }); !bound.ok()) {
     std::cerr << "tidal server: " << bound.status().message() << "\n";
     (void)election.Resign();
-    return 1;
+    return Term::kFailed;
   }
   {
     std::lock_guard lock(api_mu);
@@ -178,29 +114,144 @@ int RunReplica(server::ServerConfig config, const std::pair<std::string, int>& l
       if (ttl.ok() && *ttl > 0) {
         last_renewed = std::chrono::steady_clock::now();
       } else if ((ttl.ok() && *ttl == 0) || std::chrono::steady_clock::now() - last_renewed > election.ttl()) {
-        std::fprintf(stderr, "tidal server: lost the leadership (%s); stopping\n",
+        std::fprintf(stderr, "tidal server: lost the leadership (%s); following again\n",
                      ttl.ok() ? "the lease is gone" : ttl.status().message().c_str());
         step_down();
         return;
       }
     }
   });
+  std::atomic<bool> signalled{false};
   std::thread stopper([&] {
     int sig = 0;
     sigwait(&signals, &sig);
+    if (!deposed) signalled = true;
     api.Stop();
   });
   api.Serve();
   stopping = true;
   cp.StopLoop();
   renewer.join();
-  pthread_kill(stopper.native_handle(), SIGTERM);
+  // Wake the stopper if Serve() ended on its own (deposed).
+  if (!signalled) pthread_kill(stopper.native_handle(), SIGTERM);
   stopper.join();
-  if (deposed) return kExitDeposed;
-  // A clean stop hands over at once instead of after the lease's TTL.
-  (void)election.Resign();
-  std::printf("tidal server: stopped leading (store %s)\n", store_name.c_str());
-  return 0;
+  if (signalled) {
+    // A clean stop hands over at once instead of after the lease's TTL.
+    (void)election.Resign();
+    std::printf("tidal server: stopped leading (store %s)\n", config.store.c_str());
+    return Term::kSignalled;
+  }
+  return Term::kDeposed;
+}
+
+// `tidal server --store etcd://...`: one replica of several (issue #13,
+// docs/operations.md "High availability"). Follows (serves only redirects,
+// keeps a warm copy of the store) until it wins the election, then leads on
+// the same address until a signal. A replica deposed while leading (etcd
+// lost quorum, or a partition cut it off) follows again, so the replicas
+// elect a leader by themselves once etcd answers.
+int RunReplica(const server::ServerConfig& config, const std::pair<std::string, int>& listen,
+               const std::string& advertise_flag, sigset_t signals) {
+  auto url = server::ParseEtcdStoreUrl(config.store);
+  if (!url.ok()) {
+    std::cerr << "tidal server: " << url.status().message() << "\n";
+    return 2;
+  }
+  if (!config.tls_cert_file.empty()) {
+    std::cerr << "tidal server: TLS with --store etcd:// is not supported yet; put a TLS proxy in front\n";
+    return 2;
+  }
+  auto election_client = server::EtcdClient::Create(url->endpoints, std::chrono::milliseconds(1000));
+  if (!election_client.ok()) {
+    std::cerr << "tidal server: " << election_client.status().message() << "\n";
+    return 2;
+  }
+  // What the follower tells clients: the leader, or why there is none.
+  std::mutex view_mu;
+  server::FollowerView view;
+  server::LeaderElection* election_ptr = nullptr;
+  auto current_view = [&] {
+    std::lock_guard lock(view_mu);
+    server::FollowerView v = view;
+    if (v.problem.empty() && election_ptr) v.leader_url = election_ptr->leader_url();
+    return v;
+  };
+  std::unique_ptr<server::LeaderElection> election;
+  std::string advertise = advertise_flag;
+  int port = listen.second;
+  const timespec kPoll = {0, 100'000'000};
+  while (true) {
+    server::FollowerApi follower(current_view);
+    auto bound = BindRetrying([&] { return follower.Bind(listen.first, port); });
+    if (!bound.ok()) {
+      std::cerr << "tidal server: " << bound.status().message() << "\n";
+      return 1;
+    }
+    if (!election) {
+      port = *bound;
+      if (advertise.empty()) {
+        std::string host = listen.first;
+        if (host.empty() || host == "0.0.0.0") {
+          char name[256] = {};
+          gethostname(name, sizeof(name) - 1);
+          host = name;
+        }
+        advertise = fmt::format("http://{}:{}", host, port);
+      }
+      election = std::make_unique<server::LeaderElection>(std::move(election_client).value(),
+                                                          server::EtcdStore::LeaderKey(*url), advertise);
+      std::lock_guard lock(view_mu);
+      election_ptr = election.get();
+      std::printf("tidal server listening on http://%s:%d (store %s, following until elected; advertised as %s)\n",
+                  listen.first.c_str(), port, config.store.c_str(), advertise.c_str());
+      std::fflush(stdout);
+    }
+    std::thread follower_thread([&] { follower.Serve(); });
+    // Follow: open the store (a fresh local copy, caught up), look for the
+    // leader key every 100 ms (the wait for a signal is the pause), and keep
+    // the copy warm meanwhile.
+    std::unique_ptr<server::EtcdStore> store;
+    std::string last_problem;
+    bool signalled = false;
+    while (true) {
+      if (sigtimedwait(&signals, nullptr, &kPoll) > 0) {
+        signalled = true;
+        break;
+      }
+      Status problem = Status::Ok();
+      if (!store) {
+        auto opened = server::EtcdStore::Open(*url);
+        if (opened.ok()) {
+          store = std::move(opened).value();
+        } else {
+          problem = opened.status();
+        }
+      }
+      if (store) {
+        auto won = election->TryAcquire();
+        if (won.ok() && *won) break;
+        problem = won.ok() ? store->CatchUp() : won.status();
+      }
+      if (!problem.ok() && problem.message() != last_problem) {
+        std::fprintf(stderr, "tidal server: following: %s\n", problem.message().c_str());
+      }
+      last_problem = problem.ok() ? "" : problem.message();
+      std::lock_guard lock(view_mu);
+      view.problem = last_problem;
+    }
+    follower.Stop();
+    follower_thread.join();
+    if (signalled) return 0;
+    {
+      std::lock_guard lock(view_mu);
+      view.problem.clear();
+    }
+    switch (Lead(config, std::move(store), *election, listen.first, port, advertise, signals)) {
+      case Term::kSignalled: return 0;
+      case Term::kFailed: return 1;
+      case Term::kDeposed: break;
+    }
+  }
 }
 
 int RunServer(const ServerFlags& flags) {

@@ -79,7 +79,7 @@ StatusOr<EtcdStoreUrl> ParseEtcdStoreUrl(std::string_view url) {
 
 EtcdStore::EtcdStore(EtcdStoreUrl url, std::unique_ptr<EtcdClient> client, std::string cache_dir)
     : url_(std::move(url)),
-      leader_key_(url_.prefix + "/leader"),
+      leader_key_(LeaderKey(url_)),
       client_(std::move(client)),
       cache_dir_(std::move(cache_dir)),
       cache_path_(cache_dir_ + "/cache.db") {}

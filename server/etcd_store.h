@@ -86,6 +86,8 @@ class EtcdStore final : public Store {
   void OnDeposed(std::function<void()> callback);
 
   const std::string& leader_key() const { return leader_key_; }
+  // P/leader: the election's key, which every write is fenced on.
+  static std::string LeaderKey(const EtcdStoreUrl& url) { return url.prefix + "/leader"; }
   const EtcdStoreUrl& url() const { return url_; }
   int64_t applied_batch() const;
 

@@ -8,8 +8,8 @@
 
 namespace tidal::server {
 
-FollowerApi::FollowerApi(std::function<std::string()> leader_url)
-    : leader_url_(std::move(leader_url)), server_(std::make_unique<httplib::Server>()) {
+FollowerApi::FollowerApi(std::function<FollowerView()> view)
+    : view_(std::move(view)), server_(std::make_unique<httplib::Server>()) {
   // A few threads: every answer is a constant-size reply computed at once.
   server_->new_task_queue = [] { return new httplib::ThreadPool(4); };
   server_->set_read_timeout(5, 0);
@@ -23,15 +23,22 @@ FollowerApi::FollowerApi(std::function<std::string()> leader_url)
   });
   server_->set_payload_max_length(1 << 20);
   server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    const std::string leader = leader_url_();
+    const FollowerView view = view_();
+    const std::string& leader = view.leader_url;
     if (req.path == "/healthz") {
       res.set_content(fmt::format("following {}\n", leader.empty() ? "(no leader yet)" : leader), "text/plain");
       return httplib::Server::HandlerResponse::Handled;
     }
     protocol::NotLeaderReply reply;
     reply.leader_url = leader;
-    reply.message = leader.empty() ? "this replica does not lead, and no replica leads yet (an election is on); retry"
-                                   : fmt::format("this replica does not lead; the leader is {}", leader);
+    if (!view.problem.empty()) {
+      reply.message = fmt::format(
+          "no replica can lead: {}; the API and scheduling resume by themselves when etcd answers", view.problem);
+    } else if (leader.empty()) {
+      reply.message = "this replica does not lead, and no replica leads yet (an election is on); retry";
+    } else {
+      reply.message = fmt::format("this replica does not lead; the leader is {}", leader);
+    }
     res.status = 503;
     if (!reply.leader_url.empty()) res.set_header(protocol::kLeaderHeader, reply.leader_url);
     res.set_header("Retry-After", "1");

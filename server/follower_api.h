@@ -1,9 +1,10 @@
 // What a `tidal server` replica that does not lead serves on its address
 // (issue #13): GET /healthz answers 200 "following <leader>", and every other
 // request 503 with protocol::NotLeaderReply naming the leader, so agents and
-// the CLI go there (protocol/leader_redirect.h). It holds no state, so it
-// never answers with stale data. When the replica wins an election it stops
-// this server and serves the real API on the same port.
+// the CLI go there (protocol/leader_redirect.h), or, while the replica cannot
+// tell (etcd does not answer), saying why. It holds no state, so it never
+// answers with stale data. When the replica wins an election it stops this
+// server and serves the real API on the same port.
 #ifndef TIDAL_SERVER_FOLLOWER_API_H_
 #define TIDAL_SERVER_FOLLOWER_API_H_
 
@@ -19,10 +20,15 @@ class Server;
 
 namespace tidal::server {
 
+struct FollowerView {
+  std::string leader_url;  // "" while no replica leads
+  std::string problem;     // why the replica cannot follow ("" = it can)
+};
+
 class FollowerApi {
  public:
-  // `leader_url` is asked per request: "" while no replica leads.
-  explicit FollowerApi(std::function<std::string()> leader_url);
+  // `view` is asked per request.
+  explicit FollowerApi(std::function<FollowerView()> view);
   ~FollowerApi();
   // The port bound (`port` 0 = any free one).
   StatusOr<int> Bind(const std::string& host, int port);
@@ -31,7 +37,7 @@ class FollowerApi {
   void Stop();
 
  private:
-  const std::function<std::string()> leader_url_;
+  const std::function<FollowerView()> view_;
   std::unique_ptr<httplib::Server> server_;
 };
 
