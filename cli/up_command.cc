@@ -263,9 +263,9 @@ int RunUp(const UpFlags& f) {
                options.tidal_binary);
   }
   fmt::print("  metrics:  {}/metrics\n"
-             "  logs:     {}/server.log, {}/node-*/agent.log, node-*/pods/*/stdout.log\n"
+             "  logs:     {}/{}, {}/node-*/agent.log, node-*/pods/*/stdout.log\n"
              "Ctrl-C stops everything.\n",
-             one_url, options.work_dir, options.work_dir);
+             one_url, options.work_dir, f.ha > 0 ? "server-*.log, etcd/e*/etcd.log" : "server.log", options.work_dir);
   if (f.ha > 0) {
     for (int i = 0; i < f.ha; ++i) {
       fmt::print("  replica {}: {} pid {}{}  (log {}/server-{}.log)\n", i, (*cluster)->replica_urls()[i],

@@ -21,16 +21,24 @@
 namespace tidal::e2e {
 namespace {
 
-TEST_F(E2eTest, HaFailoverLosesNothingAndKeepsPodsRunning) {
-  if (access("/usr/bin/etcd", X_OK) != 0) {
-    if (testing::EtcdRequired()) FAIL() << "etcd is not installed (TIDAL_REQUIRE_ETCD=1)";
-    GTEST_SKIP() << "etcd is not installed (scripts/install-deps.sh --test installs Debian's etcd-server)";
+class HaE2eTest : public E2eTest {
+ protected:
+  // Three etcd members, three replicas, two agents with 4 GPUs each.
+  void StartHaCluster() {
+    if (access("/usr/bin/etcd", X_OK) != 0) {
+      if (testing::EtcdRequired()) FAIL() << "etcd is not installed (TIDAL_REQUIRE_ETCD=1)";
+      GTEST_SKIP() << "etcd is not installed (scripts/install-deps.sh --test installs Debian's etcd-server)";
+    }
+    StartCluster(Nodes({"training", "training"}, 4), [](agent::LocalClusterOptions& o) {
+      o.ha_replicas = 3;
+      // Failover must not cost the nodes their lease.
+      o.node_lease_s = 10;
+    });
   }
-  StartCluster(Nodes({"training", "training"}, 4), [](agent::LocalClusterOptions& o) {
-    o.ha_replicas = 3;
-    // Failover must not cost the nodes their lease.
-    o.node_lease_s = 10;
-  });
+};
+
+TEST_F(HaE2eTest, FailoverLosesNothingAndKeepsPodsRunning) {
+  StartHaCluster();
   if (!cluster_) return;
   const std::string trainer = Examples() + "/trainer";
   // A job that runs through every failover.
@@ -167,15 +175,8 @@ TEST_F(E2eTest, HaFailoverLosesNothingAndKeepsPodsRunning) {
 // itself, submits land and are placed, and the pod that ran throughout
 // still runs. Members are paused with SIGSTOP, as a partition would cut
 // them off, and resumed with SIGCONT.
-TEST_F(E2eTest, HaLosingAnEtcdMemberChangesNothingAndLosingQuorumPausesUntilItReturns) {
-  if (access("/usr/bin/etcd", X_OK) != 0) {
-    if (testing::EtcdRequired()) FAIL() << "etcd is not installed (TIDAL_REQUIRE_ETCD=1)";
-    GTEST_SKIP() << "etcd is not installed (scripts/install-deps.sh --test installs Debian's etcd-server)";
-  }
-  StartCluster(Nodes({"training", "training"}, 4), [](agent::LocalClusterOptions& o) {
-    o.ha_replicas = 3;
-    o.node_lease_s = 10;
-  });
+TEST_F(HaE2eTest, LosingAnEtcdMemberChangesNothingAndLosingQuorumPausesUntilItReturns) {
+  StartHaCluster();
   if (!cluster_) return;
   const std::string trainer = Examples() + "/trainer";
   auto job = [&](const std::string& name, int steps) {
