@@ -6,7 +6,11 @@
 //
 //   build/bench/submit_benchmark [--tidal build/tidal] [--clients 64] [--seconds 10]
 //                                [--interval-ms 1000 | --server-defaults 1]
-//                                [--idle N] [--slowloris N]
+//                                [--idle N] [--slowloris N] [--store etcd://...]
+//
+// --store etcd://H:P,...?prefix=/P runs the server as the one replica on an
+// etcd cluster (a prefix of its own per run: the store must be empty); a
+// 201 then means the submit is in etcd, on a majority of its members.
 //
 // --interval-ms sets both schedule_interval_ms and min_pass_gap_ms (a pass
 // at most once a second by default); --server-defaults 1 leaves them and
@@ -104,6 +108,7 @@ int main(int argc, char** argv) {
   int interval_ms = 1000;  // scheduling loop timer (and minimum gap)
   bool server_defaults = false;
   int idle = 0, slowloris = 0;
+  std::string store;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--tidal") tidal = argv[i + 1];
@@ -113,11 +118,12 @@ int main(int argc, char** argv) {
     if (a == "--server-defaults") server_defaults = std::atoi(argv[i + 1]) != 0;
     if (a == "--idle") idle = std::atoi(argv[i + 1]);
     if (a == "--slowloris") slowloris = std::atoi(argv[i + 1]);
+    if (a == "--store") store = argv[i + 1];
   }
   char tmpl[] = "/tmp/tidal-submit-bench-XXXXXX";
   const std::string dir = mkdtemp(tmpl);
   std::ofstream config(dir + "/server.yaml");
-  config << "store: sqlite:" << dir << "/tidal.db\n";
+  config << "store: '" << (store.empty() ? "sqlite:" + dir + "/tidal.db" : store) << "'\n";
   if (!server_defaults) {
     config << "schedule_interval_ms: " << interval_ms << "\nmin_pass_gap_ms: " << interval_ms
            << "\nhttp_threads: " << clients + 8 << "\n";
@@ -145,6 +151,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   const int port = std::atoi(line.c_str() + at + 10);
+  // A replica on etcd follows until it wins the election.
+  for (int i = 0; i < 300; ++i) {
+    httplib::Client c("127.0.0.1", port);
+    auto r = c.Get("/readyz");
+    if (r && r->status == 200) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   // Every node registers, as its agent would (an unregistered node is not
   // ready and takes no work), so passes place work as in production.
   {
