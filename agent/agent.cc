@@ -523,8 +523,8 @@ void Agent::WatchPods(const std::function<bool()>& stop, Duration tick) {
 // the server knows of the exit and stops listing the pod, so the pod is
 // forgotten: if a list asked for later names the same rank, that is a new
 // run, which needs a fresh Pod (delivered_exits_ keeps the lists in flight
-// meanwhile from starting it again). Events queued while a batch is in flight wait for the
-// next one (Tick goes on meanwhile).
+// meanwhile from starting it again). Events queued while a batch is in
+// flight wait for the next one (Tick goes on meanwhile).
 void Agent::SendEvents(std::unique_lock<std::mutex>& lock) {
   while (outbox_.size() > kMaxOutbox) outbox_.pop_front();
   if (outbox_.empty()) return;

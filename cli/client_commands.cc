@@ -49,6 +49,8 @@ struct ClientFlags {
   std::string token;
   std::string ca_file;
   std::string output = "table";
+  // Reads may come from a follower's copy (protocol/leader_redirect.h).
+  bool stale = false;
   bool wide() const { return output == "wide"; }
 };
 
@@ -192,6 +194,7 @@ std::string Call(const ClientFlags& f, const std::string& method, const std::str
   }
   httplib::Headers headers = extra;
   if (!target.token.empty()) headers.emplace("Authorization", "Bearer " + target.token);
+  if (f.stale && method == "GET") headers.emplace(protocol::kConsistencyHeader, protocol::kConsistencyStale);
   std::vector<bool> tried(servers.size(), false);
   std::vector<std::string> failures;  // "URL: why", one per replica that did not lead
   std::string leader;                 // the one the last replica named
@@ -434,6 +437,9 @@ void AddCommon(CLI::App* cmd, const std::shared_ptr<ClientFlags>& f) {
                   "ca_file in the config file; default: the system's CAs)");
   cmd->add_option("-o,--output", f->output, "table, wide (more columns), json or yaml")
       ->check(CLI::IsMember({"table", "wide", "json", "yaml"}));
+  cmd->add_flag("--stale", f->stale,
+                "Reads may be answered by any replica, from a copy up to a few seconds old (the leader's "
+                "load stays off them; explain and logs still go to the leader)");
 }
 
 // Runs `body`, turning a failure into one line on stderr and exit 1; a

@@ -19,7 +19,7 @@
 #include "cli/command_registry.h"
 #include "server/control_plane.h"
 #include "server/etcd_store.h"
-#include "server/follower_api.h"
+#include "server/follower_reads.h"
 #include "server/leader_election.h"
 #include "server/http_api.h"
 #include "server/server_config.h"
@@ -40,8 +40,6 @@ struct ServerFlags {
   std::string tls_key_file;
   std::string advertise;
 };
-
-// Exit codes: 0 stopped by a signal, 1 failed, 2 bad input.
 
 // Binds, trying again for up to 5 s: a replica takes over its own port
 // from its follower server, or from its killed predecessor, whose sockets
@@ -180,9 +178,13 @@ int RunReplica(const server::ServerConfig& config, const std::pair<std::string, 
   std::string advertise = advertise_flag;
   int port = listen.second;
   const timespec kPoll = {0, 100'000'000};
+  server::SystemClock clock;
   while (true) {
-    server::FollowerApi follower(current_view);
-    auto bound = BindRetrying([&] { return follower.Bind(listen.first, port); });
+    // The API: reads of this replica's copy (server/follower_reads.h), the
+    // way to the leader for the rest, and why there is none meanwhile.
+    auto reads = std::make_unique<server::FollowerReads>(config, clock, current_view);
+    auto api = std::make_unique<server::HttpApi>(*reads, config.auth, config);
+    auto bound = BindRetrying([&] { return api->Bind(listen.first, port); });
     if (!bound.ok()) {
       std::cerr << "tidal server: " << bound.status().message() << "\n";
       return 1;
@@ -206,7 +208,7 @@ int RunReplica(const server::ServerConfig& config, const std::pair<std::string, 
                   listen.first.c_str(), port, config.store.c_str(), advertise.c_str());
       std::fflush(stdout);
     }
-    std::thread follower_thread([&] { follower.Serve(); });
+    std::thread api_thread([&] { api->Serve(); });
     // Follow: open the store (a fresh local copy, caught up), look for the
     // leader key every 100 ms (the wait for a signal is the pause), and keep
     // the copy warm meanwhile.
@@ -231,6 +233,7 @@ int RunReplica(const server::ServerConfig& config, const std::pair<std::string, 
         auto won = election->TryAcquire();
         if (won.ok() && *won) break;
         problem = won.ok() ? store->CatchUp() : won.status();
+        if (problem.ok()) reads->CopyCaughtUp(*store);
       }
       if (!problem.ok() && problem.message() != last_problem) {
         std::fprintf(stderr, "tidal server: following: %s\n", problem.message().c_str());
@@ -239,8 +242,12 @@ int RunReplica(const server::ServerConfig& config, const std::pair<std::string, 
       std::lock_guard lock(view_mu);
       view.problem = last_problem;
     }
-    follower.Stop();
-    follower_thread.join();
+    // The port goes to the leader's API, and the views read the copy, which
+    // the leader takes over: both go first.
+    api->Stop();
+    api_thread.join();
+    api.reset();
+    reads.reset();
     if (signalled) return 0;
     {
       std::lock_guard lock(view_mu);
@@ -254,6 +261,7 @@ int RunReplica(const server::ServerConfig& config, const std::pair<std::string, 
   }
 }
 
+// Exit codes: 0 stopped by a signal, 1 failed, 2 bad input.
 int RunServer(const ServerFlags& flags) {
   auto config = server::LoadServerConfig(flags.config);
   if (!config.ok()) {

@@ -22,6 +22,16 @@
 namespace tidal::protocol {
 
 inline constexpr const char* kLeaderHeader = "Tidal-Leader";
+// Reads from followers. A client that accepts a read that may be a little
+// stale sends `Tidal-Consistency: stale`; a follower then answers the reads
+// of committed state from its copy of the store (the others still go to
+// the leader), saying so in `Tidal-Replica: follower` and how old its copy
+// may be in `Tidal-Stale-Ms`. Without the header, every replica but the
+// leader answers not_leader, so a client reads its own writes.
+inline constexpr const char* kConsistencyHeader = "Tidal-Consistency";
+inline constexpr const char* kConsistencyStale = "stale";
+inline constexpr const char* kReplicaHeader = "Tidal-Replica";
+inline constexpr const char* kStaleMsHeader = "Tidal-Stale-Ms";
 inline constexpr const char* kNotLeaderCode = "not_leader";
 // More replicas than this in one --server list is a typo or an attack.
 inline constexpr size_t kMaxServerUrls = 16;

@@ -33,8 +33,7 @@ ControlPlane::ControlPlane(ServerConfig config, std::unique_ptr<Store> store, co
       store_(std::move(store)),
       clock_(clock),
       snapshot_writer_(*store_, metrics_),
-      overload_(OverloadLimits{config_.http_threads, config_.tenant_submit_rate_per_s, config_.tenant_submit_burst,
-                               config_.auth_failure_burst, config_.auth_failure_rate_per_s}),
+      overload_(OverloadLimitsFor(config_)),
       scheduler_(config_.policy),
       colocation_(config_.policy),
       pod_watch_(ToMillis(clock_.Now())) {
@@ -48,7 +47,7 @@ bool ControlPlane::ready() const {
   return ready_;
 }
 
-Status ControlPlane::Recover() {
+Status ControlPlane::Recover(RecoverAs as) {
   TIDAL_ASSIGN_OR_RETURN(Recovered rec, store_->Load());
   // The journal before the latest snapshot is gone: a snapshot that does
   // not decode (a torn or garbled row) would leave its history unreadable,
@@ -80,8 +79,10 @@ Status ControlPlane::Recover() {
     const bool by_admin = j.value("registered_by_admin", false);
     auto reg = ParseRegistration(j["registration"], by_admin);
     if (!reg.ok()) {
-      std::fprintf(stderr, "tidal: stored node %s no longer applies: %s\n", name.c_str(),
-                   reg.status().ToString().c_str());
+      if (as == RecoverAs::kLeader) {
+        std::fprintf(stderr, "tidal: stored node %s no longer applies: %s\n", name.c_str(),
+                     reg.status().ToString().c_str());
+      }
       continue;
     }
     const NodeId id = CommitRegistration(std::move(reg).value(), j["registration"]);
@@ -149,7 +150,7 @@ Status ControlPlane::Recover() {
   // The forecaster's daily profile survives the restart: without it the
   // first day after every restart is reactive.
   TIDAL_ASSIGN_OR_RETURN(const int64_t samples, WarmStartForecaster(now));
-  if (samples > 0) {
+  if (samples > 0 && as == RecoverAs::kLeader) {
     std::fprintf(stderr, "tidal: forecaster warm start from %lld stored load samples\n",
                  static_cast<long long>(samples));
   }
@@ -173,6 +174,8 @@ Status ControlPlane::Recover() {
       }
     }
   }
+  ready_ = true;
+  if (as == RecoverAs::kReadOnlyView) return Status::Ok();
   // The configuration this history runs under, for `tidal sim replay`.
   Mutation meta;
   // A replay restarts where the server did (sim/journal_replay.h).
@@ -180,7 +183,6 @@ Status ControlPlane::Recover() {
   meta.meta.emplace_back(kMetaCluster, config_.cluster_text);
   if (!config_.policy_text.empty()) meta.meta.emplace_back(kMetaPolicy, config_.policy_text);
   Enqueue(std::move(meta));
-  ready_ = true;
   return Status::Ok();
 }
 
@@ -274,7 +276,7 @@ void ControlPlane::AddAudit(Mutation& m, const std::string& actor, const std::st
 
 Status ControlPlane::Writable() const {
   Status health = store_->health();
-  if (health.ok() || health.message().starts_with(kStoreOutagePrefix)) return health;
+  if (health.ok() || store_->in_outage()) return health;
   return Unavailable(fmt::format("store failed, the server is read-only until restarted: {}",
                                  health.message()));
 }

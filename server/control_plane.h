@@ -71,6 +71,11 @@ struct SubmitResult {
   bool replayed = false;  // an Idempotency-Key retry: nothing was applied
 };
 
+// How Recover builds the control plane: to lead (it journals its restart
+// and serves writes), or as a follower's read view of a store copy
+// (server/follower_reads.h: it writes nothing and says nothing).
+enum class RecoverAs { kLeader, kReadOnlyView };
+
 struct ReportQuery {
   int64_t from_ms = 0;
   int64_t to_ms = INT64_MAX;
@@ -84,7 +89,7 @@ class ControlPlane {
   ~ControlPlane();
 
   // Loads the store into memory. Call once before anything else.
-  Status Recover();
+  Status Recover(RecoverAs as = RecoverAs::kLeader);
   bool ready() const;
   // The co-location forecaster's peak over [from, to] and whether its daily
   // profile is in use (a warm start from the stored load samples makes it so

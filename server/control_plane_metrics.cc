@@ -41,15 +41,7 @@ void ControlPlane::DefineMetrics() {
   metrics_.DefineHistogram("tidal_scale_up_time_to_capacity_seconds", "From the wanted replica count rising to all replicas ready.", seconds_buckets, {{}});
   metrics_.DefineHistogram("tidal_recovery_seconds", "From a preemption to the victim running again.", seconds_buckets, {{}});
   metrics_.DefineHistogram("tidal_scheduling_pass_seconds", "Duration of one scheduling pass (co-location + engine + apply).", fast_buckets, {{}});
-  metrics_.DefineHistogram("tidal_api_request_seconds", "API latency by route and method.", fast_buckets);
-  metrics_.DefineCounter("tidal_api_requests_total", "API requests by route, method and status code.");
-  std::vector<Labels> rejections;
-  for (Rejection r : kEveryRejection) rejections.push_back({{"reason", std::string(RejectionName(r))}});
-  metrics_.DefineCounter("tidal_http_rejected_total",
-                         "Requests turned away by overload protection, by reason: fair_share (a busy server, the "
-                         "tenant over its share of request seats), submit_rate, unfinished_cap, auth_failures "
-                         "(over a client's failed-authentication budget), body_too_large.",
-                         rejections);
+  DefineApiMetrics(metrics_);
   metrics_.DefineCounter("tidal_workloads_submitted_total", "Admitted workloads by queue and kind.");
   metrics_.DefineCounter("tidal_gpu_errors_total", "GPU faults (XID, uncorrectable ECC, unhealthy) reported by agents, by node.");
   metrics_.DefineCounter("tidal_nodes_lost_total", "Nodes whose lease expired.", {{}});

@@ -380,8 +380,7 @@ void EtcdStore::SetTransient(const Status& cause) {
   {
     std::lock_guard lock(mu_);
     if (transient_.ok()) std::fprintf(stderr, "tidal: etcd store: %s; writes wait for etcd\n", cause.message().c_str());
-    transient_ = Unavailable(fmt::format("{}etcd does not answer; writes resume when it does ({})", kStoreOutagePrefix,
-                                         cause.message()));
+    transient_ = Unavailable(fmt::format("etcd does not answer; writes resume when it does ({})", cause.message()));
     waiters.swap(durable_waiters_);
   }
   durable_cv_.notify_all();
@@ -441,6 +440,11 @@ void EtcdStore::WhenDurable(uint64_t seq, std::function<void(Status)> then) {
     return then(WaitDurable(seq));
   }
   durable_waiters_.emplace(seq, std::move(then));
+}
+
+bool EtcdStore::in_outage() const {
+  std::lock_guard lock(mu_);
+  return error_.ok() && !transient_.ok();
 }
 
 Status EtcdStore::health() const {

@@ -96,6 +96,7 @@ class EtcdStore final : public Store {
   Status WaitDurable(uint64_t seq) override;
   void WhenDurable(uint64_t seq, std::function<void(Status)> then) override;
   Status health() const override;
+  bool in_outage() const override;
   StatusOr<std::vector<AuditRow>> QueryAudit(const AuditQuery& query) override;
   StatusOr<std::vector<JournalRow>> ReadJournal(int64_t after_seq, int limit) override;
   StatusOr<std::optional<SnapshotRow>> ReadSnapshot() override;

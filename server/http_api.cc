@@ -14,6 +14,7 @@
 #include "config/input_limits.h"
 #include "core/colocation/loan_calendar.h"
 #include "protocol/json_writer.h"
+#include "protocol/leader_redirect.h"
 #include "server/overload_guard.h"
 #include "server/report.h"
 #include "server/static_files.h"
@@ -76,21 +77,21 @@ const std::vector<ApiRoute>& ApiRoutes() {
       {"GET", "/readyz"},
       {"GET", "/metrics"},
       {"POST", "/v1/workloads"},
-      {"GET", "/v1/workloads"},
-      {"GET", "/v1/workloads/{id}"},
+      {"GET", "/v1/workloads", true},
+      {"GET", "/v1/workloads/{id}", true},
       {"POST", "/v1/workloads/{id}/cancel"},
       {"POST", "/v1/workloads/{id}/resize"},
       {"POST", "/v1/workloads/{id}/approve"},
       {"GET", "/v1/workloads/{id}/explain"},
       {"GET", "/v1/workloads/{id}/logs"},
       {"POST", "/v1/dry-run"},
-      {"GET", "/v1/queues"},
-      {"GET", "/v1/nodes"},
+      {"GET", "/v1/queues", true},
+      {"GET", "/v1/nodes", true},
       {"POST", "/v1/nodes/{node}/cordon"},
       {"POST", "/v1/nodes/{node}/uncordon"},
-      {"GET", "/v1/loans"},
-      {"GET", "/v1/audit"},
-      {"GET", "/v1/reports"},
+      {"GET", "/v1/loans", true},
+      {"GET", "/v1/audit", true},
+      {"GET", "/v1/reports", true},
       {"POST", "/v1/agent/register"},
       {"POST", "/v1/agent/nodes/{node}/heartbeat"},
       {"GET", "/v1/agent/nodes/{node}/pods"},
@@ -189,29 +190,29 @@ HttpServerOptions ServerOptions(const ServerConfig& config) {
 }  // namespace
 
 HttpApi::HttpApi(ControlPlane& cp, const Authenticator& auth, const ServerConfig& config)
-    : cp_(cp), auth_(auth), config_(config), svr_(std::make_unique<HttpServer>(ServerOptions(config))) {
-  // The replies the HTTP layer gives itself get the API's error body.
-  svr_->OnError([this](std::optional<Rejection> why, HttpResponse& res) {
-    if (why) cp_.metrics().Inc("tidal_http_rejected_total", {{"reason", std::string(RejectionName(*why))}});
-    const std::string message = std::move(res.body);
-    switch (res.status) {
-      case 500: res.set_content(ErrorBody(Internal(message)), "application/json"); break;
-      case 413: res.set_content(ErrorBody(InvalidArgument(message), "payload_too_large"), "application/json"); break;
-      case 431: res.set_content(ErrorBody(InvalidArgument(message), "header_too_large"), "application/json"); break;
-      case 503:
-        res.set_header("Retry-After", "1");
-        res.set_content(ErrorBody(Unavailable(message)), "application/json");
-        break;
-      default: res.set_content(ErrorBody(InvalidArgument(message)), "application/json"); break;
-    }
-  });
+    : leader_(&cp),
+      metrics_(cp.metrics()),
+      overload_(cp.overload()),
+      auth_(auth),
+      config_(config),
+      svr_(std::make_unique<HttpServer>(ServerOptions(config))) {
+  Routes();
+}
+
+HttpApi::HttpApi(FollowerReads& follower, const Authenticator& auth, const ServerConfig& config)
+    : follower_(&follower),
+      metrics_(follower.metrics()),
+      overload_(follower.overload()),
+      auth_(auth),
+      config_(config),
+      svr_(std::make_unique<HttpServer>(ServerOptions(config))) {
   Routes();
 }
 
 // Parked long-polls and submits waiting for their fsync hold responders
 // into the HTTP server and this object: all answered before they go.
 HttpApi::~HttpApi() {
-  cp_.AnswerPodWatches();
+  if (leader_) leader_->AnswerPodWatches();
   std::unique_lock lock(async_mu_);
   async_done_.wait(lock, [this] { return async_in_flight_ == 0; });
 }
@@ -221,12 +222,62 @@ StatusOr<int> HttpApi::Bind(const std::string& host, int port) { return svr_->Bi
 void HttpApi::Serve() { svr_->Serve(); }
 void HttpApi::Stop() { svr_->Stop(); }
 
-StatusOr<Principal> HttpApi::Authenticate(const std::string& authorization_header) const {
+std::shared_ptr<ControlPlane> HttpApi::Plane() const {
+  // The leader's outlives this object: a pointer that owns nothing.
+  if (leader_) return std::shared_ptr<ControlPlane>(std::shared_ptr<ControlPlane>(), leader_);
+  return follower_->view();
+}
+
+namespace {
+
+// The 503 that sends a client to the leader (protocol/leader_redirect.h),
+// or says why there is none.
+void NotLeader(const FollowerView& view, HttpResponse& res) {
+  protocol::NotLeaderReply reply;
+  reply.leader_url = view.leader_url;
+  if (!view.problem.empty()) {
+    reply.message = fmt::format(
+        "no replica can lead: {}; the API and scheduling resume by themselves when etcd answers", view.problem);
+  } else if (view.leader_url.empty()) {
+    reply.message = "this replica does not lead, and no replica leads yet (an election is on); retry";
+  } else {
+    reply.message = fmt::format("this replica does not lead; the leader is {}", view.leader_url);
+  }
+  res.status = 503;
+  if (!reply.leader_url.empty()) res.set_header(protocol::kLeaderHeader, reply.leader_url);
+  res.set_header("Retry-After", "1");
+  res.set_content(protocol::NotLeaderReplyToJson(reply).dump(), "application/json");
+}
+
+bool FollowerReadsRoute(const std::string& method, const std::string& name) {
+  for (const ApiRoute& r : ApiRoutes()) {
+    if (r.follower_reads && method == r.method && name == r.name) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool HttpApi::FollowerAnswers(const HttpRequest& req, const std::string& route_name, const ControlPlane* view,
+                              HttpResponse& res) const {
+  const FollowerView leader = follower_->leader();
+  if (view == nullptr || req.header(protocol::kConsistencyHeader) != protocol::kConsistencyStale ||
+      !FollowerReadsRoute(req.method, route_name)) {
+    NotLeader(leader, res);
+    return false;
+  }
+  res.set_header(protocol::kReplicaHeader, "follower");
+  res.set_header(protocol::kStaleMsHeader, std::to_string(follower_->stale_ms()));
+  if (!leader.leader_url.empty()) res.set_header(protocol::kLeaderHeader, leader.leader_url);
+  return true;
+}
+
+StatusOr<Principal> HttpApi::Authenticate(const std::string& authorization_header, const ControlPlane& cp) const {
   auto who = auth_.Authenticate(authorization_header);
   if (who.ok() || authorization_header.empty()) return who;
   // Not a configured token: maybe a node's credential, which the control
   // plane issued and keeps (by digest) in its store.
-  auto node = cp_.AuthenticateNode(authorization_header);
+  auto node = cp.AuthenticateNode(authorization_header);
   return node.ok() ? node : who;
 }
 
@@ -237,10 +288,11 @@ void HttpApi::Admission::LeaveSeat() {
 
 HttpApi::Admission::~Admission() { LeaveSeat(); }
 
-StatusOr<Principal> HttpApi::Admit(const HttpRequest& req, bool submit, Admission* admission) {
-  OverloadGuard& guard = cp_.overload();
+StatusOr<Principal> HttpApi::Admit(const HttpRequest& req, const ControlPlane& cp, bool submit,
+                                   Admission* admission) {
+  OverloadGuard& guard = overload_;
   const auto now = std::chrono::steady_clock::now();
-  auto who = Authenticate(std::string(req.header("Authorization")));
+  auto who = Authenticate(std::string(req.header("Authorization")), cp);
   if (!who.ok()) {
     if (guard.NoteAuthFailure(req.remote_addr, now)) return who;
     return Rejected(Rejection::kAuthFailures, admission,
@@ -264,10 +316,10 @@ StatusOr<Principal> HttpApi::Admit(const HttpRequest& req, bool submit, Admissio
 }
 
 Status HttpApi::Rejected(Rejection why, Admission* admission, std::string_view message) {
-  cp_.metrics().Inc("tidal_http_rejected_total", {{"reason", std::string(RejectionName(why))}});
+  metrics_.Inc("tidal_http_rejected_total", {{"reason", std::string(RejectionName(why))}});
   // One figure for the body and the header (Finish writes it), so the two
   // cannot disagree.
-  admission->retry_after_s = cp_.overload().RetryAfterS(why);
+  admission->retry_after_s = overload_.RetryAfterS(why);
   return ResourceExhausted(fmt::format("{}; retry after {} s", message, admission->retry_after_s));
 }
 
@@ -276,23 +328,44 @@ void HttpApi::Finish(const std::string& route_name, const std::string& method,
                      HttpResponse& res) {
   if (admission.retry_after_s > 0) res.set_header("Retry-After", std::to_string(admission.retry_after_s));
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  cp_.metrics().Observe("tidal_api_request_seconds", {{"route", route_name}, {"method", method}}, s);
-  cp_.metrics().Inc("tidal_api_requests_total", {{"route", route_name}, {"method", method}, {"code", std::to_string(res.status)}});
+  metrics_.Observe("tidal_api_request_seconds", {{"route", route_name}, {"method", method}}, s);
+  metrics_.Inc("tidal_api_requests_total", {{"route", route_name}, {"method", method}, {"code", std::to_string(res.status)}});
 }
 
 void HttpApi::Routes() {
+  // The replies the HTTP layer gives itself get the API's error body.
+  svr_->OnError([this](std::optional<Rejection> why, HttpResponse& res) {
+    if (why) metrics_.Inc("tidal_http_rejected_total", {{"reason", std::string(RejectionName(*why))}});
+    const std::string message = std::move(res.body);
+    switch (res.status) {
+      case 500: res.set_content(ErrorBody(Internal(message)), "application/json"); break;
+      case 413: res.set_content(ErrorBody(InvalidArgument(message), "payload_too_large"), "application/json"); break;
+      case 431: res.set_content(ErrorBody(InvalidArgument(message), "header_too_large"), "application/json"); break;
+      case 503:
+        res.set_header("Retry-After", "1");
+        res.set_content(ErrorBody(Unavailable(message)), "application/json");
+        break;
+      default: res.set_content(ErrorBody(InvalidArgument(message)), "application/json"); break;
+    }
+  });
   using Req = HttpRequest;
   using Res = HttpResponse;
-  using Handler = std::function<StatusOr<json>(const Req&, const Principal&, int* ok_status)>;
-  // Wraps a handler with auth, timing and error mapping.
+  using Handler = std::function<StatusOr<json>(const Req&, const Principal&, ControlPlane&, int* ok_status)>;
+  // Wraps a handler with the follower's check, auth, timing and error
+  // mapping. The request holds its control plane (a follower's view may be
+  // replaced meanwhile) until it is answered.
   auto route = [this](const std::string& route_name, Handler h) {
     const bool submits = route_name == "/v1/workloads" || route_name == "/v1/dry-run";
     return [this, route_name, h, submits](const Req& req, Res& res) {
       const auto start = std::chrono::steady_clock::now();
+      const std::shared_ptr<ControlPlane> cp = Plane();
+      if (follower_ && !FollowerAnswers(req, route_name, cp.get(), res)) {
+        return Finish(route_name, req.method, start, Admission(), res);
+      }
       Admission admission;
-      auto who = Admit(req, submits && req.method == "POST", &admission);
+      auto who = Admit(req, *cp, submits && req.method == "POST", &admission);
       int ok_status = 200;
-      StatusOr<json> out = who.ok() ? h(req, *who, &ok_status) : StatusOr<json>(who.status());
+      StatusOr<json> out = who.ok() ? h(req, *who, *cp, &ok_status) : StatusOr<json>(who.status());
       Reply(res, out, ok_status);
       Finish(route_name, req.method, start, admission, res);
     };
@@ -303,11 +376,19 @@ void HttpApi::Routes() {
   // share the handler threads, and a request waiting for its fsync holds
   // none (else a lone tenant's submits in flight would exceed its share).
   using Finisher = std::function<void(const StatusOr<json>&, int ok_status)>;
+  // Only the leader serves them (a follower's view takes no writes, and
+  // parks no watch), so its control plane outlives them.
   using AsyncBody = std::function<void(const Req&, const Principal&, const Finisher&)>;
   auto async_route = [this](const std::string& route_name, AsyncBody body) -> HttpServer::AsyncHandler {
     const bool submits = route_name == "/v1/workloads";
     return [this, route_name, body, submits](const Req& req, HttpServer::Responder reply) {
       const auto start = std::chrono::steady_clock::now();
+      if (follower_) {
+        Res res;
+        FollowerAnswers(req, route_name, nullptr, res);
+        Finish(route_name, req.method, start, Admission(), res);
+        return reply(std::move(res));
+      }
       auto admission = std::make_shared<Admission>();
       const std::string method = req.method;
       {
@@ -324,7 +405,7 @@ void HttpApi::Routes() {
         if (--async_in_flight_ == 0) async_done_.notify_all();
       };
       try {
-        auto who = Admit(req, submits && req.method == "POST", admission.get());
+        auto who = Admit(req, *leader_, submits && req.method == "POST", admission.get());
         if (!who.ok()) return finish(who.status(), 200);
         body(req, *who, finish);
         admission->LeaveSeat();
@@ -343,14 +424,22 @@ void HttpApi::Routes() {
   };
   auto user_or_admin = [](const Principal& p) { return RequireRole(p, {Role::kUser, Role::kAdmin}); };
 
-  add("GET", "/healthz", [](const Req&, Res& res) { res.set_content("ok\n", "text/plain"); });
+  add("GET", "/healthz", [this](const Req&, Res& res) {
+    if (!follower_) return res.set_content("ok\n", "text/plain");
+    const std::string leader = follower_->leader().leader_url;
+    res.set_content(fmt::format("following {}\n", leader.empty() ? "(no leader yet)" : leader), "text/plain");
+  });
   add("GET", "/readyz", [this](const Req&, Res& res) {
-    const bool ready = cp_.ready();
+    // Ready means leading, so a load balancer that checks it sends nothing
+    // to a follower; one for stale reads checks /healthz.
+    if (follower_) return NotLeader(follower_->leader(), res);
+    const bool ready = leader_->ready();
     res.status = ready ? 200 : 503;
     res.set_content(ready ? "ready\n" : "recovering\n", "text/plain");
   });
   add("GET", "/metrics", [this](const Req&, Res& res) {
-    res.set_content(cp_.MetricsText(svr_->connections()), "text/plain; version=0.0.4");
+    res.set_content(follower_ ? follower_->MetricsText() : leader_->MetricsText(svr_->connections()),
+                    "text/plain; version=0.0.4");
   });
 
   // Answered from the store's writer thread once durable: no handler thread
@@ -362,12 +451,12 @@ void HttpApi::Routes() {
         if (key.size() > 200) return finish(InvalidArgument("Idempotency-Key: longer than 200 characters"), 200);
         StatusOr<json> body = ParseBody(req, limit);
         if (!body.ok()) return finish(body.status(), 200);
-        cp_.SubmitAsync(p, *body, key, [finish](StatusOr<SubmitResult> r) {
+        leader_->SubmitAsync(p, *body, key, [finish](StatusOr<SubmitResult> r) {
           if (!r.ok()) return finish(r.status(), 200);
           finish(std::move(r->workload), r->replayed ? 200 : 201);
         });
       });
-  add("GET", "/v1/workloads", route("/v1/workloads", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+  add("GET", "/v1/workloads", route("/v1/workloads", [=, this](const Req& req, const Principal& p, ControlPlane& cp, int*) -> StatusOr<json> {
     TIDAL_RETURN_IF_ERROR(user_or_admin(p));
     TIDAL_RETURN_IF_ERROR(OnlyParams(req, {"tenant", "project", "queue", "kind", "state", "limit"}));
     ListFilter f;
@@ -379,63 +468,63 @@ void HttpApi::Routes() {
     int64_t lim = 500;
     TIDAL_RETURN_IF_ERROR(ParamInt(req, "limit", &lim, 1, 10000));
     f.limit = static_cast<int>(lim);
-    return cp_.List(p, f);
+    return cp.List(p, f);
   }));
-  add("GET", "/v1/workloads/{id}", route("/v1/workloads/{id}", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+  add("GET", "/v1/workloads/{id}", route("/v1/workloads/{id}", [=, this](const Req& req, const Principal& p, ControlPlane& cp, int*) -> StatusOr<json> {
     TIDAL_RETURN_IF_ERROR(user_or_admin(p));
     TIDAL_ASSIGN_OR_RETURN(uint64_t id, ParseId(req.path_params[0]));
-    return cp_.Get(p, id);
+    return cp.Get(p, id);
   }));
-  add("POST", "/v1/workloads/{id}/cancel", route("/v1/workloads/{id}/cancel", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+  add("POST", "/v1/workloads/{id}/cancel", route("/v1/workloads/{id}/cancel", [=, this](const Req& req, const Principal& p, ControlPlane& cp, int*) -> StatusOr<json> {
     TIDAL_RETURN_IF_ERROR(user_or_admin(p));
     TIDAL_ASSIGN_OR_RETURN(uint64_t id, ParseId(req.path_params[0]));
-    return cp_.Cancel(p, id);
+    return cp.Cancel(p, id);
   }));
-  add("POST", "/v1/workloads/{id}/resize", route("/v1/workloads/{id}/resize", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+  add("POST", "/v1/workloads/{id}/resize", route("/v1/workloads/{id}/resize", [=, this](const Req& req, const Principal& p, ControlPlane& cp, int*) -> StatusOr<json> {
     TIDAL_RETURN_IF_ERROR(user_or_admin(p));
     TIDAL_ASSIGN_OR_RETURN(uint64_t id, ParseId(req.path_params[0]));
     TIDAL_ASSIGN_OR_RETURN(json body, ParseBody(req, limit));
-    return cp_.Resize(p, id, body);
+    return cp.Resize(p, id, body);
   }));
-  add("POST", "/v1/workloads/{id}/approve", route("/v1/workloads/{id}/approve", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+  add("POST", "/v1/workloads/{id}/approve", route("/v1/workloads/{id}/approve", [=, this](const Req& req, const Principal& p, ControlPlane& cp, int*) -> StatusOr<json> {
     TIDAL_RETURN_IF_ERROR(RequireRole(p, {Role::kAdmin}));
     TIDAL_ASSIGN_OR_RETURN(uint64_t id, ParseId(req.path_params[0]));
-    return cp_.Approve(p, id);
+    return cp.Approve(p, id);
   }));
-  add("GET", "/v1/workloads/{id}/explain", route("/v1/workloads/{id}/explain", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+  add("GET", "/v1/workloads/{id}/explain", route("/v1/workloads/{id}/explain", [=, this](const Req& req, const Principal& p, ControlPlane& cp, int*) -> StatusOr<json> {
     TIDAL_RETURN_IF_ERROR(user_or_admin(p));
     TIDAL_ASSIGN_OR_RETURN(uint64_t id, ParseId(req.path_params[0]));
-    return cp_.Explain(p, id);
+    return cp.Explain(p, id);
   }));
-  add("GET", "/v1/workloads/{id}/logs", route("/v1/workloads/{id}/logs", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+  add("GET", "/v1/workloads/{id}/logs", route("/v1/workloads/{id}/logs", [=, this](const Req& req, const Principal& p, ControlPlane& cp, int*) -> StatusOr<json> {
     TIDAL_RETURN_IF_ERROR(user_or_admin(p));
     TIDAL_ASSIGN_OR_RETURN(uint64_t id, ParseId(req.path_params[0]));
     TIDAL_RETURN_IF_ERROR(OnlyParams(req, {"rank", "offset"}));
     int64_t rank = 0, offset = 0;
     TIDAL_RETURN_IF_ERROR(ParamInt(req, "rank", &rank, 0, 1 << 20));
     TIDAL_RETURN_IF_ERROR(ParamInt(req, "offset", &offset, 0, INT64_MAX));
-    return cp_.WorkloadLogs(p, id, static_cast<int>(rank), offset);
+    return cp.WorkloadLogs(p, id, static_cast<int>(rank), offset);
   }));
-  add("POST", "/v1/dry-run", route("/v1/dry-run", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+  add("POST", "/v1/dry-run", route("/v1/dry-run", [=, this](const Req& req, const Principal& p, ControlPlane& cp, int*) -> StatusOr<json> {
     TIDAL_RETURN_IF_ERROR(user_or_admin(p));
     TIDAL_ASSIGN_OR_RETURN(json body, ParseBody(req, limit));
-    return cp_.DryRun(p, body);
+    return cp.DryRun(p, body);
   }));
-  add("GET", "/v1/queues", route("/v1/queues", [=, this](const Req&, const Principal& p, int*) -> StatusOr<json> {
-    return cp_.Queues(p);
+  add("GET", "/v1/queues", route("/v1/queues", [=, this](const Req&, const Principal& p, ControlPlane& cp, int*) -> StatusOr<json> {
+    return cp.Queues(p);
   }));
-  add("GET", "/v1/nodes", route("/v1/nodes", [=, this](const Req&, const Principal& p, int*) -> StatusOr<json> {
-    return cp_.Nodes(p);
+  add("GET", "/v1/nodes", route("/v1/nodes", [=, this](const Req&, const Principal& p, ControlPlane& cp, int*) -> StatusOr<json> {
+    return cp.Nodes(p);
   }));
   for (const bool cordoned : {true, false}) {
     const std::string verb = cordoned ? "cordon" : "uncordon";
     add("POST", "/v1/nodes/{node}/" + verb,
-        route("/v1/nodes/{node}/" + verb, [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+        route("/v1/nodes/{node}/" + verb, [=, this](const Req& req, const Principal& p, ControlPlane& cp, int*) -> StatusOr<json> {
           TIDAL_RETURN_IF_ERROR(RequireRole(p, {Role::kAdmin}));
-          return cp_.Cordon(p, req.path_params[0], cordoned);
+          return cp.Cordon(p, req.path_params[0], cordoned);
         }));
   }
-  add("GET", "/v1/loans", route("/v1/loans", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+  add("GET", "/v1/loans", route("/v1/loans", [=, this](const Req& req, const Principal& p, ControlPlane& cp, int*) -> StatusOr<json> {
     TIDAL_RETURN_IF_ERROR(user_or_admin(p));
     TIDAL_RETURN_IF_ERROR(OnlyParams(req, {"hours", "slot_minutes"}));
     int64_t hours = 24, slot_minutes = 30;
@@ -447,9 +536,9 @@ void HttpApi::Routes() {
     LoanCalendarOptions options;
     options.span = std::chrono::hours(hours);
     options.slot = std::chrono::minutes(slot_minutes);
-    return cp_.Loans(p, options);
+    return cp.Loans(p, options);
   }));
-  add("GET", "/v1/audit", route("/v1/audit", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+  add("GET", "/v1/audit", route("/v1/audit", [=, this](const Req& req, const Principal& p, ControlPlane& cp, int*) -> StatusOr<json> {
     TIDAL_RETURN_IF_ERROR(user_or_admin(p));
     TIDAL_RETURN_IF_ERROR(OnlyParams(req, {"from_ms", "to_ms", "workload", "action", "tenant", "limit"}));
     AuditQuery q;
@@ -462,12 +551,16 @@ void HttpApi::Routes() {
     q.limit = static_cast<int>(lim);
     q.action = req.param("action");
     q.tenant = req.param("tenant");
-    return cp_.Audit(p, q);
+    return cp.Audit(p, q);
   }));
   add("GET", "/v1/reports", [=, this](const Req& req, Res& res) {
     const auto start = std::chrono::steady_clock::now();
+    const std::shared_ptr<ControlPlane> cp = Plane();
+    if (follower_ && !FollowerAnswers(req, "/v1/reports", cp.get(), res)) {
+      return Finish("/v1/reports", "GET", start, Admission(), res);
+    }
     Admission admission;
-    auto who = Admit(req, false, &admission);
+    auto who = Admit(req, *cp, false, &admission);
     std::string format = req.has_param("format") ? req.param("format") : "json";
     StatusOr<json> out = json();
     if (!who.ok()) {
@@ -484,7 +577,7 @@ void HttpApi::Routes() {
         TIDAL_RETURN_IF_ERROR(ParamInt(req, "to_ms", &q.to_ms, 0, INT64_MAX));
         q.tenant = req.param("tenant");
         q.project = req.param("project");
-        return cp_.Report(*who, q);
+        return cp->Report(*who, q);
       }();
     }
     if (out.ok() && format == "csv") {
@@ -499,16 +592,16 @@ void HttpApi::Routes() {
   // Agent endpoints. The control plane checks who may call them (the
   // bootstrap token only registers; a node credential only touches its own
   // node) and audits refusals.
-  add("POST", "/v1/agent/register", route("/v1/agent/register", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+  add("POST", "/v1/agent/register", route("/v1/agent/register", [=, this](const Req& req, const Principal& p, ControlPlane& cp, int*) -> StatusOr<json> {
     TIDAL_ASSIGN_OR_RETURN(json body, ParseBody(req, limit));
-    return cp_.RegisterNode(p, body);
+    return cp.RegisterNode(p, body);
   }));
-  add("POST", "/v1/agent/nodes/{node}/heartbeat", route("/v1/agent/nodes/{node}/heartbeat", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+  add("POST", "/v1/agent/nodes/{node}/heartbeat", route("/v1/agent/nodes/{node}/heartbeat", [=, this](const Req& req, const Principal& p, ControlPlane& cp, int*) -> StatusOr<json> {
     json body = json::object();
     if (!req.body.empty()) {
       TIDAL_ASSIGN_OR_RETURN(body, ParseBody(req, limit));
     }
-    return cp_.Heartbeat(p, req.path_params[0], body);
+    return cp.Heartbeat(p, req.path_params[0], body);
   }));
   // With wait_ms, a long-poll (server/node_pods_watch.h): answered when the
   // node's pods differ from `version`, or after wait_ms; it holds no HTTP
@@ -523,17 +616,17 @@ void HttpApi::Routes() {
           params = InvalidArgument(fmt::format("version: longer than {} characters", protocol::kMaxVersionLength));
         }
         if (!params.ok()) return finish(params, 200);
-        if (wait_ms == 0) return finish(cp_.NodePods(p, req.path_params[0]), 200);
-        cp_.WatchNodePods(p, req.path_params[0], version, std::chrono::milliseconds(wait_ms),
+        if (wait_ms == 0) return finish(leader_->NodePods(p, req.path_params[0]), 200);
+        leader_->WatchNodePods(p, req.path_params[0], version, std::chrono::milliseconds(wait_ms),
                           [finish](StatusOr<json> out) { finish(out, 200); });
       });
-  add("POST", "/v1/agent/nodes/{node}/pods/status", route("/v1/agent/nodes/{node}/pods/status", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+  add("POST", "/v1/agent/nodes/{node}/pods/status", route("/v1/agent/nodes/{node}/pods/status", [=, this](const Req& req, const Principal& p, ControlPlane& cp, int*) -> StatusOr<json> {
     TIDAL_ASSIGN_OR_RETURN(json body, ParseBody(req, limit));
-    return cp_.PodStatus(p, req.path_params[0], body);
+    return cp.PodStatus(p, req.path_params[0], body);
   }));
-  add("POST", "/v1/agent/nodes/{node}/pods/logs", route("/v1/agent/nodes/{node}/pods/logs", [=, this](const Req& req, const Principal& p, int*) -> StatusOr<json> {
+  add("POST", "/v1/agent/nodes/{node}/pods/logs", route("/v1/agent/nodes/{node}/pods/logs", [=, this](const Req& req, const Principal& p, ControlPlane& cp, int*) -> StatusOr<json> {
     TIDAL_ASSIGN_OR_RETURN(json body, ParseBody(req, limit));
-    return cp_.PodLogs(p, req.path_params[0], body);
+    return cp.PodLogs(p, req.path_params[0], body);
   }));
 
   // The dashboard: every other GET outside /v1 is a file of the bundle. It

@@ -14,6 +14,7 @@
 
 #include "core/common/status.h"
 #include "server/control_plane.h"
+#include "server/follower_reads.h"
 #include "server/http_server.h"
 #include "server/overload_guard.h"
 
@@ -27,6 +28,9 @@ namespace tidal::server {
 struct ApiRoute {
   const char* method;  // "GET" or "POST"
   const char* name;
+  // A read of committed state, which a follower answers from its copy for
+  // a client that accepts a stale read (server/follower_reads.h).
+  bool follower_reads = false;
 };
 const std::vector<ApiRoute>& ApiRoutes();
 
@@ -38,7 +42,11 @@ std::string ErrorBody(const Status& status, std::string_view code_name = {});
 
 class HttpApi {
  public:
+  // The leader's API (or a lone server's) over `control_plane`.
   HttpApi(ControlPlane& control_plane, const Authenticator& auth, const ServerConfig& config);
+  // A follower's: the routes marked follower_reads from its current view,
+  // for a client that accepts stale reads; 503 not_leader for the rest.
+  HttpApi(FollowerReads& follower, const Authenticator& auth, const ServerConfig& config);
   ~HttpApi();
 
   // Binds to host:port (port 0 = any free port) and returns the port.
@@ -49,8 +57,16 @@ class HttpApi {
 
  private:
   void Routes();
+  // The control plane that answers a request: the leader's, or the
+  // follower's current view (nullptr before its first).
+  std::shared_ptr<ControlPlane> Plane() const;
+  // On a follower: true when it answers `req` (a follower_reads route, a
+  // client that accepts stale reads, a view built), with the headers that
+  // say how stale; else false with the 503 not_leader in `res`.
+  bool FollowerAnswers(const HttpRequest& req, const std::string& route_name, const ControlPlane* view,
+                       HttpResponse& res) const;
   // A configured token, else a node credential; 401 when neither.
-  StatusOr<Principal> Authenticate(const std::string& authorization_header) const;
+  StatusOr<Principal> Authenticate(const std::string& authorization_header, const ControlPlane& cp) const;
 
   // What one request holds while it is served: a user's seat (given back
   // when the reply is written) and, for a 429, its Retry-After.
@@ -67,7 +83,7 @@ class HttpApi {
   // Authentication, then the overload guard: the caller, or the 401/429 to
   // answer. `submit`: a submit or dry-run, which also draws on the tenant's
   // submit rate.
-  StatusOr<Principal> Admit(const HttpRequest& req, bool submit, Admission* admission);
+  StatusOr<Principal> Admit(const HttpRequest& req, const ControlPlane& cp, bool submit, Admission* admission);
   // The 429 for `why`: counts it in tidal_http_rejected_total, sets its
   // Retry-After (admission->retry_after_s) and appends the same figure to
   // `message` (which says only why) as "; retry after N s".
@@ -79,7 +95,11 @@ class HttpApi {
   // GET of a dashboard file (config_.web_dir) or its how-to-build page.
   void ServeStatic(const std::string& path, HttpResponse& res) const;
 
-  ControlPlane& cp_;
+  ControlPlane* const leader_ = nullptr;     // on the leader
+  FollowerReads* const follower_ = nullptr;  // on a follower
+  // The leader's, or the follower's own (they outlive its views).
+  Metrics& metrics_;
+  OverloadGuard& overload_;
   const Authenticator& auth_;
   const ServerConfig& config_;
   std::unique_ptr<HttpServer> svr_;

@@ -10,6 +10,7 @@
 
 #include "core/common/check.h"
 #include "server/build_info.h"
+#include "server/overload_guard.h"
 #include "server/process_collector.h"
 
 namespace tidal::server {
@@ -139,5 +140,18 @@ std::vector<prometheus::MetricFamily> GaugeWriter::Collect() const {
 }
 
 std::string GaugeWriter::Render() const { return RenderFamilies(Collect()); }
+
+void DefineApiMetrics(Metrics& metrics) {
+  const std::vector<double> fast_buckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
+  metrics.DefineHistogram("tidal_api_request_seconds", "API latency by route and method.", fast_buckets);
+  metrics.DefineCounter("tidal_api_requests_total", "API requests by route, method and status code.");
+  std::vector<Labels> rejections;
+  for (Rejection r : kEveryRejection) rejections.push_back({{"reason", std::string(RejectionName(r))}});
+  metrics.DefineCounter("tidal_http_rejected_total",
+                        "Requests turned away by overload protection, by reason: fair_share (a busy server, the "
+                        "tenant over its share of request seats), submit_rate, unfinished_cap, auth_failures "
+                        "(over a client's failed-authentication budget), body_too_large.",
+                        rejections);
+}
 
 }  // namespace tidal::server

@@ -64,6 +64,12 @@ class Metrics {
   std::map<std::string, HistogramFamily> histograms_;
 };
 
+// The HTTP layer's families: tidal_api_request_seconds,
+// tidal_api_requests_total and tidal_http_rejected_total (at 0 for every
+// reason). The leader's control plane and a follower's reads each define
+// them in their own registry.
+void DefineApiMetrics(Metrics& metrics);
+
 // Builds gauge families for one scrape (or counters whose value the caller
 // keeps, such as the store's commit count). A NaN sample is left out: a figure
 // that does not exist (the latency of a service that served nothing) is no

@@ -234,4 +234,9 @@ StatusOr<ServerConfig> LoadServerConfig(const std::string& path) {
   return ParseServerConfig(text, path, dir);
 }
 
+OverloadLimits OverloadLimitsFor(const ServerConfig& config) {
+  return OverloadLimits{config.http_threads, config.tenant_submit_rate_per_s, config.tenant_submit_burst,
+                        config.auth_failure_burst, config.auth_failure_rate_per_s};
+}
+
 }  // namespace tidal::server

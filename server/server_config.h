@@ -15,6 +15,7 @@
 #include "core/model/workload.h"
 #include "server/auth.h"
 #include "server/catalog.h"
+#include "server/overload_guard.h"
 
 namespace tidal::server {
 
@@ -92,6 +93,9 @@ StatusOr<ServerConfig> ParseServerConfig(std::string_view yaml, const std::strin
                                          const std::string& base_dir);
 // "" = no file: embedded defaults.
 StatusOr<ServerConfig> LoadServerConfig(const std::string& path);
+
+// The overload guard's limits from the config (server/overload_guard.h).
+OverloadLimits OverloadLimitsFor(const ServerConfig& config);
 
 }  // namespace tidal::server
 

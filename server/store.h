@@ -20,7 +20,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "core/common/status.h"
@@ -88,10 +87,6 @@ struct JournalRow {
   std::string entry;
 };
 
-// How a store that recovers by itself (etcd without quorum) begins its
-// health() message, unlike a sticky failure, which lasts until a restart.
-inline constexpr std::string_view kStoreOutagePrefix = "store outage: ";
-
 // The meta keys the server writes and `tidal sim replay` reads.
 inline constexpr const char* kMetaCluster = "cluster";
 inline constexpr const char* kMetaPolicy = "policy";
@@ -138,8 +133,12 @@ class Store {
   // (so `then` must be quick and must not wait on the store). A request
   // waiting for its fsync then holds no thread. This default blocks.
   virtual void WhenDurable(uint64_t seq, std::function<void(Status)> then) { then(WaitDurable(seq)); }
-  // Ok, or the sticky failure (a Status naming the cause).
+  // Ok, or the failure (a Status naming the cause): sticky until a
+  // restart, unless in_outage().
   virtual Status health() const = 0;
+  // Whether health()'s failure is an outage the store recovers from by
+  // itself (etcd without quorum), so the server says "retry", not "restart".
+  virtual bool in_outage() const { return false; }
   virtual StatusOr<std::vector<AuditRow>> QueryAudit(const AuditQuery& query) = 0;
   // Up to `limit` journal rows with seq > `after_seq`, in order; page with
   // the last row's seq. Reads what is durable (committed), never a batch in

@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "protocol/leader_redirect.h"
 #include "protocol/pod_log.h"
 #include "tests/support/server_fixture.h"
 #include "tests/support/stub_replica.h"
@@ -289,6 +290,36 @@ TEST_F(CliTest, FollowsTheLeaderAmongTheServersListed) {
   CliRun from_file = Tidal("list -o json", "", false);
   EXPECT_EQ(from_file.exit_code, 0) << from_file.err;
   EXPECT_EQ(workloads(from_file), 3u) << from_file.out;
+}
+
+// --stale: a follower that serves reads from its copy answers the CLI's
+// reads (docs/operations.md "High availability"); without it, and for
+// every write, the CLI still goes to the leader.
+TEST_F(CliTest, StaleReadsMayComeFromAFollower) {
+  ASSERT_EQ(Tidal("submit -f " + SourceDir() + "/tests/cli/workloads.yaml").exit_code, 0);
+  const StubReplica::Handler not_leader = StubReplica::NotLeader(server_->url());
+  // A follower whose copy holds one workload: it answers only a read that
+  // accepts staleness.
+  StubReplica follower([&](const httplib::Request& req, httplib::Response& res) {
+    if (req.method == "GET" && req.get_header_value(protocol::kConsistencyHeader) == protocol::kConsistencyStale) {
+      res.set_header(protocol::kReplicaHeader, "follower");
+      res.set_content(R"({"workloads": [{"id": 1, "name": "from-the-copy"}]})", "application/json");
+      return;
+    }
+    not_leader(req, res);
+  });
+  auto workloads = [](const CliRun& r) { return nlohmann::json::parse(r.out, nullptr, false)["workloads"].size(); };
+  const std::string servers = " --server " + follower.url() + "," + server_->url();
+  CliRun stale = Tidal("list -o json --stale" + servers);
+  EXPECT_EQ(stale.exit_code, 0) << stale.err;
+  EXPECT_EQ(workloads(stale), 1u) << stale.out;
+  CliRun fresh = Tidal("list -o json" + servers);
+  EXPECT_EQ(fresh.exit_code, 0) << fresh.err;
+  EXPECT_EQ(workloads(fresh), 3u) << fresh.out;
+  // A write with --stale still goes to the leader.
+  CliRun write = Tidal("submit --stale -f " + SourceDir() + "/tests/cli/workloads.yaml" + servers);
+  EXPECT_EQ(write.exit_code, 0) << write.err;
+  EXPECT_EQ(workloads(Tidal("list -o json" + servers)), 6u);
 }
 
 TEST_F(CliTest, SaysSoWhenNoServerListedLeads) {

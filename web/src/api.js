@@ -15,8 +15,15 @@ export class ApiError extends Error {
   }
 }
 
+// The dashboard only reads, and refreshes every few seconds: it accepts a
+// replica's copy (`Tidal-Consistency: stale`), so a follower of replicated
+// servers serves it too (docs/operations.md "High availability"). What only
+// the leader knows (explain) answers not_leader there, naming the leader.
 async function request(path, { tok = token.get(), raw = false } = {}) {
-  const res = await fetch(path, { headers: { Authorization: `Bearer ${tok}` }, cache: 'no-store' });
+  const res = await fetch(path, {
+    headers: { Authorization: `Bearer ${tok}`, 'Tidal-Consistency': 'stale' },
+    cache: 'no-store',
+  });
   if (!res.ok) {
     let message = `HTTP ${res.status}`;
     try {
