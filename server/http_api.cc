@@ -190,19 +190,17 @@ HttpServerOptions ServerOptions(const ServerConfig& config) {
 }  // namespace
 
 HttpApi::HttpApi(ControlPlane& cp, const Authenticator& auth, const ServerConfig& config)
-    : leader_(&cp),
-      metrics_(cp.metrics()),
-      overload_(cp.overload()),
-      auth_(auth),
-      config_(config),
-      svr_(std::make_unique<HttpServer>(ServerOptions(config))) {
-  Routes();
-}
+    : HttpApi(&cp, nullptr, cp.metrics(), cp.overload(), auth, config) {}
 
 HttpApi::HttpApi(FollowerReads& follower, const Authenticator& auth, const ServerConfig& config)
-    : follower_(&follower),
-      metrics_(follower.metrics()),
-      overload_(follower.overload()),
+    : HttpApi(nullptr, &follower, follower.metrics(), follower.overload(), auth, config) {}
+
+HttpApi::HttpApi(ControlPlane* leader, FollowerReads* follower, Metrics& metrics, OverloadGuard& overload,
+                 const Authenticator& auth, const ServerConfig& config)
+    : leader_(leader),
+      follower_(follower),
+      metrics_(metrics),
+      overload_(overload),
       auth_(auth),
       config_(config),
       svr_(std::make_unique<HttpServer>(ServerOptions(config))) {

@@ -56,6 +56,8 @@ class HttpApi {
   void Stop();
 
  private:
+  HttpApi(ControlPlane* leader, FollowerReads* follower, Metrics& metrics, OverloadGuard& overload,
+          const Authenticator& auth, const ServerConfig& config);
   void Routes();
   // The control plane that answers a request: the leader's, or the
   // follower's current view (nullptr before its first).
@@ -95,8 +97,8 @@ class HttpApi {
   // GET of a dashboard file (config_.web_dir) or its how-to-build page.
   void ServeStatic(const std::string& path, HttpResponse& res) const;
 
-  ControlPlane* const leader_ = nullptr;     // on the leader
-  FollowerReads* const follower_ = nullptr;  // on a follower
+  ControlPlane* const leader_;     // on the leader, else nullptr
+  FollowerReads* const follower_;  // on a follower, else nullptr
   // The leader's, or the follower's own (they outlive its views).
   Metrics& metrics_;
   OverloadGuard& overload_;

@@ -12,12 +12,11 @@
 #include "server/etcd_store.h"
 #include "server/leader_election.h"
 #include "server/mutation_codec.h"
-#include "tests/support/etcd_cluster.h"
+#include "tests/support/etcd_store_fixture.h"
 
 namespace tidal::server {
 namespace {
 
-using testing::EtcdCluster;
 
 Mutation Workload(uint64_t id, const std::string& record, int64_t audit_seq) {
   Mutation m;
@@ -27,19 +26,8 @@ Mutation Workload(uint64_t id, const std::string& record, int64_t audit_seq) {
   return m;
 }
 
-class EtcdStoreTest : public ::testing::Test {
+class EtcdStoreTest : public testing::EtcdStoreFixture {
  protected:
-  static void SetUpTestSuite() { cluster_ = new EtcdCluster(3); }
-  static void TearDownTestSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
-  }
-  void SetUp() override {
-    TIDAL_REQUIRE_ETCD_CLUSTER(*cluster_);
-    static int n = 0;
-    url_.endpoints = cluster_->endpoints();
-    url_.prefix = "/test" + std::to_string(++n);
-  }
   std::unique_ptr<EtcdStore> OpenStore() {
     auto s = EtcdStore::Open(url_);
     EXPECT_TRUE(s.ok()) << s.status().ToString();
@@ -60,12 +48,7 @@ class EtcdStoreTest : public ::testing::Test {
     EXPECT_TRUE(store.StartWriting(election->fence_revision()).ok());
     return election;
   }
-
-  static EtcdCluster* cluster_;
-  EtcdStoreUrl url_;
 };
-
-EtcdCluster* EtcdStoreTest::cluster_ = nullptr;
 
 TEST(MutationCodecTest, RoundTripsEveryField) {
   Mutation m = Workload(7, R"({"id":7,"name":"train"})", 3);

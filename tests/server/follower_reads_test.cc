@@ -18,14 +18,13 @@
 #include "server/leader_election.h"
 #include "server/server_config.h"
 #include "server/system_clock.h"
-#include "tests/support/etcd_cluster.h"
+#include "tests/support/etcd_store_fixture.h"
 #include "tests/support/server_fixture.h"
 
 namespace tidal::server {
 namespace {
 
 using nlohmann::json;
-using testing::EtcdCluster;
 
 constexpr const char* kLeaderUrl = "http://127.0.0.1:1";
 const Principal kAlice{"alice", Role::kUser, "research"};
@@ -35,18 +34,11 @@ json Training(const std::string& name) {
           {"replicas", 1}};
 }
 
-class FollowerReadsTest : public ::testing::Test {
+class FollowerReadsTest : public testing::EtcdStoreFixture {
  protected:
-  static void SetUpTestSuite() { cluster_ = new EtcdCluster(3); }
-  static void TearDownTestSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
-  }
   void SetUp() override {
-    TIDAL_REQUIRE_ETCD_CLUSTER(*cluster_);
-    static int n = 0;
-    url_.endpoints = cluster_->endpoints();
-    url_.prefix = "/follower" + std::to_string(++n);
+    EtcdStoreFixture::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     auto config = ParseServerConfig(testing::DefaultServerConfig(), "server.yaml", "/");
     ASSERT_TRUE(config.ok()) << config.status().ToString();
     config_ = *config;
@@ -114,8 +106,6 @@ class FollowerReadsTest : public ::testing::Test {
     return false;
   }
 
-  static EtcdCluster* cluster_;
-  EtcdStoreUrl url_;
   ServerConfig config_;
   SystemClock clock_;
   std::unique_ptr<LeaderElection> election_;
@@ -126,8 +116,6 @@ class FollowerReadsTest : public ::testing::Test {
   std::thread serving_;
   int port_ = 0;
 };
-
-EtcdCluster* FollowerReadsTest::cluster_ = nullptr;
 
 TEST_F(FollowerReadsTest, ServesStaleReadsOfTheCopyAndFollowsItForward) {
   const uint64_t first = SubmitToLeader("first");
