@@ -90,7 +90,9 @@ EtcdStore::~EtcdStore() {
     stopping_ = true;
   }
   queued_cv_.notify_all();
+  image_cv_.notify_all();
   if (writer_.joinable()) writer_.join();
+  if (imager_.joinable()) imager_.join();
   {
     std::unique_lock lock(cache_mu_);
     cache_.reset();
@@ -209,11 +211,14 @@ Status EtcdStore::StartWriting(int64_t fence_revision) {
   // election (its writes after it fail their fence), so this catch-up
   // sees the whole history.
   TIDAL_RETURN_IF_ERROR(CatchUp());
+  // Base images go up on a connection of their own, beside the batches.
+  TIDAL_ASSIGN_OR_RETURN(image_client_, EtcdClient::Create(url_.endpoints, kRequestTimeout));
   std::lock_guard lock(mu_);
   if (writing_) return FailedPrecondition("etcd store: already writing");
   fence_revision_ = fence_revision;
   writing_ = true;
   writer_ = std::thread([this] { WriterLoop(); });
+  imager_ = std::thread([this] { ImagerLoop(); });
   return Status::Ok();
 }
 
@@ -241,7 +246,7 @@ Status EtcdStore::WriteBatch(int64_t n, const std::string& blob) {
   return Status::Ok();
 }
 
-Status EtcdStore::WriteBase(int64_t n) {
+StatusOr<std::string> EtcdStore::CopyImage() {
   const std::string tmp = cache_dir_ + "/image.db";
   std::error_code ec;
   fs::remove(tmp, ec);
@@ -264,12 +269,16 @@ Status EtcdStore::WriteBase(int64_t n) {
     sqlite3_close(db);
     if (rc != SQLITE_DONE) return Unavailable(fmt::format("etcd store: cannot copy the local copy: {}", message));
   }
-  TIDAL_ASSIGN_OR_RETURN(std::string image, ReadFile(tmp));
+  StatusOr<std::string> image = ReadFile(tmp);
   fs::remove(tmp, ec);
+  return image;
+}
+
+Status EtcdStore::UploadImage(int64_t n, const std::string& image) {
   const std::vector<EtcdCompare> fence = {{leader_key_, fence_revision_}};
   const int64_t parts = static_cast<int64_t>((image.size() + kBatchBytes - 1) / kBatchBytes);
   for (int64_t i = 0; i < parts; ++i) {
-    TIDAL_ASSIGN_OR_RETURN(EtcdTxnResult r, client_->Txn(fence, {EtcdOp::Put(PartKey("basepart", n, i), image.substr(i * kBatchBytes, kBatchBytes))}, {}));
+    TIDAL_ASSIGN_OR_RETURN(EtcdTxnResult r, image_client_->Txn(fence, {EtcdOp::Put(PartKey("basepart", n, i), image.substr(i * kBatchBytes, kBatchBytes))}, {}));
     if (!r.succeeded) return Deposed(leader_key_, fence_revision_);
   }
   // One transaction: the manifest moves to the new image and the batches
@@ -278,7 +287,7 @@ Status EtcdStore::WriteBase(int64_t n) {
   const std::string p = url_.prefix;
   TIDAL_ASSIGN_OR_RETURN(
       EtcdTxnResult r,
-      client_->Txn(fence,
+      image_client_->Txn(fence,
                    {EtcdOp::Put(p + "/base", fmt::format("{} {} {}", n, parts, image.size())),
                     EtcdOp::DeleteRange(p + "/log/", LogKey(n + 1)),
                     EtcdOp::DeleteRange(p + "/part/", PartKey("part", n + 1, 0)),
@@ -286,12 +295,10 @@ Status EtcdStore::WriteBase(int64_t n) {
                    {}));
   if (!r.succeeded) return Deposed(leader_key_, fence_revision_);
   // The deleted batches stay in etcd's history until it is compacted.
-  if (Status compacted = client_->Compact(r.revision); !compacted.ok()) {
+  if (Status compacted = image_client_->Compact(r.revision); !compacted.ok()) {
     std::fprintf(stderr, "tidal: etcd store: compaction to revision %ld failed (retried with the next image): %s\n",
                  static_cast<long>(r.revision), compacted.message().c_str());
   }
-  std::lock_guard lock(mu_);
-  base_batch_ = n;
   return Status::Ok();
 }
 
@@ -361,18 +368,64 @@ void EtcdStore::WriterLoop() {
       durable_cv_.notify_all();
       for (auto& then : due) then(Status::Ok());
       begin = end;
-      if (n - base_batch >= url_.base_every) {
-        if (Status based = WriteBase(n); !based.ok()) {
-          if (based.code() == StatusCode::kFailedPrecondition) {
-            Fail(based);
-            break;
-          }
-          std::fprintf(stderr, "tidal: etcd store: base image after batch %ld not written (tried again later): %s\n",
-                       static_cast<long>(n), based.message().c_str());
-        }
-      }
+      if (n - base_batch >= url_.base_every) OfferImage(n);
     }
   }
+}
+
+void EtcdStore::OfferImage(int64_t n) {
+  {
+    std::lock_guard lock(mu_);
+    if (image_in_flight_) return;  // the next batch offers again
+  }
+  // On the writer thread, the copy's only writer: it holds exactly batch
+  // n's state while it is copied.
+  StatusOr<std::string> image = CopyImage();
+  if (!image.ok()) {
+    std::fprintf(stderr, "tidal: etcd store: base image after batch %ld not written (tried again later): %s\n",
+                 static_cast<long>(n), image.status().message().c_str());
+    return;
+  }
+  {
+    std::lock_guard lock(mu_);
+    image_in_flight_ = true;
+    image_batch_ = n;
+    image_ = std::move(image).value();
+  }
+  image_cv_.notify_all();
+}
+
+void EtcdStore::ImagerLoop() {
+  std::unique_lock lock(mu_);
+  while (true) {
+    image_cv_.wait(lock, [this] { return stopping_ || !image_.empty(); });
+    if (stopping_) return;
+    const int64_t n = image_batch_;
+    const std::string image = std::move(image_);
+    image_.clear();
+    lock.unlock();
+    // A fence that fails here fails the writer's next batch too, which
+    // steps the server down; a base image only saves space.
+    Status uploaded = UploadImage(n, image);
+    if (!uploaded.ok()) {
+      std::fprintf(stderr, "tidal: etcd store: base image after batch %ld not written (tried again later): %s\n",
+                   static_cast<long>(n), uploaded.message().c_str());
+    }
+    lock.lock();
+    if (uploaded.ok()) base_batch_ = n;
+    image_in_flight_ = false;
+    image_cv_.notify_all();
+  }
+}
+
+void EtcdStore::WaitForImage() {
+  std::unique_lock lock(mu_);
+  image_cv_.wait(lock, [this] { return !image_in_flight_ || stopping_; });
+}
+
+int64_t EtcdStore::base_batch() const {
+  std::lock_guard lock(mu_);
+  return base_batch_;
 }
 
 void EtcdStore::SetTransient(const Status& cause) {

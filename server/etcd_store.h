@@ -21,9 +21,13 @@
 // one transaction that holds only if P/leader still has the create revision
 // this replica won it at (fencing: a deposed leader can never write), then
 // applies it to its copy and answers the waiters. So one etcd write per
-// batch, not per pod. Every `base_every` batches the leader writes a base
-// image and deletes the batches it covers (and compacts etcd's history), so
-// etcd holds a bounded amount.
+// batch, not per pod. Every `base_every` batches the leader copies its copy
+// into a base image (a SQLite file, on the writer thread, so it is the
+// state after exactly that batch); an imager thread uploads it on a
+// connection of its own, fenced likewise, while the writer goes on with the
+// next batches, then moves P/base to it, deletes the batches it covers and
+// compacts etcd's history. So etcd holds a bounded amount, and writes pause
+// only for the local copy, not for the upload.
 //
 // Errors:
 // - A transaction whose fence fails: this replica was deposed. Sticky, as
@@ -90,6 +94,10 @@ class EtcdStore final : public Store {
   static std::string LeaderKey(const EtcdStoreUrl& url) { return url.prefix + "/leader"; }
   const EtcdStoreUrl& url() const { return url_; }
   int64_t applied_batch() const;
+  // The batch the latest base image this leader wrote follows (or the one
+  // it loaded), and a wait until no image is being uploaded (tests).
+  int64_t base_batch() const;
+  void WaitForImage();
 
   StatusOr<Recovered> Load() override;
   uint64_t Enqueue(Mutation m) override;
@@ -114,14 +122,20 @@ class EtcdStore final : public Store {
   Status ApplyToCache(std::vector<Mutation> batch);
   Status LoadBase(int64_t n, int64_t parts, int64_t bytes);
   Status WriteBatch(int64_t n, const std::string& blob);
-  Status WriteBase(int64_t n);
+  // The copy as one SQLite file's bytes (writer thread).
+  StatusOr<std::string> CopyImage();
+  // Hands the imager the image after batch n, unless one is in flight.
+  void OfferImage(int64_t n);
+  Status UploadImage(int64_t n, const std::string& image);
   void WriterLoop();
+  void ImagerLoop();
   void Fail(const Status& cause);
   void SetTransient(const Status& cause);
 
   const EtcdStoreUrl url_;
   const std::string leader_key_;
   std::unique_ptr<EtcdClient> client_;
+  std::unique_ptr<EtcdClient> image_client_;  // the imager's (StartWriting)
   const std::string cache_dir_;
   const std::string cache_path_;
 
@@ -132,6 +146,11 @@ class EtcdStore final : public Store {
   mutable std::mutex mu_;
   std::condition_variable queued_cv_;
   std::condition_variable durable_cv_;
+  std::condition_variable image_cv_;
+  // The image handed to the imager, and whether one is being uploaded.
+  std::string image_;
+  int64_t image_batch_ = 0;
+  bool image_in_flight_ = false;
   std::deque<Mutation> queue_;
   std::multimap<uint64_t, std::function<void(Status)>> durable_waiters_;
   uint64_t enqueued_seq_ = 0;
@@ -148,6 +167,7 @@ class EtcdStore final : public Store {
   std::atomic<uint64_t> commits_{0};
   std::atomic<uint64_t> committed_mutations_{0};
   std::thread writer_;
+  std::thread imager_;
 };
 
 }  // namespace tidal::server
