@@ -271,8 +271,9 @@ int RunUp(const UpFlags& f) {
       fmt::print("  replica {}: {} pid {}{}  (log {}/server-{}.log)\n", i, (*cluster)->replica_urls()[i],
                  (*cluster)->replica_pid(i), i == leader ? " leads" : " follows", options.work_dir, i);
     }
-    fmt::print("  failover: kill -9 {} (the leader); another replica leads within seconds, and the agents, the\n"
-               "            CLI follow it (open the dashboard at the new leader's address)\n",
+    fmt::print("  failover: kill -9 {} (the leader); another replica leads within seconds, and the agents and\n"
+               "            the CLI follow it. Every replica serves the dashboard and `tidal --stale` reads from its\n"
+               "            copy of the store\n",
                leader >= 0 ? (*cluster)->replica_pid(leader) : -1);
   }
   std::fflush(stdout);
