@@ -94,7 +94,7 @@ void FollowerReads::RefreshLoop() {
   while (true) {
     // A new view when the copy moved past the current one's batch; the
     // first as soon as the copy has been caught up once.
-    cv_.wait(lock, [this] { return stopping_ || (caught_up_batch_ >= 0 && caught_up_batch_ != view_batch_); });
+    cv_.wait(lock, [this] { return stopping_ || (caught_up_batch_ >= 0 && caught_up_batch_ != tried_batch_); });
     if (stopping_) return;
     const int64_t batch = caught_up_batch_;
     const int64_t current_at_ms = caught_up_at_ms_;
@@ -105,20 +105,26 @@ void FollowerReads::RefreshLoop() {
     Status built = view->Recover(RecoverAs::kReadOnlyView);
     const auto took = std::chrono::steady_clock::now() - start;
     lock.lock();
+    // Tried: the same copy fails the same way, so the next try waits until
+    // the copy moves.
+    tried_batch_ = batch;
     if (built.ok()) {
-      view_ = std::move(view);
+      // The old view goes with the last request that holds it, or below,
+      // outside the lock.
+      view_.swap(view);
       view_batch_ = batch;
       view_current_at_ms_ = current_at_ms;
       ++refreshes_;
       last_error_.clear();
       cv_.notify_all();
     } else if (built.message() != last_error_) {
-      // Kept until the copy moves again: the same copy fails the same way.
       std::fprintf(stderr, "tidal server: following: cannot build a read view of the copy: %s\n",
                    built.message().c_str());
       last_error_ = built.message();
-      view_batch_ = batch;
     }
+    lock.unlock();
+    view.reset();
+    lock.lock();
     // At most one recovery per refresh period, however fast the log moves.
     cv_.wait_for(lock, refresh_ > took ? refresh_ - took : Duration(0), [this] { return stopping_; });
     if (stopping_) return;

@@ -94,6 +94,7 @@ class FollowerReads {
   EtcdStore* copy_ = nullptr;
   std::shared_ptr<ControlPlane> view_;
   int64_t view_batch_ = -1;          // the copy's batch the view was built from
+  int64_t tried_batch_ = -1;         // the copy's batch the last build tried
   int64_t view_current_at_ms_ = 0;   // when that copy was last caught up
   int64_t caught_up_batch_ = -1;     // the copy's batch at its last catch-up
   int64_t caught_up_at_ms_ = 0;
