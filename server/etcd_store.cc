@@ -373,6 +373,16 @@ void EtcdStore::WriterLoop() {
   }
 }
 
+namespace {
+
+// A failed base image costs only space: the next batch offers another.
+void ImageNotWritten(int64_t n, const Status& why) {
+  std::fprintf(stderr, "tidal: etcd store: base image after batch %ld not written (tried again later): %s\n",
+               static_cast<long>(n), why.message().c_str());
+}
+
+}  // namespace
+
 void EtcdStore::OfferImage(int64_t n) {
   {
     std::lock_guard lock(mu_);
@@ -381,11 +391,7 @@ void EtcdStore::OfferImage(int64_t n) {
   // On the writer thread, the copy's only writer: it holds exactly batch
   // n's state while it is copied.
   StatusOr<std::string> image = CopyImage();
-  if (!image.ok()) {
-    std::fprintf(stderr, "tidal: etcd store: base image after batch %ld not written (tried again later): %s\n",
-                 static_cast<long>(n), image.status().message().c_str());
-    return;
-  }
+  if (!image.ok()) return ImageNotWritten(n, image.status());
   {
     std::lock_guard lock(mu_);
     image_in_flight_ = true;
@@ -407,10 +413,7 @@ void EtcdStore::ImagerLoop() {
     // A fence that fails here fails the writer's next batch too, which
     // steps the server down; a base image only saves space.
     Status uploaded = UploadImage(n, image);
-    if (!uploaded.ok()) {
-      std::fprintf(stderr, "tidal: etcd store: base image after batch %ld not written (tried again later): %s\n",
-                   static_cast<long>(n), uploaded.message().c_str());
-    }
+    if (!uploaded.ok()) ImageNotWritten(n, uploaded);
     lock.lock();
     if (uploaded.ok()) base_batch_ = n;
     image_in_flight_ = false;

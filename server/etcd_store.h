@@ -31,7 +31,8 @@
 //
 // Errors:
 // - A transaction whose fence fails: this replica was deposed. Sticky, as
-//   a failed SQLite write is; the server then exits (a new leader leads).
+//   a failed SQLite write is; the server then steps down and follows (a
+//   new leader leads).
 // - etcd unreachable or without quorum: the writer retries the same batch
 //   (a retry rewrites the same key with the same bytes, so a write that did
 //   land is not doubled). Meanwhile health() and every WaitDurable answer

@@ -383,7 +383,7 @@ void HttpApi::Routes() {
       const auto start = std::chrono::steady_clock::now();
       if (follower_) {
         Res res;
-        FollowerAnswers(req, route_name, nullptr, res);
+        NotLeader(follower_->leader(), res);
         Finish(route_name, req.method, start, Admission(), res);
         return reply(std::move(res));
       }
