@@ -39,6 +39,10 @@ constexpr int kLogIdleSyncsAfterExit = 3;
 // How long one pod watch waits on the server for a change: short enough
 // that a server gone quiet is noticed, long enough to cost nothing.
 constexpr Duration kPodWatchWait = seconds(25);
+// How long the sync thread gathers events after a sync before the next one:
+// events a tick produces together (a burst of launches, a gang's exits) go
+// in one request, and none waits the rest of a tick.
+constexpr Duration kEventBatchWindow = milliseconds(2);
 
 int64_t FileSize(const std::string& path) {
   struct stat st;
@@ -349,7 +353,10 @@ void Agent::Reconcile(const std::vector<PodSpec>& desired, int64_t now_ms, uint6
         // Asked to stop a pod that does not run here (placed and stopped
         // between two syncs, or lost with an earlier agent): say it has
         // exited, so the server frees its GPUs now rather than at the
-        // grace deadline. A retiring run of the same rank is not it.
+        // grace deadline. A retiring run of the same rank is not it, and a
+        // run whose exit was delivered after this list was asked for has
+        // been reported already.
+        if (delivered_exits_.count(spec.key)) continue;
         const bool retiring = std::any_of(retiring_.begin(), retiring_.end(), [&](const LocalPod& lp) {
           return lp.pod->spec().key == spec.key;
         });
@@ -421,6 +428,14 @@ void Agent::Reconcile(const std::vector<PodSpec>& desired, int64_t now_ms, uint6
     it = pods_.erase(it);
   }
   for (PodEvent& e : events) outbox_.push_back(std::move(e));
+  // Pods to launch or stop: tick now rather than at the period's end.
+  if (!events.empty() || std::any_of(pods_.begin(), pods_.end(), [](const auto& entry) {
+        const Pod::Phase phase = entry.second.pod->phase();
+        return phase == Pod::Phase::kWaitingForSlot || phase == Pod::Phase::kStopping;
+      })) {
+    tick_wanted_ = true;
+    tick_cv_.notify_one();
+  }
 }
 
 bool Agent::PortUsedLocally(int port) const {
@@ -677,9 +692,9 @@ void Agent::Run(const std::function<bool()>& stop, Duration tick) {
         sync_wanted_ = false;
       }
       Sync(WallClockMs());
-      // At least a tick apart, as before; then until Tick wants a sync or
-      // the next heartbeat is due.
-      std::this_thread::sleep_for(tick);
+      // A short window to gather what comes next into one request; then
+      // until Tick wants a sync or the next heartbeat is due.
+      std::this_thread::sleep_for(kEventBatchWindow);
       std::unique_lock lock(mu_);
       const Duration due(std::max<int64_t>(0, next_heartbeat_ms_ - WallClockMs()));
       sync_cv_.wait_for(lock, due, [&] { return sync_wanted_ || stop(); });
@@ -702,11 +717,14 @@ void Agent::Run(const std::function<bool()>& stop, Duration tick) {
   });
   while (!stop()) {
     Tick(WallClockMs());
-    std::this_thread::sleep_for(tick);
+    std::unique_lock lock(mu_);
+    tick_cv_.wait_for(lock, tick, [&] { return tick_wanted_ || stop(); });
+    tick_wanted_ = false;
   }
   {
     std::lock_guard lock(mu_);
     sync_cv_.notify_all();  // its predicate sees stop()
+    tick_cv_.notify_all();
   }
   // A long-poll in flight ends when its connection is shut; one that was
   // just being opened is caught by the next try.

@@ -182,6 +182,10 @@ class Agent {
   // until its next heartbeat instead of every tick.
   std::condition_variable sync_cv_;
   bool sync_wanted_ = false;
+  // Wakes Run's tick loop before its period: a pod list brought pods to
+  // launch or to stop, so they do not wait out the rest of a tick.
+  std::condition_variable tick_cv_;
+  bool tick_wanted_ = false;
   AgentConfig config_;
   GpuProbe& probe_;
   ControlPlane& server_;

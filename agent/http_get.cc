@@ -11,7 +11,12 @@
 #include <cstring>
 #include <memory>
 
-#include <curl/curl.h>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
 #include <fmt/core.h>
 
 namespace tidal::agent {
@@ -37,66 +42,72 @@ int BindLoopback(int port) {
   return static_cast<int>(ntohs(addr.sin_port));
 }
 
-// curl_global_init is not thread-safe in every libcurl a node may have: run
-// it once, before the first handle.
-void InitCurlOnce() {
-  static const bool initialized = [] { return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK; }();
-  (void)initialized;
-}
-
-struct BodySink {
-  std::string body;
-  size_t limit = 0;
-  bool over_limit = false;
-};
-
-size_t AppendBody(char* data, size_t size, size_t count, void* user) {
-  auto* sink = static_cast<BodySink*>(user);
-  const size_t n = size * count;
-  if (sink->body.size() + n > sink->limit) {
-    sink->over_limit = true;
-    return 0;  // anything but n makes libcurl abort the transfer
-  }
-  sink->body.append(data, n);
-  return n;
-}
-
 }  // namespace
 
 StatusOr<HttpReply> HttpGet(const std::string& host, int port, const std::string& path,
                             Duration timeout, size_t max_body_bytes) {
-  InitCurlOnce();
-  std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), &curl_easy_cleanup);
-  if (!curl) return Internal("curl_easy_init failed");
-  const std::string url = fmt::format("http://{}:{}{}", host, port, path);
-  BodySink sink;
-  sink.limit = max_body_bytes;
-  char error[CURL_ERROR_SIZE] = "";
-  CURL* c = curl.get();
-  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
-  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-  curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
-  // No signals: the agent has threads, and libcurl's SIGALRM-based DNS
-  // timeout is not thread-safe.
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  const long timeout_ms = std::max<long>(1, static_cast<long>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()));
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &AppendBody);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
-  const CURLcode rc = curl_easy_perform(c);
-  if (sink.over_limit) {
-    return ResourceExhausted(fmt::format("GET {}: body over {} bytes", url, max_body_bytes));
+  namespace net = boost::asio;
+  namespace beast = boost::beast;
+  namespace http = beast::http;
+  const std::string target = fmt::format("{}:{}{}", host, port, path);
+  boost::system::error_code ec;
+  const net::ip::address address = net::ip::make_address(host, ec);
+  if (ec) return InvalidArgument(fmt::format("GET {}: host must be an IP address", target));
+  if (path.empty() || path.front() != '/') return InvalidArgument(fmt::format("GET {}: path must start with /", target));
+
+  // One io_context per call: a probe is rare (seconds apart per pod) and
+  // must not share a loop with another pod's slow probe.
+  net::io_context io;
+  beast::tcp_stream stream(io);
+  // One deadline for the whole exchange: tcp_stream's expiry applies to
+  // every operation started before it passes, and closes the socket then.
+  stream.expires_after(timeout);
+  http::request<http::empty_body> request{http::verb::get, path, 11};
+  request.set(http::field::host, fmt::format("{}:{}", host, port));
+  request.set(http::field::connection, "close");
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(max_body_bytes);
+  parser.header_limit(16 * 1024);
+  boost::system::error_code result;
+  stream.async_connect(net::ip::tcp::endpoint(address, static_cast<uint16_t>(port)),
+                       [&](boost::system::error_code connected) {
+    if (connected) {
+      result = connected;
+      return;
+    }
+    http::async_write(stream, request, [&](boost::system::error_code written, size_t) {
+      if (written) {
+        result = written;
+        return;
+      }
+      // The header first: Boost 1.74's response parser can let a
+      // Content-Length over the body limit through (it enters the body
+      // state before it reports the limit), so that check is made here.
+      http::async_read_header(stream, buffer, parser, [&](boost::system::error_code header, size_t) {
+        if (header) {
+          result = header;
+          return;
+        }
+        if (parser.content_length() && *parser.content_length() > max_body_bytes) {
+          result = http::error::body_limit;
+          return;
+        }
+        http::async_read(stream, buffer, parser, [&](boost::system::error_code read, size_t) { result = read; });
+      });
+    });
+  });
+  io.run();
+  if (result == http::error::body_limit) {
+    return ResourceExhausted(fmt::format("GET http://{}: body over {} bytes", target, max_body_bytes));
   }
-  if (rc != CURLE_OK) {
-    return Unavailable(fmt::format("GET {}: {}", url, error[0] ? error : curl_easy_strerror(rc)));
+  if (result == beast::error::timeout) {
+    return Unavailable(fmt::format("GET http://{}: no whole reply within {} ms", target,
+                                   std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()));
   }
-  long status = 0;
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-  return HttpReply{static_cast<int>(status), std::move(sink.body)};
+  if (result) return Unavailable(fmt::format("GET http://{}: {}", target, result.message()));
+  http::response<http::string_body> reply = parser.release();
+  return HttpReply{static_cast<int>(reply.result_int()), std::move(reply.body())};
 }
 
 StatusOr<int> PickFreePort() {

@@ -4,7 +4,8 @@
 // cap, so that a pod that trickles bytes or streams gigabytes cannot stall
 // the agent loop (its heartbeats keep every other pod on the node alive) or
 // fill its memory. cpp-httplib's client only bounds each read, so this uses
-// libcurl, whose CURLOPT_TIMEOUT_MS bounds the whole transfer.
+// Boost.Beast (the server's HTTP library), whose stream deadline bounds the
+// whole exchange.
 #ifndef TIDAL_AGENT_HTTP_GET_H_
 #define TIDAL_AGENT_HTTP_GET_H_
 
