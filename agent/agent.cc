@@ -812,6 +812,7 @@ std::vector<PodView> Agent::PodsLocked() const {
     v.phase = Pod::PhaseName(lp.pod->phase());
     v.pid = lp.pod->pid();
     v.workload_pid = lp.pod->workload_pid();
+    v.launch_ms = lp.pod->launch_ms();
     v.port = lp.pod->options().port;
     v.gpus = lp.pod->spec().gpus;
     v.pod_dir = lp.pod->options().pod_dir;
@@ -843,7 +844,7 @@ void Agent::WriteFiles() {
     pods.push_back({{"workload", v.key.workload}, {"rank", v.key.rank},
                     {"attempt", v.key.attempt}, {"name", v.name}, {"kind", v.kind},
                     {"phase", v.phase}, {"pid", v.pid}, {"workload_pid", v.workload_pid},
-                    {"port", v.port}, {"gpus", v.gpus}, {"pod_dir", v.pod_dir}});
+                    {"launch_ms", v.launch_ms}, {"port", v.port}, {"gpus", v.gpus}, {"pod_dir", v.pod_dir}});
   }
   json failed = json::array();
   for (int g : failed_gpus_) failed.push_back(g);

@@ -100,6 +100,7 @@ struct PodView {
   std::string phase;  // Pod::PhaseName
   pid_t pid = -1;           // the pod's process group
   pid_t workload_pid = -1;  // the workload process itself
+  int64_t launch_ms = 0;    // wall clock; 0 = not started yet
   int port = 0;
   std::vector<int> gpus;
   std::string pod_dir;

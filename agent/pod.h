@@ -108,6 +108,8 @@ class Pod {
   // The newest modification time under the checkpoint directory, 0 if empty.
   int64_t LastCheckpointMs() const;
   double CpuSeconds() const { return process_ ? process_->CpuSeconds() : 0; }
+  // When the process was started (wall clock), 0 before.
+  int64_t launch_ms() const { return launch_ms_; }
   int64_t dropped_log_bytes() const { return process_ ? process_->dropped_log_bytes() : 0; }
   // SIGKILLs the group now (agent shutdown past its grace).
   void Kill();

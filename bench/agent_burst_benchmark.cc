@@ -6,7 +6,8 @@
 //   2. submits a burst of jobs from 16 client threads, Slurm harness mix
 //      (1/2/4/8 GPUs on one node; 16/32 GPUs as 2/4 whole nodes; weights
 //      40/25/15/12/5/3, seeded), and times, from the first submit, until
-//      every job is placed and until every pod runs (the agents' pods.json);
+//      every job is placed (the server's first_start_ms) and until every
+//      pod runs (launch_ms in the agents' pods.json);
 //   3. cancels them, then submits a churn of jobs that run `sleep D` and
 //      times until the last is placed, against the ideal fill (their
 //      GPU-seconds over the cluster's GPUs).
@@ -21,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -97,6 +99,29 @@ std::set<uint64_t> InStates(const tidal::agent::LocalCluster& c, const std::set<
   return out;
 }
 
+int64_t WallMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// When the last of `ids` was first bound to GPUs (the server's
+// first_start_ms), once every one of them has been; nullopt before.
+std::optional<int64_t> LastFirstStartMs(const tidal::agent::LocalCluster& c, const std::set<uint64_t>& ids) {
+  auto list = c.Get("/v1/workloads?limit=10000");
+  if (!list.ok()) return std::nullopt;
+  int64_t last = 0;
+  size_t started = 0;
+  for (const json& w : (*list)["workloads"]) {
+    if (!ids.count(w["id"].get<uint64_t>())) continue;
+    const int64_t first_start_ms = w.value("first_start_ms", int64_t{0});
+    if (first_start_ms == 0) return std::nullopt;
+    last = std::max(last, first_start_ms);
+    ++started;
+  }
+  if (started < ids.size()) return std::nullopt;
+  return last;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -158,19 +183,32 @@ int main(int argc, char** argv) {
     demand += mix[i].pods * mix[i].gpus_per_pod;
   }
   const auto burst = Clock::now();
+  const int64_t burst_ms = WallMs();
   std::vector<uint64_t> ids = SubmitAll(cluster, bodies);
   const double submitted_s = Since(burst);
+  // Polled until done; the figures come from the timestamps the server
+  // (first_start_ms: when the job was bound) and the agents (launch_ms:
+  // when the pod's process started) recorded, not from the poll.
   double placed_s = -1, running_s = -1;
+  std::set<uint64_t> burst_ids(ids.begin(), ids.end());
+  burst_ids.erase(0);  // refused (said on stderr)
   while (Since(burst) < 300 && (placed_s < 0 || running_s < 0)) {
-    if (placed_s < 0 && InStates(cluster, {"running"}).size() >= static_cast<size_t>(jobs)) placed_s = Since(burst);
+    if (placed_s < 0) {
+      if (auto last = LastFirstStartMs(cluster, burst_ids)) placed_s = (*last - burst_ms) / 1000.0;
+    }
     if (placed_s >= 0) {
       int running = 0;
-      for (const json& p : cluster.LocalPods()) running += p.value("phase", "") == "running" ? 1 : 0;
-      if (running >= pods) running_s = Since(burst);
+      int64_t last_launch_ms = 0;
+      for (const json& p : cluster.LocalPods()) {
+        if (p.value("phase", "") != "running" || !burst_ids.count(p.value("workload", uint64_t{0}))) continue;
+        ++running;
+        last_launch_ms = std::max(last_launch_ms, p.value("launch_ms", int64_t{0}));
+      }
+      if (running >= pods) running_s = (last_launch_ms - burst_ms) / 1000.0;
     }
     // Each poll reads every agent's pods.json: more often would take the
     // CPU the agents start pods with.
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   std::printf("burst: %d jobs (%d pods, %d GPUs), submitted in %.3f s; all placed %.3f s, all pods running "
               "%.3f s after the first submit\n",
@@ -193,19 +231,14 @@ int main(int argc, char** argv) {
       gpu_seconds += churn[i].pods * churn[i].gpus_per_pod * std::atof(churn_s.c_str());
     }
     const auto t0 = Clock::now();
+    const int64_t t0_ms = WallMs();
     std::vector<uint64_t> churn_ids = SubmitAll(cluster, churn_bodies);
-    const std::set<uint64_t> mine(churn_ids.begin(), churn_ids.end());
+    std::set<uint64_t> mine(churn_ids.begin(), churn_ids.end());
+    mine.erase(0);
     double all_placed_s = -1;
-    while (Since(t0) < 600) {
-      // Placed = running now or already done.
-      std::set<uint64_t> placed = InStates(cluster, {"running", "terminating", "succeeded", "failed"});
-      size_t n = 0;
-      for (uint64_t id : mine) n += placed.count(id);
-      if (n >= mine.size()) {
-        all_placed_s = Since(t0);
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    while (Since(t0) < 600 && all_placed_s < 0) {
+      if (auto last = LastFirstStartMs(cluster, mine)) all_placed_s = (*last - t0_ms) / 1000.0;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     const double ideal = gpu_seconds / (agents * gpus);
     // Ideal fill: the time to run every job on a perfectly packed cluster,

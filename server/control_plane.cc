@@ -13,6 +13,7 @@
 #include "protocol/journal_record.h"
 #include "protocol/journal_snapshot.h"
 #include "protocol/json_writer.h"
+#include "protocol/workload_batch.h"
 #include "server/workload_codec.h"
 
 namespace tidal::server {
@@ -586,19 +587,17 @@ StatusOr<ControlPlane::Admitted> ControlPlane::Admit(const Principal& who, const
   return Admitted{std::move(spec.record), w.priority.derivation};
 }
 
-StatusOr<SubmitResult> ControlPlane::Submit(const Principal& who, const json& body,
-                                            const std::string& idempotency_key) {
+StatusOr<SubmitResult> ControlPlane::Submit(const Principal& who, const SubmitRequest& request) {
   SubmitResult result;
-  TIDAL_ASSIGN_OR_RETURN(const uint64_t seq, EnqueueSubmit(who, body, idempotency_key, &result));
+  TIDAL_ASSIGN_OR_RETURN(const uint64_t seq, EnqueueSubmit(who, request, &result));
   TIDAL_RETURN_IF_ERROR(store_->WaitDurable(seq));
   if (!result.replayed) Kick();
   return result;
 }
 
-void ControlPlane::SubmitAsync(const Principal& who, const json& body, const std::string& idempotency_key,
-                               SubmitCallback done) {
+void ControlPlane::SubmitAsync(const Principal& who, const SubmitRequest& request, SubmitCallback done) {
   auto result = std::make_shared<SubmitResult>();
-  StatusOr<uint64_t> seq = EnqueueSubmit(who, body, idempotency_key, result.get());
+  StatusOr<uint64_t> seq = EnqueueSubmit(who, request, result.get());
   if (!seq.ok()) return done(seq.status());
   store_->WhenDurable(*seq, [this, result, done = std::move(done)](Status durable) {
     if (!durable.ok()) return done(durable);
@@ -607,81 +606,109 @@ void ControlPlane::SubmitAsync(const Principal& who, const json& body, const std
   });
 }
 
-StatusOr<uint64_t> ControlPlane::EnqueueSubmit(const Principal& who, const json& body,
-                                               const std::string& idempotency_key, SubmitResult* out) {
-  const std::string key = idempotency_key.empty() ? "" : who.name + "\n" + idempotency_key;
-  uint64_t seq = 0;
-  SubmitResult& result = *out;
-  {
-    std::lock_guard lock(mu_);
-    if (!ready_) return Unavailable("server is recovering");
-    TIDAL_RETURN_IF_ERROR(Writable());
-    if (!key.empty()) {
-      if (auto it = idempotency_.find(key); it != idempotency_.end()) {
-        const WorkloadRecord& first = records_.at(it->second);
-        if (!first.request_digest.empty() && first.request_digest != RequestDigest(body)) {
-          return AlreadyExists(fmt::format(
-              "Idempotency-Key: key \"{}\" was already used for workload {} with a different body; "
-              "use a new key for a new request",
-              idempotency_key, first.w.id.value()));
-        }
-        result.workload = RecordJson(first);
-        result.replayed = true;
-        // The first may not be durable yet: the retry waits for it too.
-        seq = last_seq_;
-      }
+StatusOr<uint64_t> ControlPlane::EnqueueSubmit(const Principal& who, const SubmitRequest& request,
+                                               SubmitResult* out) {
+  const std::vector<json>& bodies = request.bodies;
+  TIDAL_CHECK(!bodies.empty() && (request.batch || bodies.size() == 1));
+  // Each workload gets an idempotency row. A single submit's key is the
+  // caller's; a batch's items are keyed apart, so that a retry is checked
+  // item by item and a batch cannot replay a single submit's result.
+  auto key_of = [&](size_t i) {
+    std::string key = who.name + "\n" + request.idempotency_key;
+    return request.batch ? key + "\n#" + std::to_string(i) : key;
+  };
+  // An error about one item of a batch names it ("workloads[3].replicas").
+  auto about = [&](Status s, size_t i) { return request.batch ? protocol::InBatchItem(s, i) : s; };
+  std::lock_guard lock(mu_);
+  if (!ready_) return Unavailable("server is recovering");
+  TIDAL_RETURN_IF_ERROR(Writable());
+  if (!request.idempotency_key.empty() && idempotency_.count(key_of(0))) {
+    // A retry: answered with what the first request created, which may not
+    // be durable yet (the caller waits for the last change queued).
+    auto differs = [&](std::string detail) {
+      return AlreadyExists(fmt::format(
+          "Idempotency-Key: key \"{}\" was already used for {}; use a new key for a new request",
+          request.idempotency_key, detail));
+    };
+    if (request.batch && idempotency_.count(key_of(bodies.size()))) {
+      return differs("a batch of more workloads");
     }
-    if (!result.replayed) {
-      const Time now = clock_.Now();
-      TIDAL_ASSIGN_OR_RETURN(Admitted admitted, Admit(who, body, now));
-      WorkloadRecord& r = admitted.record;
-      int& unfinished = unfinished_by_tenant_[r.w.tenant];
-      if (unfinished >= config_.tenant_max_unfinished) {
-        metrics_.Inc("tidal_http_rejected_total", {{"reason", std::string(RejectionName(Rejection::kUnfinishedCap))}});
-        return ResourceExhausted(fmt::format(
-            "tenant {} has {} unfinished workloads, the server's limit (tenant_max_unfinished); "
-            "submit more as these finish",
-            r.w.tenant, unfinished));
+    for (size_t i = 0; i < bodies.size(); ++i) {
+      auto it = idempotency_.find(key_of(i));
+      if (it == idempotency_.end()) return differs("a batch of fewer workloads");
+      const WorkloadRecord* first = Find(it->second);
+      if (first == nullptr) return Internal(fmt::format("idempotency row names workload {}, which is unknown", it->second));
+      if (!first->request_digest.empty() && first->request_digest != RequestDigest(bodies[i])) {
+        return differs(request.batch ? fmt::format("workload {} (workloads[{}]) with a different body",
+                                                   first->w.id.value(), i)
+                                     : fmt::format("workload {} with a different body", first->w.id.value()));
       }
-      r.w.id = WorkloadId(next_id_++);
-      Mutation m;
-      AddAudit(m, who.name, "admit", &r,
-               {{"state", WorkloadStateName(r.w.state)},
-                {"gpus", r.w.pods * r.w.gpus_per_pod},
-                {"image", r.run.image}},
-               now);
-      AddAudit(m, "admission", "priority", &r,
-               {{"value", r.w.priority.value},
-                {"template", r.w.priority.template_name},
-                {"derivation", r.w.priority.derivation},
-                {"awaiting_approval", r.w.priority.awaiting_approval}},
-               now);
-      if (!key.empty()) r.request_digest = RequestDigest(body);
-      json record = RecordToJson(r, config_.catalog, /*wait=*/nullptr);  // not yet in a pass
-      m.workloads.emplace_back(r.w.id.value(), protocol::DumpReserved(RecordToStoredJson(r, config_.catalog)));
-      if (!key.empty()) {
-        m.idempotency.push_back({key, r.w.id.value()});
-        idempotency_[key] = r.w.id.value();
-      }
-      metrics_.Inc("tidal_workloads_submitted_total",
-                   {{"queue", config_.catalog.QueueName(r.w.queue)},
-                    {"kind", std::string(WorkloadKindName(r.w.kind))}});
-      result.workload = std::move(record);
-      const uint64_t id = r.w.id.value();
-      r.queued_ms = ToMillis(now);
-      active_.insert(id);
-      ++unfinished;
-      // One copy of the workload, for the edit (the record keeps its own).
-      const state::Edit submit = state::SubmitEdit{r.w};
-      records_.emplace(id, std::move(r));
-      ApplyScope scope(*this, m, who.name);
-      if (Status s = ApplyEdit(submit); !s.ok()) {
-        return Internal("submit: " + s.message());  // admission checked everything the state checks
-      }
-      seq = Enqueue(std::move(m));
+      out->workloads.push_back(RecordJson(*first));
+    }
+    out->replayed = true;
+    return last_seq_;
+  }
+  // All or none: every item is admitted before anything is applied.
+  const Time now = clock_.Now();
+  std::vector<Admitted> admitted;
+  admitted.reserve(bodies.size());
+  std::map<std::string, int> adding;  // tenant -> workloads this request adds
+  for (size_t i = 0; i < bodies.size(); ++i) {
+    StatusOr<Admitted> a = Admit(who, bodies[i], now);
+    if (!a.ok()) return about(a.status(), i);
+    ++adding[a->record.w.tenant];
+    admitted.push_back(std::move(*a));
+  }
+  for (const auto& [tenant, count] : adding) {
+    const int unfinished = unfinished_by_tenant_[tenant];
+    if (unfinished + count <= config_.tenant_max_unfinished) continue;
+    metrics_.Inc("tidal_http_rejected_total", {{"reason", std::string(RejectionName(Rejection::kUnfinishedCap))}});
+    return ResourceExhausted(
+        count == 1 ? fmt::format("tenant {} has {} unfinished workloads, the server's limit "
+                                 "(tenant_max_unfinished); submit more as these finish",
+                                 tenant, unfinished)
+                   : fmt::format("tenant {} has {} unfinished workloads and the batch adds {}, over the "
+                                 "server's limit of {} (tenant_max_unfinished); submit more as these finish",
+                                 tenant, unfinished, count, config_.tenant_max_unfinished));
+  }
+  Mutation m;
+  ApplyScope scope(*this, m, who.name);
+  for (size_t i = 0; i < admitted.size(); ++i) {
+    WorkloadRecord& r = admitted[i].record;
+    r.w.id = WorkloadId(next_id_++);
+    AddAudit(m, who.name, "admit", &r,
+             {{"state", WorkloadStateName(r.w.state)},
+              {"gpus", r.w.pods * r.w.gpus_per_pod},
+              {"image", r.run.image}},
+             now);
+    AddAudit(m, "admission", "priority", &r,
+             {{"value", r.w.priority.value},
+              {"template", r.w.priority.template_name},
+              {"derivation", r.w.priority.derivation},
+              {"awaiting_approval", r.w.priority.awaiting_approval}},
+             now);
+    if (!request.idempotency_key.empty()) {
+      r.request_digest = RequestDigest(bodies[i]);
+      m.idempotency.push_back({key_of(i), r.w.id.value()});
+      idempotency_[key_of(i)] = r.w.id.value();
+    }
+    out->workloads.push_back(RecordToJson(r, config_.catalog, /*wait=*/nullptr));  // not yet in a pass
+    m.workloads.emplace_back(r.w.id.value(), protocol::DumpReserved(RecordToStoredJson(r, config_.catalog)));
+    metrics_.Inc("tidal_workloads_submitted_total",
+                 {{"queue", config_.catalog.QueueName(r.w.queue)},
+                  {"kind", std::string(WorkloadKindName(r.w.kind))}});
+    const uint64_t id = r.w.id.value();
+    r.queued_ms = ToMillis(now);
+    active_.insert(id);
+    ++unfinished_by_tenant_[r.w.tenant];
+    // One copy of the workload, for the edit (the record keeps its own).
+    const state::Edit submit = state::SubmitEdit{r.w};
+    records_.emplace(id, std::move(r));
+    if (Status s = ApplyEdit(submit); !s.ok()) {
+      return Internal("submit: " + s.message());  // admission checked everything the state checks
     }
   }
-  return seq;
+  return Enqueue(std::move(m));
 }
 
 // Reads reply only with state the store already has (WaitDurable on the

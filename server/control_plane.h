@@ -66,8 +66,16 @@ struct ListFilter {
   int limit = 500;
 };
 
+// One submit (POST /v1/workloads) or a batch (POST /v1/workloads:batch):
+// admitted all or none, in one store change.
+struct SubmitRequest {
+  std::vector<nlohmann::json> bodies;  // one unless `batch`
+  std::string idempotency_key;         // "" = none
+  bool batch = false;
+};
+
 struct SubmitResult {
-  nlohmann::json workload;
+  std::vector<nlohmann::json> workloads;  // in the request's order
   bool replayed = false;  // an Idempotency-Key retry: nothing was applied
 };
 
@@ -109,14 +117,12 @@ class ControlPlane {
   // snapshots are written off the state lock, on a thread of their own.
   Status FlushJournalSnapshot();
 
-  StatusOr<SubmitResult> Submit(const Principal& who, const nlohmann::json& body,
-                                const std::string& idempotency_key);
+  StatusOr<SubmitResult> Submit(const Principal& who, const SubmitRequest& request);
   // Submit without waiting: `done` gets the result once it is durable (on
   // the store's writer thread), or the refusal at once. The HTTP layer's
   // submit route, so that no handler thread sleeps on the fsync.
   using SubmitCallback = std::function<void(StatusOr<SubmitResult>)>;
-  void SubmitAsync(const Principal& who, const nlohmann::json& body, const std::string& idempotency_key,
-                   SubmitCallback done);
+  void SubmitAsync(const Principal& who, const SubmitRequest& request, SubmitCallback done);
   StatusOr<nlohmann::json> Get(const Principal& who, uint64_t id) const;
   StatusOr<nlohmann::json> List(const Principal& who, const ListFilter& filter) const;
   StatusOr<nlohmann::json> Cancel(const Principal& who, uint64_t id);
@@ -325,10 +331,10 @@ class ControlPlane {
   void ReactScaleUpEnd(WorkloadRecord& r, const state::ScaleUpEndEdit& e, Time now);
   void ApplyDecisions(Decisions d);
   std::vector<protocol::PodAssignment> PodsFor(NodeId node) const;
-  // Submit up to its store change: admits, applies and enqueues; returns the
-  // seq to wait for (the first submit's, for an idempotent replay).
-  StatusOr<uint64_t> EnqueueSubmit(const Principal& who, const nlohmann::json& body,
-                                   const std::string& idempotency_key, SubmitResult* result);
+  // Submit up to its store change: admits every workload, then applies and
+  // enqueues them together; returns the seq to wait for (the last queued,
+  // for an idempotent replay).
+  StatusOr<uint64_t> EnqueueSubmit(const Principal& who, const SubmitRequest& request, SubmitResult* result);
   // The node's desired pods, once the store has everything they reflect.
   StatusOr<std::vector<protocol::PodAssignment>> DesiredPods(const std::string& node,
                                                              std::string* version = nullptr) const;

@@ -15,6 +15,7 @@
 #include "core/colocation/loan_calendar.h"
 #include "protocol/json_writer.h"
 #include "protocol/leader_redirect.h"
+#include "protocol/workload_batch.h"
 #include "server/overload_guard.h"
 #include "server/report.h"
 #include "server/static_files.h"
@@ -37,6 +38,13 @@ int HttpStatusFor(StatusCode code) {
     case StatusCode::kInternal: return 500;
   }
   return 500;
+}
+
+// The Idempotency-Key header of a submit ("" = none), bounded.
+StatusOr<std::string> IdempotencyKey(const HttpRequest& req) {
+  std::string key(req.header("Idempotency-Key"));
+  if (key.size() > 200) return InvalidArgument("Idempotency-Key: longer than 200 characters");
+  return key;
 }
 
 std::string ErrorBody(const Status& status, std::string_view code_name) {
@@ -77,6 +85,7 @@ const std::vector<ApiRoute>& ApiRoutes() {
       {"GET", "/readyz"},
       {"GET", "/metrics"},
       {"POST", "/v1/workloads"},
+      {"POST", protocol::kWorkloadBatchPath.data()},
       {"GET", "/v1/workloads", true},
       {"GET", "/v1/workloads/{id}", true},
       {"POST", "/v1/workloads/{id}/cancel"},
@@ -313,6 +322,23 @@ StatusOr<Principal> HttpApi::Admit(const HttpRequest& req, const ControlPlane& c
   return who;
 }
 
+Status HttpApi::TakeBatchSubmits(const Principal& who, size_t count, Admission* admission) {
+  if (who.role != Role::kUser) return Status::Ok();
+  const double burst = overload_.submit_burst();
+  if (burst > 0 && static_cast<double>(count) > burst) {
+    // It would wait forever: no bucket ever holds more than the burst.
+    return InvalidArgument(fmt::format("workloads: a batch of {} is more than tenant {} may submit at once ({}, "
+                                       "tenant_submit_burst); split it",
+                                       count, who.tenant, burst));
+  }
+  if (!overload_.TakeSubmit(who.tenant, std::chrono::steady_clock::now(), static_cast<int>(count))) {
+    return Rejected(Rejection::kSubmitRate, admission,
+                    fmt::format("tenant {} is over its submit rate (tenant_submit_rate_per_s) for a batch of {}",
+                                who.tenant, count));
+  }
+  return Status::Ok();
+}
+
 Status HttpApi::Rejected(Rejection why, Admission* admission, std::string_view message) {
   metrics_.Inc("tidal_http_rejected_total", {{"reason", std::string(RejectionName(why))}});
   // One figure for the body and the header (Finish writes it), so the two
@@ -376,7 +402,7 @@ void HttpApi::Routes() {
   using Finisher = std::function<void(const StatusOr<json>&, int ok_status)>;
   // Only the leader serves them (a follower's view takes no writes, and
   // parks no watch), so its control plane outlives them.
-  using AsyncBody = std::function<void(const Req&, const Principal&, const Finisher&)>;
+  using AsyncBody = std::function<void(const Req&, const Principal&, Admission&, const Finisher&)>;
   auto async_route = [this](const std::string& route_name, AsyncBody body) -> HttpServer::AsyncHandler {
     const bool submits = route_name == "/v1/workloads";
     return [this, route_name, body, submits](const Req& req, HttpServer::Responder reply) {
@@ -405,7 +431,7 @@ void HttpApi::Routes() {
       try {
         auto who = Admit(req, *leader_, submits && req.method == "POST", admission.get());
         if (!who.ok()) return finish(who.status(), 200);
-        body(req, *who, finish);
+        body(req, *who, *admission, finish);
         admission->LeaveSeat();
       } catch (const std::exception& e) {
         // Only before `body` handed `finish` on: the bodies below do not
@@ -442,16 +468,35 @@ void HttpApi::Routes() {
 
   // Answered from the store's writer thread once durable: no handler thread
   // sleeps on the fsync.
-  async_handlers["POST /v1/workloads"] =
-      async_route("/v1/workloads", [=, this](const Req& req, const Principal& p, const Finisher& finish) {
+  async_handlers["POST /v1/workloads"] = async_route(
+      "/v1/workloads", [=, this](const Req& req, const Principal& p, Admission&, const Finisher& finish) {
         if (Status s = user_or_admin(p); !s.ok()) return finish(s, 200);
-        const std::string key(req.header("Idempotency-Key"));
-        if (key.size() > 200) return finish(InvalidArgument("Idempotency-Key: longer than 200 characters"), 200);
+        StatusOr<std::string> key = IdempotencyKey(req);
+        if (!key.ok()) return finish(key.status(), 200);
         StatusOr<json> body = ParseBody(req, limit);
         if (!body.ok()) return finish(body.status(), 200);
-        leader_->SubmitAsync(p, *body, key, [finish](StatusOr<SubmitResult> r) {
+        leader_->SubmitAsync(p, SubmitRequest{{std::move(*body)}, *key, false}, [finish](StatusOr<SubmitResult> r) {
           if (!r.ok()) return finish(r.status(), 200);
-          finish(std::move(r->workload), r->replayed ? 200 : 201);
+          finish(std::move(r->workloads.front()), r->replayed ? 200 : 201);
+        });
+      });
+  // Workloads submitted together: admitted all or none, in one store change
+  // (protocol/workload_batch.h). Each draws a token of the submit rate.
+  async_handlers["POST " + std::string(protocol::kWorkloadBatchPath)] = async_route(
+      std::string(protocol::kWorkloadBatchPath),
+      [=, this](const Req& req, const Principal& p, Admission& admission, const Finisher& finish) {
+        if (Status s = user_or_admin(p); !s.ok()) return finish(s, 200);
+        StatusOr<std::string> key = IdempotencyKey(req);
+        if (!key.ok()) return finish(key.status(), 200);
+        StatusOr<json> body = ParseBody(req, limit);
+        if (!body.ok()) return finish(body.status(), 200);
+        StatusOr<protocol::WorkloadBatch> batch = protocol::WorkloadBatchFromJson(*body);
+        if (!batch.ok()) return finish(batch.status(), 200);
+        if (Status s = TakeBatchSubmits(p, batch->workloads.size(), &admission); !s.ok()) return finish(s, 200);
+        leader_->SubmitAsync(p, SubmitRequest{std::move(batch->workloads), *key, true},
+                             [finish](StatusOr<SubmitResult> r) {
+          if (!r.ok()) return finish(r.status(), 200);
+          finish(protocol::WorkloadBatchToJson({std::move(r->workloads)}), r->replayed ? 200 : 201);
         });
       });
   add("GET", "/v1/workloads", route("/v1/workloads", [=, this](const Req& req, const Principal& p, ControlPlane& cp, int*) -> StatusOr<json> {
@@ -605,7 +650,7 @@ void HttpApi::Routes() {
   // node's pods differ from `version`, or after wait_ms; it holds no HTTP
   // thread meanwhile.
   async_handlers["GET /v1/agent/nodes/{node}/pods"] = async_route(
-      "/v1/agent/nodes/{node}/pods", [=, this](const Req& req, const Principal& p, const Finisher& finish) {
+      "/v1/agent/nodes/{node}/pods", [=, this](const Req& req, const Principal& p, Admission&, const Finisher& finish) {
         int64_t wait_ms = 0;
         Status params = OnlyParams(req, {"version", "wait_ms"});
         if (params.ok()) params = ParamInt(req, "wait_ms", &wait_ms, 0, 60'000);

@@ -86,6 +86,9 @@ class HttpApi {
   // answer. `submit`: a submit or dry-run, which also draws on the tenant's
   // submit rate.
   StatusOr<Principal> Admit(const HttpRequest& req, const ControlPlane& cp, bool submit, Admission* admission);
+  // A batch's submit tokens, one per workload (Admit takes none for a
+  // batch, whose size it does not know yet).
+  Status TakeBatchSubmits(const Principal& who, size_t count, Admission* admission);
   // The 429 for `why`: counts it in tidal_http_rejected_total, sets its
   // Retry-After (admission->retry_after_s) and appends the same figure to
   // `message` (which says only why) as "; retry after N s".

@@ -48,14 +48,14 @@ void OverloadGuard::Leave(const std::string& tenant) {
   if (--it->second == 0) held_.erase(it);
 }
 
-bool OverloadGuard::Take(Bucket& b, double rate_per_s, double burst, Clock::time_point now) {
+bool OverloadGuard::Take(Bucket& b, double rate_per_s, double burst, Clock::time_point now, int count) {
   if (now > b.last) {
     const double elapsed_s = std::chrono::duration<double>(now - b.last).count();
     b.tokens = std::min(burst, b.tokens + elapsed_s * rate_per_s);
     b.last = now;
   }
-  if (b.tokens < 1) return false;
-  b.tokens -= 1;
+  if (b.tokens < count) return false;
+  b.tokens -= count;
   return true;
 }
 
@@ -71,14 +71,19 @@ void OverloadGuard::ForgetFullBuckets(std::map<std::string, Bucket>& table, doub
   }
 }
 
-bool OverloadGuard::TakeSubmit(const std::string& tenant, Clock::time_point now) {
-  if (limits_.tenant_submit_rate_per_s <= 0) return true;
-  const double burst =
-      limits_.tenant_submit_burst > 0 ? limits_.tenant_submit_burst : std::max(1.0, 2 * limits_.tenant_submit_rate_per_s);
+double OverloadGuard::submit_burst() const {
+  if (limits_.tenant_submit_rate_per_s <= 0) return 0;
+  return limits_.tenant_submit_burst > 0 ? limits_.tenant_submit_burst
+                                         : std::max(1.0, 2 * limits_.tenant_submit_rate_per_s);
+}
+
+bool OverloadGuard::TakeSubmit(const std::string& tenant, Clock::time_point now, int count) {
+  const double burst = submit_burst();
+  if (burst <= 0) return true;
   std::lock_guard lock(mu_);
   // Tenants come from the config's tokens, so this table is small.
   auto [it, fresh] = submit_tokens_.try_emplace(tenant, Bucket{burst, now});
-  return Take(it->second, limits_.tenant_submit_rate_per_s, burst, now);
+  return Take(it->second, limits_.tenant_submit_rate_per_s, burst, now, count);
 }
 
 bool OverloadGuard::NoteAuthFailure(const std::string& client, Clock::time_point now) {

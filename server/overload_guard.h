@@ -80,8 +80,13 @@ class OverloadGuard {
   bool TryEnter(const std::string& tenant);
   void Leave(const std::string& tenant);
 
-  // A token for one submit or dry-run of `tenant`; false = answer 429.
-  bool TakeSubmit(const std::string& tenant, Clock::time_point now);
+  // `count` tokens for as many submits (a batch's workloads) or one dry-run
+  // of `tenant`; false = answer 429, and none is taken. A batch larger than
+  // the burst never passes: the caller says so.
+  bool TakeSubmit(const std::string& tenant, Clock::time_point now, int count = 1);
+  // The most submits one request may carry under the rate limit (its
+  // burst); 0 = no limit.
+  double submit_burst() const;
 
   // Records one failed authentication from `client`; false = its budget is
   // spent (answer 429, audit nothing).
@@ -99,7 +104,7 @@ class OverloadGuard {
     Clock::time_point last{};
   };
   // Refills `b` to `now` and takes one token if there is one.
-  static bool Take(Bucket& b, double rate_per_s, double burst, Clock::time_point now);
+  static bool Take(Bucket& b, double rate_per_s, double burst, Clock::time_point now, int count = 1);
   void ForgetFullBuckets(std::map<std::string, Bucket>& table, double rate_per_s, double burst,
                          Clock::time_point now);
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <thread>
 
+#include "protocol/workload_batch.h"
 #include "tests/support/server_fixture.h"
 
 namespace tidal::testing {
@@ -160,6 +161,84 @@ TEST(ServerApi, IdempotencyKeyAppliesASubmitOnce) {
   EXPECT_EQ(b.status, 200);
   EXPECT_EQ(a.json()["id"], b.json()["id"]);
   EXPECT_EQ(s.Get("/v1/workloads", kAdminToken).json()["workloads"].size(), 1u);
+}
+
+std::string Batch(std::vector<json> workloads) {
+  return protocol::WorkloadBatchToJson({std::move(workloads)}).dump();
+}
+
+json Trial(const std::string& name) {
+  return {{"name", name}, {"project", "vision"}, {"gpus_per_replica", 1}};
+}
+
+TEST(ServerApi, ABatchIsAdmittedWholeInItsOrder) {
+  ServerProcess s;
+  HttpReply r = s.Post("/v1/workloads:batch", kResearchToken, Batch({Trial("t0"), Trial("t1"), Trial("t2")}));
+  ASSERT_EQ(r.status, 201) << r.body;
+  auto batch = protocol::WorkloadBatchFromJson(r.json());
+  ASSERT_TRUE(batch.ok()) << batch.status().message();
+  ASSERT_EQ(batch->workloads.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(batch->workloads[i]["name"], "t" + std::to_string(i));
+    EXPECT_EQ(batch->workloads[i]["id"], i + 1);
+    EXPECT_EQ(batch->workloads[i]["tenant"], "research");
+  }
+  EXPECT_EQ(s.Get("/v1/workloads", kResearchToken).json()["workloads"].size(), 3u);
+}
+
+TEST(ServerApi, ABatchWithOneBadWorkloadAdmitsNoneAndNamesIt) {
+  ServerProcess s;
+  json bad = Trial("t2");
+  bad["gpus_per_replica"] = -1;
+  HttpReply r = s.Post("/v1/workloads:batch", kResearchToken, Batch({Trial("t0"), Trial("t1"), bad}));
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(r.json()["error"]["field"], "workloads[2].gpus_per_replica") << r.body;
+  EXPECT_EQ(s.Get("/v1/workloads", kAdminToken).json()["workloads"].size(), 0u);
+  // The envelope is checked too: no items, or a non-object.
+  EXPECT_EQ(s.Post("/v1/workloads:batch", kResearchToken, Batch({})).json()["error"]["field"], "workloads");
+  EXPECT_EQ(s.Post("/v1/workloads:batch", kResearchToken, R"({"workloads": [3]})").json()["error"]["field"],
+            "workloads[0]");
+}
+
+TEST(ServerApi, AHostileBatchCannotReachAnotherTenantNorGrowUnbounded) {
+  ServerProcess s;
+  // One item names another tenant: refused whole, as a single submit is.
+  json theirs = Trial("theirs");
+  theirs["tenant"] = "ads";
+  HttpReply r = s.Post("/v1/workloads:batch", kResearchToken, Batch({Trial("mine"), theirs}));
+  EXPECT_EQ(r.status, 403) << r.body;
+  EXPECT_EQ(r.json()["error"]["field"], "workloads[1].tenant") << r.body;
+  // More items than a batch may carry: refused on the count.
+  std::vector<json> many(protocol::kMaxBatchWorkloads + 1, Trial("x"));
+  HttpReply too_many = s.Post("/v1/workloads:batch", kResearchToken, Batch(many));
+  EXPECT_EQ(too_many.status, 400) << too_many.body;
+  EXPECT_EQ(too_many.json()["error"]["field"], "workloads");
+  // No token: no batch.
+  EXPECT_EQ(s.Post("/v1/workloads:batch", "", Batch({Trial("anon")})).status, 401);
+  EXPECT_EQ(s.Get("/v1/workloads", kAdminToken).json()["workloads"].size(), 0u);
+}
+
+TEST(ServerApi, IdempotencyKeyAppliesABatchOnce) {
+  ServerProcess s;
+  const std::string body = Batch({Trial("a"), Trial("b")});
+  HttpReply first = s.Post("/v1/workloads:batch", kResearchToken, body, {{"Idempotency-Key", "sweep-1"}});
+  HttpReply again = s.Post("/v1/workloads:batch", kResearchToken, body, {{"Idempotency-Key", "sweep-1"}});
+  ASSERT_EQ(first.status, 201) << first.body;
+  EXPECT_EQ(again.status, 200) << again.body;
+  // The same workloads, as they are now.
+  ASSERT_EQ(again.json()["workloads"].size(), 2u);
+  for (size_t i = 0; i < 2; ++i) EXPECT_EQ(again.json()["workloads"][i]["id"], first.json()["workloads"][i]["id"]);
+  // The same key for another request is a conflict, whatever differs.
+  HttpReply longer = s.Post("/v1/workloads:batch", kResearchToken, Batch({Trial("a"), Trial("b"), Trial("c")}),
+                            {{"Idempotency-Key", "sweep-1"}});
+  EXPECT_EQ(longer.status, 409) << longer.body;
+  HttpReply changed = s.Post("/v1/workloads:batch", kResearchToken, Batch({Trial("a"), Trial("z")}),
+                             {{"Idempotency-Key", "sweep-1"}});
+  EXPECT_EQ(changed.status, 409) << changed.body;
+  EXPECT_NE(changed.body.find("workloads[1]"), std::string::npos) << changed.body;
+  // A batch's key and a single submit's do not meet.
+  EXPECT_EQ(s.Post("/v1/workloads", kResearchToken, Trial("a").dump(), {{"Idempotency-Key", "sweep-1"}}).status, 201);
+  EXPECT_EQ(s.Get("/v1/workloads", kAdminToken).json()["workloads"].size(), 3u);
 }
 
 TEST(ServerApi, ResizeElasticJobWithinItsBounds) {

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "protocol/node_registration.h"
+#include "protocol/workload_batch.h"
 #include "tests/support/server_fixture.h"
 
 namespace tidal::testing {
@@ -62,6 +63,32 @@ TEST(ServerOverload, ATenantOverItsSubmitRateIsRefusedWithRetryAfter) {
   EXPECT_EQ(s.PostJson("/v1/workloads", kAdminToken, Job("d", "sandbox")).status, 201);
   EXPECT_EQ(s.PostJson("/v1/workloads", kAdsToken, Job("e", "ads-ranking")).status, 201);
   EXPECT_EQ(Rejected(s, "submit_rate"), 1);
+}
+
+std::string Batch(std::vector<json> workloads) {
+  return protocol::WorkloadBatchToJson({std::move(workloads)}).dump();
+}
+
+TEST(ServerOverload, ABatchCountsEachWorkloadAgainstTheCapAndTheRate) {
+  ServerProcess s(DefaultServerConfig("tenant_max_unfinished: 3\n"
+                                      "tenant_submit_rate_per_s: 0.001\ntenant_submit_burst: 4\n"));
+  // 2 + 2 would pass the rate (4 tokens) but not the cap (3 unfinished).
+  ASSERT_EQ(s.Post("/v1/workloads:batch", kResearchToken, Batch({Job("a", "sandbox"), Job("b", "vision")})).status,
+            201);
+  HttpReply over_cap = s.Post("/v1/workloads:batch", kResearchToken, Batch({Job("c", "sandbox"), Job("d", "vision")}));
+  EXPECT_EQ(over_cap.status, 429) << over_cap.body;
+  EXPECT_NE(over_cap.body.find("the batch adds 2, over the server's limit of 3"), std::string::npos) << over_cap.body;
+  EXPECT_EQ(Rejected(s, "unfinished_cap"), 1);
+  // That refusal took 2 tokens (the rate is checked first); 0 are left.
+  HttpReply over_rate = s.Post("/v1/workloads:batch", kResearchToken, Batch({Job("e", "sandbox")}));
+  EXPECT_EQ(over_rate.status, 429) << over_rate.body;
+  EXPECT_NE(over_rate.body.find("over its submit rate"), std::string::npos) << over_rate.body;
+  // A batch larger than the burst could never pass: 400, not a retry.
+  std::vector<json> five(5, Job("f", "sandbox"));
+  HttpReply too_big = s.Post("/v1/workloads:batch", kResearchToken, Batch(five));
+  EXPECT_EQ(too_big.status, 400) << too_big.body;
+  EXPECT_NE(too_big.body.find("tenant_submit_burst"), std::string::npos) << too_big.body;
+  EXPECT_EQ(s.Get("/v1/workloads", kAdminToken).json()["workloads"].size(), 2u);
 }
 
 TEST(ServerOverload, FailedAuthenticationsPastTheBudgetAre429AndValidTokensStillPass) {

@@ -37,9 +37,9 @@ class StoreFaultTest : public testing::StoreFixture {
     return {{"name", name}, {"project", "vision"}, {"gpus_per_replica", 1}, {"node_selector", {{"host", "x"}}}};
   }
   uint64_t Submit(const std::string& name) {
-    auto r = cp_->Submit(kAlice, SubmitBody(name), "");
+    auto r = cp_->Submit(kAlice, SubmitRequest{{SubmitBody(name)}});
     EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? r->workload["id"].get<uint64_t>() : 0;
+    return r.ok() ? r->workloads[0]["id"].get<uint64_t>() : 0;
   }
   void Register(const std::string& name, int gpus) {
     json list = json::array();
@@ -70,13 +70,13 @@ TEST_F(StoreFaultTest, AFailedWriteMakesTheServerReadOnly) {
   EXPECT_NE(cp_->MetricsText().find("tidal_store_healthy 1"), std::string::npos);
 
   faulty_->FailWrite(1, "injected: disk full");
-  auto failed = cp_->Submit(kAlice, SubmitBody("second"), "");
+  auto failed = cp_->Submit(kAlice, SubmitRequest{{SubmitBody("second")}});
   ASSERT_FALSE(failed.ok());
   ExpectReadOnly(failed.status(), "injected: disk full");
 
   // Every later mutation is refused before it changes anything.
   const uint64_t writes = faulty_->writes();
-  ExpectReadOnly(cp_->Submit(kAlice, SubmitBody("third"), "").status(), "injected: disk full");
+  ExpectReadOnly(cp_->Submit(kAlice, SubmitRequest{{SubmitBody("third")}}).status(), "injected: disk full");
   ExpectReadOnly(cp_->Cancel(kAlice, first).status(), "injected: disk full");
   ExpectReadOnly(cp_->Resize(kAlice, first, {{"replicas", 1}}).status(), "injected: disk full");
   ExpectReadOnly(cp_->Approve(kAdmin, first).status(), "injected: disk full");
@@ -114,13 +114,13 @@ TEST_F(StoreFaultTest, ASqliteWriteErrorIsStickyAndLosesNothingAcknowledged) {
   ExecOnStoreFile(db_path(),
              "CREATE TRIGGER inject BEFORE INSERT ON workloads "
              "BEGIN SELECT RAISE(ABORT, 'injected write fault'); END;");
-  auto failed = cp_->Submit(kAlice, SubmitBody("lost"), "");
+  auto failed = cp_->Submit(kAlice, SubmitRequest{{SubmitBody("lost")}});
   ASSERT_FALSE(failed.ok());
   ExpectReadOnly(failed.status(), "injected write fault");
 
   // Sticky: the file would take writes again, the store does not.
   ExecOnStoreFile(db_path(), "DROP TRIGGER inject;");
-  ExpectReadOnly(cp_->Submit(kAlice, SubmitBody("after"), "").status(), "injected write fault");
+  ExpectReadOnly(cp_->Submit(kAlice, SubmitRequest{{SubmitBody("after")}}).status(), "injected write fault");
   ExpectReadOnly(cp_->Cancel(kAlice, placed).status(), "injected write fault");
   EXPECT_EQ(Get(placed)["state"], "running");
   EXPECT_NE(cp_->MetricsText().find("tidal_store_healthy 0"), std::string::npos);
@@ -149,7 +149,7 @@ TEST_F(StoreFaultTest, EverythingAcknowledgedBeforeTheFaultSurvivesARestart) {
   EXPECT_EQ(states[acked[4]], "cancelled");
 
   faulty_->FailWrite(1, "injected: I/O error");
-  EXPECT_FALSE(cp_->Submit(kAlice, SubmitBody("unacked"), "").ok());
+  EXPECT_FALSE(cp_->Submit(kAlice, SubmitRequest{{SubmitBody("unacked")}}).ok());
   EXPECT_FALSE(cp_->Cancel(kAlice, acked[0]).ok());
 
   ASSERT_TRUE(Open(/*faulty=*/false).ok());
@@ -224,7 +224,7 @@ TEST_F(StoreFaultTest, ASlowStoreDelaysTheReplyButLosesNothing) {
   std::atomic<bool> replied{false};
   StatusOr<SubmitResult> result = Internal("not run");
   std::thread client([&] {
-    result = cp_->Submit(kAlice, SubmitBody("slow"), "");
+    result = cp_->Submit(kAlice, SubmitRequest{{SubmitBody("slow")}});
     replied = true;
   });
   faulty_->AwaitHeldWaiters(1);
@@ -233,7 +233,7 @@ TEST_F(StoreFaultTest, ASlowStoreDelaysTheReplyButLosesNothing) {
   faulty_->Release();
   client.join();
   ASSERT_TRUE(result.ok()) << result.status().ToString();
-  const uint64_t id = result->workload["id"].get<uint64_t>();
+  const uint64_t id = result->workloads[0]["id"].get<uint64_t>();
   ASSERT_TRUE(Open(/*faulty=*/false).ok());
   EXPECT_EQ(Get(id)["name"], "slow");
 }

@@ -46,14 +46,14 @@ class StoreSnapshotTest : public testing::StoreFixture {
     }
   }
   StatusOr<SubmitResult> Submit(const std::string& name, int gpus) {
-    return cp_->Submit(kAlice, {{"name", name}, {"project", "vision"}, {"gpus_per_replica", gpus}}, "");
+    return cp_->Submit(kAlice, SubmitRequest{{json{{"name", name}, {"project", "vision"}, {"gpus_per_replica", gpus}}}});
   }
   // Submits, cancels and passes: a history of a few hundred records.
   void Work(int rounds, std::vector<uint64_t>* ids) {
     for (int i = 0; i < rounds; ++i) {
       auto r = Submit("w" + std::to_string(ids->size()), 1 + i % 4);
       ASSERT_TRUE(r.ok()) << r.status().ToString();
-      ids->push_back(r->workload["id"].get<uint64_t>());
+      ids->push_back(r->workloads[0]["id"].get<uint64_t>());
       if (i % 5 == 4) {
         ASSERT_TRUE(cp_->Cancel(kAdmin, ids->at(ids->size() - 3)).ok());
       }
@@ -175,7 +175,7 @@ TEST_F(StoreSnapshotTest, AFailedSnapshotWriteLeavesTheJournalAndLosesNothingAck
       refused = true;
       break;
     }
-    acknowledged.push_back(r->workload["id"].get<uint64_t>());
+    acknowledged.push_back(r->workloads[0]["id"].get<uint64_t>());
     // A pass's write may be the one that brings the count to a snapshot,
     // which its own write carries once encoded: the next submit is then
     // refused.

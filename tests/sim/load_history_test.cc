@@ -200,8 +200,8 @@ TEST_F(StoredLoadTest, CompactionKeepsTheLoadSamplesOfTheWindow) {
     ASSERT_TRUE(cp.Recover().ok());
     // Enough records after the samples for a snapshot, which covers them.
     for (int i = 0; i < 10; ++i) {
-      auto r = cp.Submit(alice, {{"name", "j" + std::to_string(i)}, {"project", "vision"}, {"gpus_per_replica", 1}},
-                         "");
+      auto r = cp.Submit(alice, server::SubmitRequest{
+                                    {nlohmann::json{{"name", "j" + std::to_string(i)}, {"project", "vision"}, {"gpus_per_replica", 1}}}});
       ASSERT_TRUE(r.ok()) << r.status().ToString();
     }
   }

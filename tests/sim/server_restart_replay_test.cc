@@ -68,7 +68,7 @@ class ServerRestartReplayTest : public ::testing::Test {
     Open();
   }
   void Submit(const std::string& name, int gpus) {
-    auto r = cp_->Submit(kAlice, {{"name", name}, {"project", "vision"}, {"gpus_per_replica", gpus}}, "");
+    auto r = cp_->Submit(kAlice, server::SubmitRequest{{json{{"name", name}, {"project", "vision"}, {"gpus_per_replica", gpus}}}});
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
   // Every node but `silent` renews its lease.
@@ -214,13 +214,11 @@ class ServiceLoadReplayTest : public ServerRestartReplayTest {
     cp_.reset();
     config_.snapshot_every_records = snapshot_every_records;
     Open();
-    auto svc = cp_->Submit(kAdmin,
-                           {{"name", "chat"}, {"project", "chat-serving"}, {"kind", "inference"}, {"replicas", 1},
+    auto svc = cp_->Submit(kAdmin, server::SubmitRequest{{json{{"name", "chat"}, {"project", "chat-serving"}, {"kind", "inference"}, {"replicas", 1},
                             {"min_replicas", 1}, {"max_replicas", 24}, {"replica_capacity_rps", 10},
-                            {"target_p99_ms", 200}, {"cold_start_s", 60}},
-                           "");
+                            {"target_p99_ms", 200}, {"cold_start_s", 60}}}});
     ASSERT_TRUE(svc.ok()) << svc.status().ToString();
-    chat_ = svc->workload["id"].get<uint64_t>();
+    chat_ = svc->workloads[0]["id"].get<uint64_t>();
     for (int i = 0; i < 4; ++i) Submit("t" + std::to_string(i), 8);
     for (int i = 0; i < 10; ++i) Minute(20);
     for (int i = 0; i < 10; ++i) Minute(20 + 18 * i);
