@@ -37,6 +37,7 @@
 #include "protocol/leader_redirect.h"
 #include "protocol/loan_calendar.h"
 #include "protocol/pod_log.h"
+#include "protocol/workload_batch.h"
 #include "server/build_info.h"
 
 namespace tidal::cli {
@@ -627,16 +628,35 @@ RegisterCommand reg([](CLI::App& root) {
     auto key = std::make_shared<std::string>();
     CLI::App* c = root.add_subcommand("submit", "Submit workloads from a YAML/JSON file");
     AddCommon(c, f);
-    c->add_option("-f,--file", *file, "Workload file (one workload, a list, or workloads: [...])")->required();
+    c->add_option("-f,--file", *file,
+                  "Workload file (one workload, a list, or workloads: [...]); a list goes in batches of up to 1000, "
+                  "each admitted whole or not at all")
+        ->required();
     c->add_option("--idempotency-key", *key, "Apply at most once (a retry returns the first result)");
     c->callback([=] {
       Guard([&] {
         json out = json::array();
-        const auto workloads = ReadWorkloads(*file);
-        for (size_t i = 0; i < workloads.size(); ++i) {
+        std::vector<json> workloads = ReadWorkloads(*file);
+        if (workloads.size() == 1) {
           httplib::Headers h;
-          if (!key->empty()) h.emplace("Idempotency-Key", workloads.size() == 1 ? *key : fmt::format("{}-{}", *key, i));
-          out.push_back(CallJson(*f, "POST", "/v1/workloads", &workloads[i], h));
+          if (!key->empty()) h.emplace("Idempotency-Key", *key);
+          out.push_back(CallJson(*f, "POST", "/v1/workloads", &workloads[0], h));
+        }
+        // A list goes as batches (one of them up to kMaxBatchWorkloads):
+        // each is admitted whole or refused whole, in one round trip.
+        const size_t per_batch = protocol::kMaxBatchWorkloads;
+        const size_t batches = workloads.size() > 1 ? (workloads.size() + per_batch - 1) / per_batch : 0;
+        for (size_t b = 0; b < batches; ++b) {
+          protocol::WorkloadBatch batch;
+          const size_t end = std::min(workloads.size(), (b + 1) * per_batch);
+          for (size_t i = b * per_batch; i < end; ++i) batch.workloads.push_back(std::move(workloads[i]));
+          httplib::Headers h;
+          if (!key->empty()) h.emplace("Idempotency-Key", batches == 1 ? *key : fmt::format("{}-{}", *key, b));
+          const json body = protocol::WorkloadBatchToJson(batch);
+          auto created = protocol::WorkloadBatchFromJson(
+              CallJson(*f, "POST", std::string(protocol::kWorkloadBatchPath), &body, h));
+          if (!created.ok()) throw ClientError("the server's batch reply: " + created.status().message());
+          for (json& w : created->workloads) out.push_back(std::move(w));
         }
         Output(*f, out, [](const json& j) {
           Table t({"ID", "NAME", "STATE", "PRIORITY"});

@@ -205,6 +205,35 @@ TEST_F(CliTest, ErrorsAreOneLineWithNonZeroExit) {
   EXPECT_EQ(std::count(nowhere.err.begin(), nowhere.err.end(), '\n'), 1) << nowhere.err;
 }
 
+TEST_F(CliTest, AListIsSubmittedWholeOrNotAtAll) {
+  // The third workload is bad: none of the three is submitted, and the
+  // error names the item and its field.
+  std::ofstream(server_->dir() + "/sweep.yaml")
+      << "- {name: lr-1, project: vision, gpus_per_replica: 1}\n"
+         "- {name: lr-2, project: vision, gpus_per_replica: 1}\n"
+         "- {name: lr-3, project: vision, gpus_per_replica: 1, replicas: -3}\n";
+  CliRun bad = Tidal("submit -f " + server_->dir() + "/sweep.yaml");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(bad.err, "tidal: error: workloads[2].replicas: expected an integer from 1 to 4096, got -3 (HTTP 400)\n");
+  EXPECT_EQ(server_->Get("/v1/workloads", kAdminToken).json()["workloads"].size(), 0u);
+  // Fixed, it goes in one request, with one key for the whole list.
+  std::ofstream(server_->dir() + "/sweep.yaml")
+      << "- {name: lr-1, project: vision, gpus_per_replica: 1}\n"
+         "- {name: lr-2, project: vision, gpus_per_replica: 1}\n"
+         "- {name: lr-3, project: vision, gpus_per_replica: 1}\n";
+  CliRun ok = Tidal("submit --idempotency-key sweep -o json -f " + server_->dir() + "/sweep.yaml");
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  CliRun again = Tidal("submit --idempotency-key sweep -o json -f " + server_->dir() + "/sweep.yaml");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  const nlohmann::json first = nlohmann::json::parse(ok.out), second = nlohmann::json::parse(again.out);
+  ASSERT_EQ(first.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(first[i]["name"], "lr-" + std::to_string(i + 1));
+    EXPECT_EQ(second[i]["id"], first[i]["id"]);
+  }
+  EXPECT_EQ(server_->Get("/v1/workloads", kAdminToken).json()["workloads"].size(), 3u);
+}
+
 TEST_F(CliTest, GetOnAServiceShowsItsLoadAgainstTarget) {
   // No agent reports load here: the line says so, with the target.
   std::ofstream(server_->dir() + "/chat.yaml")
