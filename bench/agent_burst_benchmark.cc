@@ -3,7 +3,8 @@
 // (fake GPUs) on loopback, at the server's and the agents' default timings
 // (5 s heartbeats, 30 s leases), then:
 //   1. times until every agent has registered;
-//   2. submits a burst of jobs from 16 client threads, Slurm harness mix
+//   2. submits a burst of jobs from 16 client threads, then again as one
+//      batch (POST /v1/workloads:batch), Slurm harness mix
 //      (1/2/4/8 GPUs on one node; 16/32 GPUs as 2/4 whole nodes; weights
 //      40/25/15/12/5/3, seeded), and times, from the first submit, until
 //      every job is placed (the server's first_start_ms) and until every
@@ -34,6 +35,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/local_cluster.h"
+#include "protocol/workload_batch.h"
 
 namespace {
 
@@ -85,6 +87,21 @@ std::vector<uint64_t> SubmitAll(const tidal::agent::LocalCluster& c, const std::
     });
   }
   for (auto& t : threads) t.join();
+  return ids;
+}
+
+// Submits every body in one POST /v1/workloads:batch; ids in body order
+// (all 0 if it was refused).
+std::vector<uint64_t> SubmitBatch(const tidal::agent::LocalCluster& c, const std::vector<json>& bodies) {
+  std::vector<uint64_t> ids(bodies.size(), 0);
+  auto reply = c.Post(std::string(tidal::protocol::kWorkloadBatchPath), tidal::protocol::WorkloadBatchToJson({bodies}));
+  auto batch = reply.ok() ? tidal::protocol::WorkloadBatchFromJson(*reply)
+                          : tidal::StatusOr<tidal::protocol::WorkloadBatch>(reply.status());
+  if (!batch.ok()) {
+    std::fprintf(stderr, "batch: %s\n", batch.status().message().c_str());
+    return ids;
+  }
+  for (size_t i = 0; i < ids.size() && i < batch->workloads.size(); ++i) ids[i] = batch->workloads[i]["id"].get<uint64_t>();
   return ids;
 }
 
@@ -173,52 +190,56 @@ int main(int argc, char** argv) {
   std::printf("%d agents x %d fake GPUs: server up and every agent registered in %.2f s\n", agents, gpus,
               Since(start));
 
-  // 2. The burst.
+  // 2. The burst, twice: from 16 clients, then as one batch (as `tidal
+  // submit -f` sends a list). Each is cancelled and drained before the next.
   std::vector<Job> mix = Mix(jobs, gpus, seed);
-  std::vector<json> bodies;
   int pods = 0, demand = 0;
-  for (int i = 0; i < jobs; ++i) {
-    bodies.push_back(Body(fmt::format("burst-{}", i), mix[i], "3600"));
-    pods += mix[i].pods;
-    demand += mix[i].pods * mix[i].gpus_per_pod;
+  for (const Job& j : mix) {
+    pods += j.pods;
+    demand += j.pods * j.gpus_per_pod;
   }
-  const auto burst = Clock::now();
-  const int64_t burst_ms = WallMs();
-  std::vector<uint64_t> ids = SubmitAll(cluster, bodies);
-  const double submitted_s = Since(burst);
-  // Polled until done; the figures come from the timestamps the server
-  // (first_start_ms: when the job was bound) and the agents (launch_ms:
-  // when the pod's process started) recorded, not from the poll.
-  double placed_s = -1, running_s = -1;
-  std::set<uint64_t> burst_ids(ids.begin(), ids.end());
-  burst_ids.erase(0);  // refused (said on stderr)
-  while (Since(burst) < 300 && (placed_s < 0 || running_s < 0)) {
-    if (placed_s < 0) {
-      if (auto last = LastFirstStartMs(cluster, burst_ids)) placed_s = (*last - burst_ms) / 1000.0;
-    }
-    if (placed_s >= 0) {
-      int running = 0;
-      int64_t last_launch_ms = 0;
-      for (const json& p : cluster.LocalPods()) {
-        if (p.value("phase", "") != "running" || !burst_ids.count(p.value("workload", uint64_t{0}))) continue;
-        ++running;
-        last_launch_ms = std::max(last_launch_ms, p.value("launch_ms", int64_t{0}));
+  for (const bool as_batch : {false, true}) {
+    std::vector<json> bodies;
+    for (int i = 0; i < jobs; ++i) bodies.push_back(Body(fmt::format("burst-{}", i), mix[i], "3600"));
+    const auto burst = Clock::now();
+    const int64_t burst_ms = WallMs();
+    std::vector<uint64_t> ids = as_batch ? SubmitBatch(cluster, bodies) : SubmitAll(cluster, bodies);
+    const double submitted_s = Since(burst);
+    // Polled until done; the figures come from the timestamps the server
+    // (first_start_ms: when the job was bound) and the agents (launch_ms:
+    // when the pod's process started) recorded, not from the poll.
+    double placed_s = -1, running_s = -1;
+    std::set<uint64_t> burst_ids(ids.begin(), ids.end());
+    burst_ids.erase(0);  // refused (said on stderr)
+    while (Since(burst) < 300 && (placed_s < 0 || running_s < 0)) {
+      if (placed_s < 0) {
+        if (auto last = LastFirstStartMs(cluster, burst_ids)) placed_s = (*last - burst_ms) / 1000.0;
       }
-      if (running >= pods) running_s = (last_launch_ms - burst_ms) / 1000.0;
+      if (placed_s >= 0) {
+        int running = 0;
+        int64_t last_launch_ms = 0;
+        for (const json& p : cluster.LocalPods()) {
+          if (p.value("phase", "") != "running" || !burst_ids.count(p.value("workload", uint64_t{0}))) continue;
+          ++running;
+          last_launch_ms = std::max(last_launch_ms, p.value("launch_ms", int64_t{0}));
+        }
+        if (running >= pods) running_s = (last_launch_ms - burst_ms) / 1000.0;
+      }
+      // Each poll reads every agent's pods.json: more often would take the
+      // CPU the agents start pods with.
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    // Each poll reads every agent's pods.json: more often would take the
-    // CPU the agents start pods with.
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  std::printf("burst: %d jobs (%d pods, %d GPUs), submitted in %.3f s; all placed %.3f s, all pods running "
-              "%.3f s after the first submit\n",
-              jobs, pods, demand, submitted_s, placed_s, running_s);
-  for (uint64_t id : ids) {
-    if (id) (void)cluster.Post(fmt::format("/v1/workloads/{}/cancel", id), json::object());
-  }
-  const auto drain = Clock::now();
-  while (Since(drain) < 120 && !InStates(cluster, {"running", "terminating"}).empty()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::printf("burst (%s): %d jobs (%d pods, %d GPUs), submitted in %.3f s; all placed %.3f s, all pods "
+                "running %.3f s after the first submit\n",
+                as_batch ? "one batch" : "16 clients", jobs, pods, demand, submitted_s, placed_s, running_s);
+    std::fflush(stdout);
+    for (uint64_t id : ids) {
+      if (id) (void)cluster.Post(fmt::format("/v1/workloads/{}/cancel", id), json::object());
+    }
+    const auto drain = Clock::now();
+    while (Since(drain) < 120 && !InStates(cluster, {"running", "terminating"}).empty()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
   }
 
   // 3. The churn.
