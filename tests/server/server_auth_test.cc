@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "protocol/workload_batch.h"
 #include "server/http_api.h"
 #include "tests/support/server_fixture.h"
 
@@ -103,6 +104,7 @@ TEST_F(AuthMatrix, EveryEndpointChecksRoleAndTenant) {
   const std::string submit = json{{"name", "x"}, {"project", "vision"}, {"gpus_per_replica", 1}}.dump();
   const std::vector<Endpoint> endpoints = {
       {"POST", "/v1/workloads", submit, owner_admin},
+      {"POST", "/v1/workloads:batch", protocol::WorkloadBatchToJson({{json::parse(submit)}}).dump(), owner_admin},
       {"GET", "/v1/workloads", "", users_admin},
       {"GET", "/v1/workloads/{id}", "", owner_admin},
       {"POST", "/v1/workloads/{id}/cancel", "", owner_admin},

@@ -3,7 +3,8 @@
 #   1. Slurm: start.sh NODES, burst.py --jobs 400 (held, released at once),
 #      burst.py --jobs 1000 --duration 8 (churn), stop.sh;
 #   2. Tidal: build/rel/bench/agent_burst_benchmark with NODES real agents,
-#      the same 400-job burst and 1000 x 8 s churn;
+#      the same 400-job burst (from 16 clients, then as one batch) and
+#      1000 x 8 s churn;
 # then prints one table (Slurm, Tidal, Slurm/Tidal). With RUNS > 1 it repeats
 # both sides and prints each run and the medians.
 #
@@ -96,14 +97,17 @@ burst_jobs, churn_jobs, churn_s, gpus = sys.argv[4], sys.argv[5], sys.argv[6], s
 def tidal(path):
     text = open(path).read()
     reg = re.search(r"registered in ([-\d.]+) s", text)
-    burst = re.search(r"burst: (\d+) jobs \((\d+) pods, (\d+) GPUs\), submitted in ([-\d.]+) s; "
-                      r"all placed ([-\d.]+) s, all pods running ([-\d.]+) s", text)
+    def burst_of(mode):
+        return re.search(r"burst \(" + mode + r"\): (\d+) jobs \((\d+) pods, (\d+) GPUs\), submitted in ([-\d.]+) s; "
+                         r"all placed ([-\d.]+) s, all pods running ([-\d.]+) s", text)
+    burst, batch = burst_of("16 clients"), burst_of("one batch")
     churn = re.search(r"churn: (\d+) jobs x \S+ s \(([\d.]+) GPU-s; ideal fill ([\d.]+) s\): "
                       r"all placed in ([-\d.]+) s", text)
     f = lambda m, i: float(m.group(i)) if m and float(m.group(i)) >= 0 else None
     return {"startup_s": f(reg, 1), "burst_gpus": f(burst, 3), "burst_submit_s": f(burst, 4),
-            "burst_placed_s": f(burst, 5), "burst_running_s": f(burst, 6), "churn_placed_s": f(churn, 4), "churn_ideal_s": f(churn, 3),
-            "churn_gpu_s": f(churn, 2)}
+            "burst_placed_s": f(burst, 5), "burst_running_s": f(burst, 6),
+            "batch_placed_s": f(batch, 5), "batch_running_s": f(batch, 6),
+            "churn_placed_s": f(churn, 4), "churn_ideal_s": f(churn, 3), "churn_gpu_s": f(churn, 2)}
 
 rows = []
 for r in range(1, runs + 1):
@@ -150,6 +154,8 @@ def table(get, title):
         f"| burst of {burst_jobs}: submitted (b) | {fmt(get('slurm', 'burst_submit_s'))} | "
         f"{fmt(get('tidal', 'burst_submit_s'))} | not compared |",
         row(f"burst of {burst_jobs}: all placed (c)", "burst_placed_s"),
+        f"| burst of {burst_jobs}, Tidal as one batch: all placed (c) | {fmt(get('slurm', 'burst_placed_s'))} | "
+        f"{fmt(get('tidal', 'batch_placed_s'))} | {ratio(get('slurm', 'burst_placed_s'), get('tidal', 'batch_placed_s'))} |",
         row(f"churn of {churn_jobs} x {churn_s} s: all placed (c) (ideal fill {fmt(ideal)})", "churn_placed_s"),
         f"| churn: all placed / ideal fill | {ratio(get('slurm', 'churn_placed_s'), ideal)}x | "
         f"{ratio(get('tidal', 'churn_placed_s'), ideal)}x | |",
@@ -158,7 +164,8 @@ def table(get, title):
 NOTES = """(a) Slurm: from starting munged and slurmctld until sinfo shows every node idle.
     Tidal: from starting the server until every agent has registered.
 (b) Slurm: sbatch --hold, 8 sbatch processes at a time. Tidal: HTTP POSTs from 16
-    keep-alive clients. Different clients: shown, not compared.
+    keep-alive clients (then, in the batch row, one POST /v1/workloads:batch).
+    Different clients: shown, not compared.
 (c) Slurm: from `scontrol release` of the held jobs: submission EXCLUDED (the
     release itself, one RPC per job, is included). Tidal: from the first submit:
     submission INCLUDED. Slurm / Tidal > 1: Tidal faster.
@@ -177,7 +184,8 @@ for x in rows:
                   f"scontrol release took {fmt(s['burst_release_cmd_s'])} (burst) and "
                   f"{fmt(s['churn_release_cmd_s'])} (churn); placed by backfill: {s['burst_by_backfill']} "
                   f"(burst), {s['churn_by_backfill']} (churn). Tidal: all pods running "
-                  f"{fmt(x['tidal']['burst_running_s'])} after the first submit.\n")
+                  f"{fmt(x['tidal']['burst_running_s'])} (16 clients) and {fmt(x['tidal']['batch_running_s'])} "
+                  f"(one batch) after the first submit.\n")
     if s["burst_gpus"] != x["tidal"]["burst_gpus"]:
         report.append(f"  WARNING: the burst mixes differ: Slurm {s['burst_gpus']} GPUs, "
                       f"Tidal {x['tidal']['burst_gpus']} GPUs\n")
