@@ -155,6 +155,9 @@ json Agent::HeartbeatBody() const {
     }
     heartbeat.gpus.push_back(std::move(g));
   }
+  // While the watch answers, its lists are the agent's (a heartbeat
+  // reply's would be ignored): the server need not build one.
+  heartbeat.pods_by_watch = watching_;
   return protocol::HeartbeatToJson(heartbeat);
 }
 

@@ -6,13 +6,17 @@
 //
 //   build/bench/agent_heartbeat_benchmark [--agents 10000] [--interval-s 10]
 //       [--seconds 60] [--threads 32] [--submit-clients 0] [--server-defaults 0]
+//       [--pods-by-watch 1]
 //
 // Each simulated agent heartbeats on a keep-alive connection of its own, as a
 // real agent does: 10,000 agents hold 10,000 connections. --submit-clients N
 // also runs N clients submitting 1-GPU jobs (each on one keep-alive
 // connection) for the same window, so the heartbeat and submit figures come
 // from one server under both loads. --server-defaults 1 keeps the server's
-// own pass timing (else passes are at least 2 s apart).
+// own pass timing (else passes are at least 2 s apart). --pods-by-watch 1
+// (the default) heartbeats as a real agent whose pod watch answers (the
+// reply is the lease alone); 0 asks for the node's pods in each reply, as an
+// agent without the watch does. The tool parks no watches itself.
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
@@ -22,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/agent_bench_util.h"
+#include "protocol/heartbeat.h"
 #include "protocol/node_registration.h"
 #include "core/common/percentile.h"
 
@@ -42,13 +47,13 @@ json Registration(int i) {
           {"nvlink_domains", {{0, 1, 2, 3}, {4, 5, 6, 7}}}};
 }
 
-std::string HeartbeatBody(int i) {
-  json gpus = json::array();
+std::string HeartbeatBody(int i, bool pods_by_watch) {
+  tidal::protocol::Heartbeat heartbeat;
   for (int g = 0; g < 8; ++g) {
-    gpus.push_back({{"index", g}, {"healthy", true}, {"utilization", ((i + g) % 10) / 10.0},
-                    {"memory_used_gib", 40.0}});
+    heartbeat.gpus.push_back({g, true, 0, 0, ((i + g) % 10) / 10.0, 40.0});
   }
-  return json{{"gpus", gpus}}.dump();
+  heartbeat.pods_by_watch = pods_by_watch;
+  return tidal::protocol::HeartbeatToJson(heartbeat).dump();
 }
 
 }  // namespace
@@ -56,6 +61,7 @@ std::string HeartbeatBody(int i) {
 int main(int argc, char** argv) {
   int agents = 10000, threads = 32, submit_clients = 0;
   bool server_defaults = false;
+  bool pods_by_watch = true;
   double interval_s = 10, seconds = 60;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string arg = argv[i];
@@ -65,6 +71,7 @@ int main(int argc, char** argv) {
     else if (arg == "--threads") threads = std::atoi(argv[i + 1]);
     else if (arg == "--submit-clients") submit_clients = std::atoi(argv[i + 1]);
     else if (arg == "--server-defaults") server_defaults = std::atoi(argv[i + 1]) != 0;
+    else if (arg == "--pods-by-watch") pods_by_watch = std::atoi(argv[i + 1]) != 0;
   }
   const std::string tidal = (BuildDir() / "tidal").string();
   if (access(tidal.c_str(), X_OK) != 0) {
@@ -163,7 +170,7 @@ int main(int argc, char** argv) {
           httplib::Client& c = *agent_clients[i];
           const auto t0 = Clock::now();
           auto res = c.Post(fmt::format("/v1/agent/nodes/sim-{:05d}/heartbeat", i).c_str(),
-                            httplib::Headers{{"Authorization", "Bearer " + credentials[i]}}, HeartbeatBody(i),
+                            httplib::Headers{{"Authorization", "Bearer " + credentials[i]}}, HeartbeatBody(i, pods_by_watch),
                             "application/json");
           mine.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
           ++sent;

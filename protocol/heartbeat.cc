@@ -16,12 +16,16 @@ json HeartbeatToJson(const Heartbeat& heartbeat) {
     if (g.memory_used_gib) gpu["memory_used_gib"] = *g.memory_used_gib;
     gpus.push_back(std::move(gpu));
   }
-  return {{"gpus", std::move(gpus)}};
+  json j = {{"gpus", std::move(gpus)}};
+  if (heartbeat.pods_by_watch) j["pods_by_watch"] = true;
+  return j;
 }
 
 StatusOr<Heartbeat> HeartbeatFromJson(const json& j) {
-  TIDAL_ASSIGN_OR_RETURN(ObjectReader r, ObjectReader::Open(j, "", std::vector<std::string_view>{"gpus"}));
+  TIDAL_ASSIGN_OR_RETURN(ObjectReader r,
+                         ObjectReader::Open(j, "", std::vector<std::string_view>{"gpus", "pods_by_watch"}));
   Heartbeat heartbeat;
+  TIDAL_RETURN_IF_ERROR(r.Bool("pods_by_watch", &heartbeat.pods_by_watch));
   if (!r.Has("gpus")) return heartbeat;
   TIDAL_RETURN_IF_ERROR(ExpectArray(r.at("gpus"), "gpus"));
   size_t i = 0;

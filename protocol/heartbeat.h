@@ -25,6 +25,11 @@ struct GpuReport {
 
 struct Heartbeat {
   std::vector<GpuReport> gpus;
+  // The agent follows its pods by the pod watch (GET .../pods?wait_ms=),
+  // so the reply need not list them: the heartbeat is then only a lease
+  // (and GPU health), which the server answers without waiting on the
+  // store for anything but the heartbeat's own changes.
+  bool pods_by_watch = false;
   bool operator==(const Heartbeat&) const = default;
 };
 

@@ -373,13 +373,21 @@ StatusOr<json> ControlPlane::Heartbeat(const Principal& who, const std::string& 
       (void)ApplyEdit(state::NodeHealthEdit{*id, Health::kDegraded});
       changed = true;
     }
+    const uint64_t queued_before = last_seq_;
     seq = Enqueue(std::move(m));
+    // Only the heartbeat's own changes are waited for: a lease renewal
+    // that wrote nothing does not queue behind other clients' commits.
+    if (seq == queued_before) seq = 0;
   }
-  TIDAL_RETURN_IF_ERROR(store_->WaitDurable(seq));
+  if (seq != 0) TIDAL_RETURN_IF_ERROR(store_->WaitDurable(seq));
   if (changed) Kick();
   protocol::HeartbeatReply reply;
   reply.lease_s = static_cast<int>(ToSeconds(config_.node_lease));
-  TIDAL_ASSIGN_OR_RETURN(reply.pods, DesiredPods(node_name));
+  // The pods only for an agent without the watch; DesiredPods waits until
+  // the store has what they reflect.
+  if (!heartbeat.pods_by_watch) {
+    TIDAL_ASSIGN_OR_RETURN(reply.pods, DesiredPods(node_name));
+  }
   return protocol::HeartbeatReplyToJson(reply);
 }
 

@@ -222,9 +222,12 @@ TEST(HeartbeatCodecTest, RoundTripsEveryField) {
   Heartbeat hb;
   hb.gpus.push_back(GpuReport{3, false, 79, 2, 0.93, 61.5});
   hb.gpus.push_back(GpuReport{1, true, 0, 0, std::nullopt, std::nullopt});
-  auto decoded = HeartbeatFromJson(Wire(HeartbeatToJson(hb)));
-  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
-  EXPECT_EQ(*decoded, hb);
+  for (const bool by_watch : {false, true}) {
+    hb.pods_by_watch = by_watch;
+    auto decoded = HeartbeatFromJson(Wire(HeartbeatToJson(hb)));
+    ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+    EXPECT_EQ(*decoded, hb);
+  }
 }
 
 TEST(HeartbeatCodecTest, ReplyRoundTrips) {
@@ -247,6 +250,7 @@ TEST(HeartbeatCodecTest, DecodeErrorsNameTheField) {
   ExpectFieldError(HeartbeatFromJson(gpu({{"index", 1}, {"healthy", 1}})), "gpus[1].healthy");
   ExpectFieldError(HeartbeatFromJson(gpu({{"index", 1}, {"temp", 80}})), "gpus[1].temp");
   ExpectFieldError(HeartbeatFromJson(json{{"gpus", "all"}}), "gpus");
+  ExpectFieldError(HeartbeatFromJson(json{{"pods_by_watch", "yes"}}), "pods_by_watch");
   ExpectFieldError(HeartbeatReplyFromJson(json{{"lease_s", "long"}}), "lease_s");
   ExpectFieldError(HeartbeatReplyFromJson(json{{"pods", json::array({json{{"workload", -1}}})}}), "pods[0].workload");
 }

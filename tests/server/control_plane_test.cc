@@ -276,6 +276,26 @@ TEST_F(ControlPlaneTest, StopOutcomeIsRecordedAgainstThePreemption) {
   EXPECT_TRUE(found);
 }
 
+// An agent whose pod watch answers gets the lease alone; one without it
+// gets its pods in the reply, as before.
+TEST_F(ControlPlaneTest, AHeartbeatOfAWatchingAgentIsOnlyALease) {
+  Register("x", 1);
+  Submit({{"name", "t"}, {"project", "vision"}, {"command", {"train"}}, {"gpus_per_replica", 1},
+          {"node_selector", {{"host", "x"}}}});
+  cp_->RunPass();
+  protocol::Heartbeat heartbeat;
+  for (const bool by_watch : {false, true}) {
+    heartbeat.pods_by_watch = by_watch;
+    auto reply = cp_->Heartbeat(NodeP("x"), "x", protocol::HeartbeatToJson(heartbeat));
+    ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+    auto decoded = protocol::HeartbeatReplyFromJson(*reply);
+    ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+    EXPECT_EQ(decoded->lease_s, 30);
+    ASSERT_EQ(decoded->pods.has_value(), !by_watch);
+    if (!by_watch) EXPECT_EQ(decoded->pods->size(), 1u);
+  }
+}
+
 // The agent's side of pods/status, built with the shared protocol encoder
 // (never by hand): what the real agent sends reaches the preemption record.
 TEST_F(ControlPlaneTest, AgentEncodedStopOutcomeAndAttemptReachThePreemption) {
