@@ -43,6 +43,8 @@ constexpr Duration kPodWatchWait = seconds(25);
 // events a tick produces together (a burst of launches, a gang's exits) go
 // in one request, and none waits the rest of a tick.
 constexpr Duration kEventBatchWindow = milliseconds(2);
+// How often a tick loop with a long period looks at the stop flag.
+constexpr Duration kStopPoll = milliseconds(100);
 
 int64_t FileSize(const std::string& path) {
   struct stat st;
@@ -720,8 +722,13 @@ void Agent::Run(const std::function<bool()>& stop, Duration tick) {
   });
   while (!stop()) {
     Tick(WallClockMs());
+    // Until the next tick, a pod list that wants one now, or stop (polled:
+    // the caller's flag cannot notify).
     std::unique_lock lock(mu_);
-    tick_cv_.wait_for(lock, tick, [&] { return tick_wanted_ || stop(); });
+    const auto next = std::chrono::steady_clock::now() + tick;
+    while (!tick_wanted_ && !stop() && std::chrono::steady_clock::now() < next) {
+      tick_cv_.wait_until(lock, std::min(next, std::chrono::steady_clock::now() + kStopPoll));
+    }
     tick_wanted_ = false;
   }
   {

@@ -648,5 +648,73 @@ TEST_F(AgentTest, AWatchListOlderThanADeliveredExitDoesNotStartThePodAgain) {
   EXPECT_EQ(server.exited, 2);
 }
 
+// A server with the pod watch: the first list places one pod, later watches
+// wait for the end of the test. Heartbeats say whether the agent follows
+// its pods by the watch.
+class WatchingServer final : public ControlPlane {
+ public:
+  StatusOr<Lease> Register(const json&) override { return Lease{30, 1}; }
+  StatusOr<json> Heartbeat(const std::string&, const json& body) override {
+    auto heartbeat = protocol::HeartbeatFromJson(body);
+    EXPECT_TRUE(heartbeat.ok()) << heartbeat.status().ToString();
+    std::lock_guard lock(mu);
+    if (heartbeat.ok() && heartbeat->pods_by_watch) ++heartbeats_by_watch;
+    return protocol::HeartbeatReplyToJson({30, std::nullopt});
+  }
+  StatusOr<json> WatchPods(const std::string&, const std::string& version, Duration) override {
+    std::unique_lock lock(mu);
+    if (++watches == 1) return protocol::PodAssignmentListToJson({{pod}, "1"});
+    cv.wait(lock, [&] { return cancelled; });
+    return protocol::PodAssignmentListToJson({{pod}, version});
+  }
+  void CancelWatch() override {
+    std::lock_guard lock(mu);
+    cancelled = true;
+    cv.notify_all();
+  }
+  Status ReportEvents(const std::string&, const json& body) override {
+    auto batch = protocol::PodEventBatchFromJson(body);
+    EXPECT_TRUE(batch.ok()) << batch.status().ToString();
+    if (!batch.ok()) return batch.status();
+    std::lock_guard lock(mu);
+    for (const PodEvent& e : batch->events) running += e.phase == "running" ? 1 : 0;
+    return Status::Ok();
+  }
+
+  std::mutex mu;
+  std::condition_variable cv;
+  PodSpec pod = TrainPod(0, {"sleep", "30"}, {0});
+  int watches = 0;
+  int running = 0;
+  int heartbeats_by_watch = 0;
+  bool cancelled = false;
+};
+
+TEST_F(AgentTest, APodListIsActedOnAtOnceNotAtTheNextTick) {
+  agent_.reset();
+  WatchingServer server;
+  Agent agent(config_, *probe_, server);
+  ASSERT_TRUE(agent.Start(WallClockMs()).ok());
+  std::atomic<bool> stop{false};
+  // A tick far longer than the test: the pod starts, and its "running"
+  // event reaches the server, only because the list wakes the tick and the
+  // event sender does not wait for one.
+  std::thread loop([&] { agent.Run([&] { return stop.load(); }, seconds(600)); });
+  const bool started = WaitUntil([&] {
+    std::lock_guard lock(server.mu);
+    return server.running == 1;
+  }, milliseconds(10000));
+  // Once the watch answered, heartbeats (every second here) ask for no pods.
+  const bool lean = WaitUntil([&] {
+    std::lock_guard lock(server.mu);
+    return server.heartbeats_by_watch > 0;
+  }, milliseconds(10000));
+  stop = true;
+  loop.join();
+  EXPECT_TRUE(started);
+  EXPECT_TRUE(lean);
+  agent.Shutdown(milliseconds(100));
+}
+
 }  // namespace
 }  // namespace tidal::agent
