@@ -21,6 +21,12 @@ Status FieldError(std::string_view path, std::string_view message) {
   return InvalidArgument(std::string(path.empty() ? "(message)" : path) + ": " + std::string(message));
 }
 
+std::string_view FieldOfMessage(std::string_view message) {
+  const size_t colon = message.find(": ");
+  if (colon == std::string_view::npos || colon == 0 || message.find_first_of(" \"'") < colon) return {};
+  return message.substr(0, colon);
+}
+
 std::string Shown(const json& value) {
   if (value.is_null()) return "nothing";
   if (value.is_object()) return "an object";

@@ -36,6 +36,9 @@ std::string JoinPath(std::string_view parent, std::string_view key);
 std::string IndexPath(std::string_view parent, size_t index);
 // An error at `path`: "path: message".
 Status FieldError(std::string_view path, std::string_view message);
+// The field path an error message opens with ("replicas: ...",
+// "gpus[2].index: ..."; no space or quote before the first ": "), or "".
+std::string_view FieldOfMessage(std::string_view message);
 // The value as it appears in an error: strings quoted, numbers bare.
 std::string Shown(const nlohmann::json& value);
 

@@ -37,11 +37,7 @@ Status InBatchItem(const Status& status, size_t index) {
   if (status.ok()) return status;
   const std::string& message = status.message();
   const std::string item = IndexPath("workloads", index);
-  // A message that opens with a field path (as the API's error body reads
-  // one: no space or quote before the first ": ").
-  const size_t colon = message.find(": ");
-  const bool names_field = colon != std::string::npos && colon > 0 && message.find_first_of(" \"'") > colon;
-  return Status(status.code(), names_field ? item + "." + message : item + ": " + message);
+  return Status(status.code(), FieldOfMessage(message).empty() ? item + ": " + message : item + "." + message);
 }
 
 }  // namespace tidal::protocol

@@ -15,6 +15,7 @@
 #include "core/colocation/loan_calendar.h"
 #include "protocol/json_writer.h"
 #include "protocol/leader_redirect.h"
+#include "protocol/object_reader.h"
 #include "protocol/workload_batch.h"
 #include "server/overload_guard.h"
 #include "server/report.h"
@@ -49,14 +50,9 @@ StatusOr<std::string> IdempotencyKey(const HttpRequest& req) {
 
 std::string ErrorBody(const Status& status, std::string_view code_name) {
   const std::string& msg = status.message();
-  std::string field;
   // A message that starts with a path ("replicas: ...", "gpus[2].index: ...")
   // names its field.
-  const size_t colon = msg.find(": ");
-  if (colon != std::string::npos && colon > 0 &&
-      msg.find_first_of(" \"'") > colon) {
-    field = msg.substr(0, colon);
-  }
+  const std::string field(protocol::FieldOfMessage(msg));
   std::string code(code_name.empty() ? StatusCodeName(status.code()) : code_name);
   for (char& c : code) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   json j = {{"error", {{"code", code}, {"message", msg}}}};
