@@ -86,7 +86,7 @@ TEST_F(E2eTest, InferenceSurgeTakesBackTheSharedNodeAndTheJobResumesFromItsCheck
     json pods = PodsOf(train, "running");
     return pods.size() == 1 && pods[0]["pod_dir"] != borrowed["pod_dir"];
   }, 60)) << Workload(train).dump();
-  const json resumed = PodsOf(train)[0];
+  const json resumed = PodsOf(train, "running")[0];
   std::map<std::string, std::string> env;
   ASSERT_TRUE(WaitFor([&] {
     env = TrainerStart(resumed["pod_dir"]);

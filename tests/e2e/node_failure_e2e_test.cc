@@ -105,7 +105,11 @@ TEST_F(E2eTest, XidOnAFakeGpuDrainsTheNode) {
     json pods = PodsOf(job, "running");
     return pods.size() == 1 && pods[0]["node"] != node;
   }, 40)) << Pods().dump() << Workload(job).dump();
-  EXPECT_TRUE(PodsOf(job).size() == 1);
+  // One live pod: the drained node's may still show as exited in its
+  // agent's pods.json for a tick after its exit was delivered.
+  int live = 0;
+  for (const json& p : PodsOf(job)) live += p["phase"] != "exited" ? 1 : 0;
+  EXPECT_EQ(live, 1) << Pods().dump();
   ExpectReplayMatches();
 }
 
