@@ -6,7 +6,7 @@
 //
 //   build/bench/submit_benchmark [--tidal build/tidal] [--clients 64] [--seconds 10]
 //                                [--interval-ms 1000 | --server-defaults 1]
-//                                [--idle N] [--slowloris N] [--store etcd://...]
+//                                [--idle N] [--slowloris N] [--store etcd://...] [--batch N]
 //
 // --store etcd://H:P,...?prefix=/P runs the server as the one replica on an
 // etcd cluster (a prefix of its own per run: the store must be empty); a
@@ -17,6 +17,9 @@
 // http_threads at the server's own defaults (1 s timer, passes >= 50 ms
 // apart, 64 threads), the configuration a deployment starts with.
 //
+// --batch N (N > 1) sends each request as POST /v1/workloads:batch of N
+// workloads (as `tidal submit -f` sends a list); latencies are per request,
+// the rate is in workloads.
 // --idle N holds N more connections open without a byte sent; --slowloris N
 // holds N connections that send a request header one byte a second (and
 // reconnect when the server closes them): the submits' latency with them
@@ -46,6 +49,7 @@
 
 #include "core/common/percentile.h"
 #include "protocol/node_registration.h"
+#include "protocol/workload_batch.h"
 
 namespace {
 
@@ -107,7 +111,7 @@ int main(int argc, char** argv) {
   double seconds = 10;
   int interval_ms = 1000;  // scheduling loop timer (and minimum gap)
   bool server_defaults = false;
-  int idle = 0, slowloris = 0;
+  int idle = 0, slowloris = 0, batch = 1;
   std::string store;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
@@ -119,6 +123,7 @@ int main(int argc, char** argv) {
     if (a == "--idle") idle = std::atoi(argv[i + 1]);
     if (a == "--slowloris") slowloris = std::atoi(argv[i + 1]);
     if (a == "--store") store = argv[i + 1];
+    if (a == "--batch") batch = std::max(1, std::atoi(argv[i + 1]));
   }
   char tmpl[] = "/tmp/tidal-submit-bench-XXXXXX";
   const std::string dir = mkdtemp(tmpl);
@@ -203,10 +208,21 @@ int main(int argc, char** argv) {
       while (!go) std::this_thread::sleep_for(std::chrono::milliseconds(1));
       while (!stop) {
         // Sandbox (experiment tier) jobs of 1 GPU: admission, priority, store.
-        const std::string body = "{\"name\":\"b" + std::to_string(t) + "-" + std::to_string(n++) +
-                                 "\",\"project\":\"sandbox\",\"gpus_per_replica\":1}";
+        auto workload = [&] {
+          return nlohmann::json{{"name", "b" + std::to_string(t) + "-" + std::to_string(n++)},
+                                {"project", "sandbox"}, {"gpus_per_replica", 1}};
+        };
+        std::string body;
+        if (batch == 1) {
+          body = workload().dump();
+        } else {
+          tidal::protocol::WorkloadBatch b;
+          for (int i = 0; i < batch; ++i) b.workloads.push_back(workload());
+          body = tidal::protocol::WorkloadBatchToJson(b).dump();
+        }
         const auto s = std::chrono::steady_clock::now();
-        auto r = c.Post("/v1/workloads", h, body, "application/json");
+        auto r = c.Post(batch == 1 ? "/v1/workloads" : std::string(tidal::protocol::kWorkloadBatchPath), h, body,
+                        "application/json");
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count();
         if (!r || r->status != 201) {
           if (++errors <= 3) {
@@ -236,6 +252,10 @@ int main(int argc, char** argv) {
   const double mutations = Scrape(port, "tidal_store_committed_mutations_total");
   std::printf("clients %d, %.1f s: %zu durable submits, %.0f/s, errors %ld\n", clients, elapsed,
               all.size(), all.size() / elapsed, errors.load());
+  if (batch > 1) {
+    std::printf("batches of %d: %zu durable workloads, %.0f/s\n", batch, all.size() * batch,
+                all.size() * batch / elapsed);
+  }
   std::printf("latency ms: p50 %.2f  p90 %.2f  p99 %.2f  max %.2f\n", tidal::Percentile(all, 0.50),
               tidal::Percentile(all, 0.90), tidal::Percentile(all, 0.99), tidal::Percentile(all, 1.0));
   std::printf("group commit: %.0f transactions, %.1f changes each\n", commits,
