@@ -563,6 +563,36 @@ TEST_F(AgentTest, AServerWithoutThePodWatchIsAskedOnceAndHeartbeatsCarryThePods)
   EXPECT_EQ(server.watches, 1);
 }
 
+// What the watch fakes below share: a watch that ends when the agent
+// cancels it, and the pod events they count.
+class WatchFake : public ControlPlane {
+ public:
+  void CancelWatch() override {
+    std::lock_guard lock(mu);
+    cancelled = true;
+    cv.notify_all();
+  }
+  Status ReportEvents(const std::string&, const json& body) override {
+    auto batch = protocol::PodEventBatchFromJson(body);
+    EXPECT_TRUE(batch.ok()) << batch.status().ToString();
+    if (!batch.ok()) return batch.status();
+    std::lock_guard lock(mu);
+    for (const PodEvent& e : batch->events) {
+      if (e.phase == "running") ++started;
+      if (e.phase == "exited") ++exited;
+    }
+    cv.notify_all();
+    return Status::Ok();
+  }
+
+  std::mutex mu;
+  std::condition_variable cv;
+  int watches = 0;
+  int started = 0;
+  int exited = 0;
+  bool cancelled = false;
+};
+
 // The pod watch and the event sender run side by side: a watch reply the
 // server computed just before it took a pod's exit can arrive just after
 // the agent delivered it. The fake answers the second watch with such a
@@ -570,7 +600,7 @@ TEST_F(AgentTest, AServerWithoutThePodWatchIsAskedOnceAndHeartbeatsCarryThePods)
 // must not start the pod a second time. The third list, asked for after the
 // exit, omits the pod; the fourth names it again: a new run (the job was
 // placed here again), which does start.
-class StaleWatchServer final : public ControlPlane {
+class StaleWatchServer final : public WatchFake {
  public:
   StatusOr<Lease> Register(const json&) override { return Lease{30, 5}; }
   StatusOr<json> Heartbeat(const std::string&, const json&) override {
@@ -597,32 +627,8 @@ class StaleWatchServer final : public ControlPlane {
     if (call != 3) pods = {pod};
     return protocol::PodAssignmentListToJson({pods, std::to_string(call)});
   }
-  void CancelWatch() override {
-    std::lock_guard lock(mu);
-    cancelled = true;
-    cv.notify_all();
-  }
-  Status ReportEvents(const std::string&, const json& body) override {
-    auto batch = protocol::PodEventBatchFromJson(body);
-    EXPECT_TRUE(batch.ok()) << batch.status().ToString();
-    if (!batch.ok()) return batch.status();
-    std::lock_guard lock(mu);
-    for (const PodEvent& e : batch->events) {
-      if (e.phase == "running") ++started;
-      if (e.phase == "exited") ++exited;
-    }
-    cv.notify_all();
-    return Status::Ok();
-  }
-
-  std::mutex mu;
-  std::condition_variable cv;
   PodSpec pod = TrainPod(0, {"true"}, {0});
-  int watches = 0;
-  int started = 0;
-  int exited = 0;
   int heartbeats_after_exit = 0;
-  bool cancelled = false;
 };
 
 TEST_F(AgentTest, AWatchListOlderThanADeliveredExitDoesNotStartThePodAgain) {
@@ -651,7 +657,7 @@ TEST_F(AgentTest, AWatchListOlderThanADeliveredExitDoesNotStartThePodAgain) {
 // A server with the pod watch: the first list places one pod, later watches
 // wait for the end of the test. Heartbeats say whether the agent follows
 // its pods by the watch.
-class WatchingServer final : public ControlPlane {
+class WatchingServer final : public WatchFake {
  public:
   StatusOr<Lease> Register(const json&) override { return Lease{30, 1}; }
   StatusOr<json> Heartbeat(const std::string&, const json& body) override {
@@ -667,27 +673,8 @@ class WatchingServer final : public ControlPlane {
     cv.wait(lock, [&] { return cancelled; });
     return protocol::PodAssignmentListToJson({{pod}, version});
   }
-  void CancelWatch() override {
-    std::lock_guard lock(mu);
-    cancelled = true;
-    cv.notify_all();
-  }
-  Status ReportEvents(const std::string&, const json& body) override {
-    auto batch = protocol::PodEventBatchFromJson(body);
-    EXPECT_TRUE(batch.ok()) << batch.status().ToString();
-    if (!batch.ok()) return batch.status();
-    std::lock_guard lock(mu);
-    for (const PodEvent& e : batch->events) running += e.phase == "running" ? 1 : 0;
-    return Status::Ok();
-  }
-
-  std::mutex mu;
-  std::condition_variable cv;
   PodSpec pod = TrainPod(0, {"sleep", "30"}, {0});
-  int watches = 0;
-  int running = 0;
   int heartbeats_by_watch = 0;
-  bool cancelled = false;
 };
 
 TEST_F(AgentTest, APodListIsActedOnAtOnceNotAtTheNextTick) {
@@ -702,7 +689,7 @@ TEST_F(AgentTest, APodListIsActedOnAtOnceNotAtTheNextTick) {
   std::thread loop([&] { agent.Run([&] { return stop.load(); }, seconds(600)); });
   const bool started = WaitUntil([&] {
     std::lock_guard lock(server.mu);
-    return server.running == 1;
+    return server.started == 1;
   }, milliseconds(10000));
   // Once the watch answered, heartbeats (every second here) ask for no pods.
   const bool lean = WaitUntil([&] {
