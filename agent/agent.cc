@@ -342,6 +342,7 @@ void Agent::ReportLoad(int64_t now_ms) {
 
 void Agent::Reconcile(const std::vector<PodSpec>& desired, int64_t now_ms, uint64_t exits_before) {
   std::vector<PodEvent> events;
+  bool new_pods = false;
   std::set<PodKey> listed;
   // Local ranks: this workload's pods on this node, in rank order.
   std::map<uint64_t, std::vector<int>> ranks_here;
@@ -398,6 +399,7 @@ void Agent::Reconcile(const std::vector<PodSpec>& desired, int64_t now_ms, uint6
         }
       }
       it = pods_.emplace(spec.key, LocalPod{std::make_unique<Pod>(spec, std::move(options))}).first;
+      new_pods = true;
     }
     if (!spec.desired_run) {
       StopNotice notice = spec.notice.value_or(StopNotice{
@@ -433,11 +435,9 @@ void Agent::Reconcile(const std::vector<PodSpec>& desired, int64_t now_ms, uint6
     it = pods_.erase(it);
   }
   for (PodEvent& e : events) outbox_.push_back(std::move(e));
-  // Pods to launch or stop: tick now rather than at the period's end.
-  if (!events.empty() || std::any_of(pods_.begin(), pods_.end(), [](const auto& entry) {
-        const Pod::Phase phase = entry.second.pod->phase();
-        return phase == Pod::Phase::kWaitingForSlot || phase == Pod::Phase::kStopping;
-      })) {
+  // New pods to launch, or events for Tick to hand to the sync thread: tick
+  // now rather than at the period's end.
+  if (new_pods || !events.empty()) {
     tick_wanted_ = true;
     tick_cv_.notify_one();
   }
