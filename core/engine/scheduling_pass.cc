@@ -280,48 +280,32 @@ void SchedulingPass::ShrinkServices() {
   }
 }
 
-int SchedulingPass::QueueRank(const Workload& w) const {
-  // The borrowing penalty of its priority template's budget layer, added
-  // back to one that needs borrowing (the deriver's test: the queue's usage
-  // plus its gang minimum above the guarantee): within its own queue it
-  // ranks as if it did not, since its own queue's work is what pushes it
-  // over.
-  const int min_gpus = std::max(1, w.min_pods) * w.gpus_per_pod;
-  if (quota_.usage(w.queue) + min_gpus <= quota_.guarantee(w.queue)) return w.priority.value;
-  int gap = 0;
-  for (const PriorityTemplate& t : policy_.templates) {
-    if (t.name == w.priority.template_name) {
-      gap = std::max(0, t.budget.within_guarantee - t.budget.borrowing);
-      break;
-    }
-  }
-  return w.priority.value + gap;
-}
-
 void SchedulingPass::HeadReservations() {
-  // Per queue, its first pending multi-GPU workload in main-phase order by
-  // queue rank (rank desc, submit time, id).
+  // Per queue, its first pending multi-GPU workload in main-phase order
+  // (priority desc, submit time, id) whose gang minimum is above what is
+  // left of the guarantee. One that fits within it may come first and wait
+  // (its nodes are busy): it is the main phase's to reserve for, and must
+  // not hide the gang behind it that can only borrow.
   const std::vector<Workload>& ws = snapshot_.workloads;
-  std::map<uint32_t, std::pair<uint32_t, int>> head;  // queue -> (workload, rank)
+  std::map<uint32_t, uint32_t> head;  // queue -> workload
   for (uint32_t wi : unplaced_) {
     const Workload& w = ws[wi];
     if (!quota_.tracked(w.queue) || w.state != WorkloadState::kPending || w.priority.awaiting_approval ||
-        w.kind == WorkloadKind::kInference || w.gpus_per_pod <= 0 || w.gpus_per_pod > kMaxGpusPerNode ||
-        std::max(1, w.min_pods) * w.gpus_per_pod <= 1) {
+        w.kind == WorkloadKind::kInference || w.gpus_per_pod <= 0 || w.gpus_per_pod > kMaxGpusPerNode) {
       continue;
     }
-    const int rank = QueueRank(w);
-    auto [it, inserted] = head.try_emplace(w.queue.value(), wi, rank);
+    const int min_gpus = std::max(1, w.min_pods) * w.gpus_per_pod;
+    if (min_gpus <= 1 || quota_.usage(w.queue) + min_gpus <= quota_.guarantee(w.queue)) continue;
+    auto [it, inserted] = head.try_emplace(w.queue.value(), wi);
     if (inserted) continue;
-    const Workload& h = ws[it->second.first];
-    if (std::make_tuple(-rank, w.submit_time, w.id) <
-        std::make_tuple(-it->second.second, h.submit_time, h.id)) {
-      it->second = {wi, rank};
+    const Workload& h = ws[it->second];
+    if (std::make_tuple(-w.priority.value, w.submit_time, w.id) <
+        std::make_tuple(-h.priority.value, h.submit_time, h.id)) {
+      it->second = wi;
     }
   }
-  for (const auto& [q, held] : head) {
+  for (const auto& [q, wi] : head) {
     if (head_reservations_ >= kMaxHeadReservations) break;
-    const auto [wi, rank] = held;
     const Workload& w = ws[wi];
     const PlacementRequest r{std::max(1, w.min_pods), w.gpus_per_pod, w.constraints.topology};
     // Only a head that needs borrowing: one within the guarantee is placed
@@ -343,7 +327,7 @@ void SchedulingPass::HeadReservations() {
     ++head_reservations_;
     Reservation& res = reservations_.back();
     res.only_queue = w.queue;
-    res.rank = rank;
+    res.priority = w.priority.value;
     res.holder_submit = w.submit_time;
   }
 }
@@ -1050,7 +1034,7 @@ uint32_t SchedulingPass::UsableReservations(const Workload& w) const {
     const bool not_held_against =
         r.only_queue.valid() &&
         (r.only_queue != w.queue || std::make_tuple(-w.priority.value, w.submit_time, w.id) <
-                                        std::make_tuple(-r.rank, r.holder_submit, r.holder));
+                                        std::make_tuple(-r.priority, r.holder_submit, r.holder));
     if (r.holder == w.id || ends_before || not_held_against) mask |= 1u << i;
   }
   return mask;

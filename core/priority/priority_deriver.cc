@@ -33,11 +33,11 @@ const PriorityTemplate* FindTemplate(const std::vector<PriorityTemplate>& templa
 }
 
 BudgetState ComputeBudgetState(const Project& project, const Queue& queue,
-                               int queue_used_gpus, int requested_gpus) {
+                               int others_used_gpus, int held_gpus) {
   if (project.budget_gpu_hours > 0 && project.used_gpu_hours >= project.budget_gpu_hours) {
     return BudgetState::kOverBudget;
   }
-  if (queue_used_gpus + requested_gpus > queue.guaranteed_gpus) return BudgetState::kBorrowing;
+  if (others_used_gpus + held_gpus > queue.guaranteed_gpus) return BudgetState::kBorrowing;
   return BudgetState::kWithinGuarantee;
 }
 
