@@ -311,7 +311,7 @@ void SchedulingPass::HeadReservations() {
     // Only a head that needs borrowing: one within the guarantee is placed
     // (or reserved for) in the main phase in its turn.
     if (quota_.Check(w.queue, r.total_gpus(), FreeUsableGpus()).admission != quota::Admission::kBorrow) continue;
-    const Eligibility& e = eligibility_.For(w);
+    const Eligibility& e = EligibilityOf(wi);
     if (!e.any_ok || NeverFits(w, e, r.total_gpus())) continue;
     if (auto now_plan = placer_.Place(state_, e, r, BlockedFor(0))) {
       Reservation res{w.id, w.name, now_, {}};
@@ -420,7 +420,7 @@ void SchedulingPass::GrowPhase() {
   });
   for (const auto& [wi, place] : elastic) {
     const Workload& w = ws[wi];
-    const Eligibility& e = eligibility_.For(w);
+    const Eligibility& e = EligibilityOf(wi);
     if (place >= 0) {
       PlaceDecision& d = out_.places[place];
       const PlacementRequest one{1, w.gpus_per_pod, {}};
@@ -464,12 +464,13 @@ std::optional<RejectDecision> SchedulingPass::NeverFits(const Workload& w, const
                                                         int min_gpus) {
   RejectDecision r;
   r.workload = w.id;
-  const std::string queue_name = quota_.tracked(w.queue) ? quota_.name(w.queue) : std::string("(none)");
+  // Named only in a reject: this runs for every waiting workload each pass.
+  auto queue_name = [&] { return quota_.tracked(w.queue) ? quota_.name(w.queue) : std::string("(none)"); };
   const TopologyConstraint& topo = w.constraints.topology;
   if (e.static_gpus == 0) {
     if (e.furthest == ClassVerdict::kPool) {
       r.reason = ReasonCode::kPool;
-      r.detail = Str("pool: no pool that queue ", queue_name, " may use takes ", WorkloadKindName(w.kind), " work");
+      r.detail = Str("pool: no pool that queue ", queue_name(), " may use takes ", WorkloadKindName(w.kind), " work");
     } else {
       r.reason = ReasonCode::kConstraints;
       r.detail = Str("constraints: no node in the usable pools matches ", DescribeConstraints(w.constraints));
@@ -505,7 +506,7 @@ std::optional<RejectDecision> SchedulingPass::NeverFits(const Workload& w, const
   const int most = quota_.MaxEverGpus(w.queue);
   if (most >= 0 && min_gpus > most) {
     r.reason = ReasonCode::kQuota;
-    r.detail = Str("quota: needs ", min_gpus, " GPUs; queue ", queue_name,
+    r.detail = Str("quota: needs ", min_gpus, " GPUs; queue ", queue_name(),
                    " can hold at most ", most, " (guarantee plus borrowing limit)");
     return r;
   }
@@ -521,6 +522,13 @@ std::optional<RejectDecision> SchedulingPass::NeverFits(const Workload& w, const
     return r;
   }
   return std::nullopt;
+}
+
+const Eligibility& SchedulingPass::EligibilityOf(uint32_t wi) {
+  if (eligibility_of_.empty()) eligibility_of_.assign(snapshot_.workloads.size(), nullptr);
+  const Eligibility*& e = eligibility_of_[wi];
+  if (e == nullptr) e = &eligibility_.For(snapshot_.workloads[wi]);
+  return *e;
 }
 
 bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
@@ -547,7 +555,7 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
   const int g = w.gpus_per_pod;
   const int min_pods = std::max(1, w.min_pods);
   const int desired = std::max(min_pods, w.pods);
-  const Eligibility& e = eligibility_.For(w);
+  const Eligibility& e = EligibilityOf(wi);
   if (auto reject = NeverFits(w, e, min_pods * g)) {
     out_.rejects.push_back(std::move(*reject));
     return true;
@@ -661,7 +669,7 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
 void SchedulingPass::ProcessServiceGrow(uint32_t wi) {
   const Workload& w = snapshot_.workloads[wi];
   const Allocation& a = snapshot_.allocations[alloc_of_[wi]];
-  const Eligibility& e = eligibility_.For(w);
+  const Eligibility& e = EligibilityOf(wi);
   if (!e.any_ok || w.gpus_per_pod <= 0 || w.gpus_per_pod > kMaxGpusPerNode) return;
   const int from = static_cast<int>(a.pods.size());
   const uint32_t usable = UsableReservations(w);

@@ -125,6 +125,7 @@ class SchedulingPass {
 
   // Returns false when the workload was deferred to the borrow phase.
   bool ProcessStart(uint32_t wi, Phase phase);
+  const placement::Eligibility& EligibilityOf(uint32_t wi);
   void ProcessServiceGrow(uint32_t wi);
   std::optional<RejectDecision> NeverFits(const Workload& w, const placement::Eligibility& e,
                                           int min_gpus);
@@ -188,6 +189,10 @@ class SchedulingPass {
   const ClusterState* start_state_ = nullptr;
   std::unique_ptr<ClusterState> own_start_;
   placement::EligibilityIndex eligibility_;
+  // Per workload, its entry of eligibility_ once looked up: the main and
+  // borrow phases both process work that needs borrowing, and the key is a
+  // string built from the workload's constraints.
+  std::vector<const placement::Eligibility*> eligibility_of_;
   quota::QuotaTracker quota_;
   placement::GangPlacer placer_;
 

@@ -79,7 +79,8 @@ class EligibilityIndex {
                    const std::vector<PriorityTemplate>* = nullptr) = delete;
 
   // Cached by (inference or not, queue, constraints, may borrow the shared
-  // pool): the many workloads of one shape share one entry.
+  // pool): the many workloads of one shape share one entry. The reference
+  // stays valid as long as the index.
   const Eligibility& For(const Workload& w);
   int size() const { return static_cast<int>(entries_.size()); }
 

@@ -128,7 +128,8 @@ QuotaVerdict QuotaTracker::Check(QueueId q, int gpus, int free_gpus) const {
 
   // a) borrowing limits along the ancestry.
   int limit_room = std::numeric_limits<int>::max();
-  std::vector<uint8_t> on_path(queues_->size(), 0);
+  std::vector<uint8_t>& on_path = on_path_;
+  on_path.assign(queues_->size(), 0);
   ForEachAncestor(q, [&](uint32_t x) {
     on_path[x] = 1;
     const int limit = (*queues_)[x].borrowing_limit_gpus;

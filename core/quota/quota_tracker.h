@@ -90,6 +90,10 @@ class QuotaTracker {
   std::vector<int> live_;
   std::vector<std::vector<uint32_t>> children_;
   std::vector<uint32_t> roots_;
+  // Check's queues on the path to a root, kept so that a Check, asked for
+  // every waiting workload of every pass, allocates nothing (a tracker is
+  // one pass's, on one thread).
+  mutable std::vector<uint8_t> on_path_;
 };
 
 }  // namespace tidal::quota
