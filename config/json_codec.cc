@@ -416,19 +416,22 @@ json PriorityToJson(const Priority& p) {
           {"preemptibility", PreemptibilityClassName(p.preemptibility)},
           {"template", p.template_name},
           {"derivation", p.derivation},
-          {"awaiting_approval", p.awaiting_approval}};
+          {"awaiting_approval", p.awaiting_approval},
+          {"resume_bonus", p.resume_bonus}};
 }
 
 StatusOr<Priority> PriorityFromJson(const json& value, std::string_view path) {
   TIDAL_ASSIGN_OR_RETURN(ObjectReader r, ObjectReader::Open(value, std::string(path),
                                                             {"value", "preemptibility", "template",
-                                                             "derivation", "awaiting_approval"}));
+                                                             "derivation", "awaiting_approval",
+                                                             "resume_bonus"}));
   Priority p;
   TIDAL_RETURN_IF_ERROR(r.Int("value", &p.value));
   TIDAL_RETURN_IF_ERROR(r.Enum<PreemptibilityClass>("preemptibility", &p.preemptibility, kClasses));
   TIDAL_RETURN_IF_ERROR(r.String("template", &p.template_name));
   TIDAL_RETURN_IF_ERROR(r.StringList("derivation", &p.derivation));
   TIDAL_RETURN_IF_ERROR(r.Bool("awaiting_approval", &p.awaiting_approval));
+  TIDAL_RETURN_IF_ERROR(r.Int("resume_bonus", &p.resume_bonus));
   return p;
 }
 

@@ -60,7 +60,7 @@ Status ParseAttributes(const ObjectReader& r, AttributeRules* a) {
       ObjectReader ar,
       ObjectReader::Open(r.at("attributes"), r.FieldPath("attributes"),
                          {"kind_bonus", "non_interruptible_bonus", "checkpointed_bonus",
-                          "near_deadline_bonus", "near_deadline_window_s"}));
+                          "near_deadline_bonus", "near_deadline_window_s", "requeued_bonus"}));
   if (ar.Has("kind_bonus")) {
     const json& bonus = ar.at("kind_bonus");
     if (!bonus.is_object()) {
@@ -79,6 +79,8 @@ Status ParseAttributes(const ObjectReader& r, AttributeRules* a) {
   TIDAL_RETURN_IF_ERROR(ar.Int("checkpointed_bonus", &a->checkpointed_bonus, -kMaxPriorityTerm, kMaxPriorityTerm));
   TIDAL_RETURN_IF_ERROR(ar.Int("near_deadline_bonus", &a->near_deadline_bonus, -kMaxPriorityTerm, kMaxPriorityTerm));
   TIDAL_RETURN_IF_ERROR(ar.Seconds("near_deadline_window_s", &a->near_deadline_window));
+  // A preference, never a penalty: 0 (none) up to one priority term.
+  TIDAL_RETURN_IF_ERROR(ar.Int("requeued_bonus", &a->requeued_bonus, 0, kMaxPriorityTerm));
   return Status::Ok();
 }
 

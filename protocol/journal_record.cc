@@ -127,7 +127,8 @@ json PriorityJson(const Priority& p) {
           {"preemptibility", NameOf(kClasses, p.preemptibility)},
           {"template", p.template_name},
           {"derivation", p.derivation},
-          {"awaiting_approval", p.awaiting_approval}};
+          {"awaiting_approval", p.awaiting_approval},
+          {"resume_bonus", p.resume_bonus}};
 }
 
 json NodeJson(const Node& n) {
@@ -164,6 +165,7 @@ json WorkloadJson(const Workload& w) {
       {"tenant", w.tenant},
       {"project", w.project.value()},
       {"queue", w.queue.value()},
+      {"requeues", w.requeues},
       {"kind", NameOf(kKinds, w.kind)},
       {"state", NameOf(kStates, w.state)},
       {"gpus_per_pod", w.gpus_per_pod},
@@ -443,7 +445,7 @@ Status ReadPods(const ObjectReader& r, std::string_view key, std::vector<PodPlac
 
 StatusOr<Priority> ReadPriority(const json& v, const std::string& path) {
   TIDAL_ASSIGN_OR_RETURN(ObjectReader r, Open(v, path, {"value", "preemptibility", "template", "derivation",
-                                                        "awaiting_approval"}));
+                                                        "awaiting_approval", "resume_bonus"}));
   TIDAL_RETURN_IF_ERROR(Require(r, {"value", "preemptibility", "template", "derivation", "awaiting_approval"}));
   Priority p;
   TIDAL_RETURN_IF_ERROR(r.Int("value", &p.value));
@@ -451,6 +453,10 @@ StatusOr<Priority> ReadPriority(const json& v, const std::string& path) {
   TIDAL_RETURN_IF_ERROR(ReadString(r, "template", &p.template_name));
   TIDAL_RETURN_IF_ERROR(ReadStringList(r, "derivation", &p.derivation));
   TIDAL_RETURN_IF_ERROR(r.Bool("awaiting_approval", &p.awaiting_approval));
+  // Journals written before the requeued bonus have none.
+  if (r.Has("resume_bonus")) {
+    TIDAL_RETURN_IF_ERROR(r.Int("resume_bonus", &p.resume_bonus));
+  }
   return p;
 }
 
@@ -505,10 +511,11 @@ StatusOr<Workload> ReadWorkload(const json& v, const std::string& path) {
                              "kind",        "state",       "gpus_per_pod", "pods",     "min_pods",
                              "max_pods",    "preemptible", "expected_duration_ms", "submit_time_ms",
                              "constraints", "training",    "inference", "batch",       "debug",
-                             "priority"};
+                             "priority",    "requeues"};
   TIDAL_ASSIGN_OR_RETURN(ObjectReader r, Open(v, path, kKeys));
   for (std::string_view k : kKeys) {
-    if (k != "submit_time_ms" && !r.Has(k)) return r.Missing(k);
+    // Journals written before requeues were counted have none.
+    if (k != "submit_time_ms" && k != "requeues" && !r.Has(k)) return r.Missing(k);
   }
   Workload w;
   TIDAL_RETURN_IF_ERROR(ReadWorkloadId(r, "id", &w.id));
@@ -551,6 +558,9 @@ StatusOr<Workload> ReadWorkload(const json& v, const std::string& path) {
   TIDAL_RETURN_IF_ERROR(ReadDuration(dr, "max_runtime_ms", &w.debug.max_runtime));
 
   TIDAL_ASSIGN_OR_RETURN(w.priority, ReadPriority(r.at("priority"), r.FieldPath("priority")));
+  if (r.Has("requeues")) {
+    TIDAL_RETURN_IF_ERROR(r.Int("requeues", &w.requeues, 0, std::numeric_limits<int>::max()));
+  }
   return w;
 }
 
@@ -1001,6 +1011,8 @@ void WriteWorkload(JsonWriter& out, const Workload& w) {
   out.StringArray(w.priority.derivation);
   out.Key("preemptibility");
   out.String(NameOf(kClasses, w.priority.preemptibility));
+  out.Key("resume_bonus");
+  out.Int(w.priority.resume_bonus);
   out.Key("template");
   out.String(w.priority.template_name);
   out.Key("value");
@@ -1010,6 +1022,8 @@ void WriteWorkload(JsonWriter& out, const Workload& w) {
   out.Uint(w.project.value());
   out.Key("queue");
   out.Uint(w.queue.value());
+  out.Key("requeues");
+  out.Int(w.requeues);
   out.Key("state");
   out.String(NameOf(kStates, w.state));
   out.Key("submit_time_ms");

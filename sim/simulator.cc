@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -27,6 +28,9 @@ namespace {
 
 // A VictimExit event with this generation applies due shrinks instead.
 constexpr uint64_t kShrinkGeneration = std::numeric_limits<uint64_t>::max();
+
+// The recovery cause of work requeued without a notice: its node was lost.
+constexpr std::string_view kNodeLost = "node_lost";
 
 enum class Phase { kNotArrived, kPending, kRunning, kTerminating, kDone };
 
@@ -58,6 +62,7 @@ struct Job {
 
   std::optional<Time> first_start;
   std::optional<Time> noticed_at;  // the preemption notice, for recovery time
+  std::string_view recovery_cause;  // the notice's cause, or node_lost
   int noticed_gpus = 0;            // GPUs held when noticed
   bool stop_for_good = false;      // a max-runtime stop: done at exit
   bool completed = false;
@@ -246,7 +251,8 @@ class Run final : public state::StateObserver {
   int gang_partial_ = 0;
   int training_preemptions_ = 0;
   double lost_gpu_seconds_ = 0;
-  std::vector<double> recovery_s_;
+  std::vector<double> recovery_s_;  // after a preemption notice
+  std::map<std::string_view, std::vector<double>> recovery_by_cause_;  // node_lost included
   std::vector<double> ttc_s_;
   int scale_ups_ = 0;
   int scale_up_ok_ = 0;      // ScaleUpEndEdit kReady
@@ -1032,7 +1038,11 @@ void Run::ReactPlace(const state::PlaceEdit& e) {
     if (j.kind == WorkloadKind::kTraining) DiagnoseLongWait(j, now);
   }
   if (j.noticed_at) {
-    if (j.kind == WorkloadKind::kTraining) recovery_s_.push_back(Sec(now - *j.noticed_at));
+    if (j.kind == WorkloadKind::kTraining) {
+      const double s = Sec(now - *j.noticed_at);
+      if (j.recovery_cause != kNodeLost) recovery_s_.push_back(s);
+      recovery_by_cause_[j.recovery_cause].push_back(s);
+    }
     j.noticed_at.reset();
   }
   j.run_start = now;
@@ -1124,6 +1134,7 @@ void Run::ReactNotice(const state::NoticeEdit& e) {
   if (!j.stop_for_good) {
     if (j.kind == WorkloadKind::kTraining) ++training_preemptions_;
     j.noticed_at = now;
+    j.recovery_cause = PreemptCauseName(e.cause);
   }
   j.noticed_gpus = j.gpus_held;
   ++j.generation;
@@ -1143,6 +1154,11 @@ void Run::ReactRequeue(const state::RequeueEdit& e) {
   }
   j.progress_s = j.checkpoint_progress_s;
   j.rate = 0;
+  if (e.cause == state::EndCause::kNodeLost && !j.noticed_at) {
+    // No notice came: recovery counts from the loss.
+    j.noticed_at = clock_.Now();
+    j.recovery_cause = kNodeLost;
+  }
   AllocationGone(j);
   SetPhase(j, Phase::kPending);
   j.next_checkpoint = kInfiniteFuture;
@@ -1266,6 +1282,10 @@ StatusOr<SimResult> Run::Go() {
   s.training.lost_gpu_hours = lost_gpu_seconds_ / 3600.0;
   s.training.recovery_time_p50_s = Percentile(recovery_s_, 0.50);
   s.training.recovery_time_p95_s = Percentile(recovery_s_, 0.95);
+  for (const auto& [cause, times] : recovery_by_cause_) {
+    s.training.recovery_by_cause[std::string(cause)] = {static_cast<int>(times.size()), Percentile(times, 0.50),
+                                                        Percentile(times, 0.95)};
+  }
 
   s.inference.services = inference_workloads_;
   s.inference.service_minutes = service_steps_;

@@ -55,6 +55,11 @@ nlohmann::ordered_json Summary::ToJson() const {
       {"recovery_time_p50_s", R(training.recovery_time_p50_s)},
       {"recovery_time_p95_s", R(training.recovery_time_p95_s)},
   };
+  nlohmann::json by_cause = nlohmann::json::object();
+  for (const auto& [cause, r] : training.recovery_by_cause) {
+    by_cause[cause] = {{"count", r.count}, {"p50_s", R(r.p50_s)}, {"p95_s", R(r.p95_s)}};
+  }
+  j["training"]["recovery_by_cause"] = std::move(by_cause);
   j["inference"] = {
       {"services", inference.services},
       {"service_minutes", inference.service_minutes},

@@ -6,6 +6,7 @@
 #define TIDAL_SIM_SUMMARY_H_
 
 #include <array>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,6 +46,15 @@ struct Summary {
     double lost_gpu_hours = 0;
     double recovery_time_p50_s = 0;
     double recovery_time_p95_s = 0;
+    // Per cause of the requeue: a preemption notice's cause (priority,
+    // reclaim, inference_return, drain) or node_lost. The two figures above
+    // cover the notices only.
+    struct Recovery {
+      int count = 0;
+      double p50_s = 0;
+      double p95_s = 0;
+    };
+    std::map<std::string, Recovery> recovery_by_cause;
   } training;
 
   // Figures of things that did not happen are empty (JSON null, "n/a" on

@@ -732,7 +732,7 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
   const auto fail_key = std::make_tuple(e.key_id, r.gpus_per_pod, r.pods,
                                         w.queue.value() * 2 + (within_guarantee ? 1u : 0u));
   auto failed = preempt_failures_.find(fail_key);
-  if (failed != preempt_failures_.end() && failed->second >= w.priority.value) return false;
+  if (failed != preempt_failures_.end() && failed->second >= w.priority.preempting_value()) return false;
   if (preemption_searches_ >= kMaxPreemptionSearches) return false;
   ++preemption_searches_;
 
@@ -776,7 +776,7 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
       if (pc == PreemptibilityClass::kNever) continue;
       if (pc == PreemptibilityClass::kPreemptible && !v->preemptible) continue;
       // Cheap rejection before looking at its pods.
-      const bool gap = w.priority.value - v->priority.value >= cfg.min_priority_gap;
+      const bool gap = w.priority.preempting_value() - v->priority.value >= cfg.min_priority_gap;
       if (gap && now_ - a.start_time < cfg.min_runtime) NoteTimeBound(a.start_time + cfg.min_runtime);
       const bool may_priority = gap && now_ - a.start_time >= cfg.min_runtime;
       const bool may_reclaim = within_guarantee && v->queue != w.queue;
@@ -818,7 +818,7 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
           quota_.CanReclaimFrom(v->queue, lose)) {
         return std::make_pair(PreemptCause::kReclaim, true);
       }
-      if (w.priority.value - v->priority.value >= cfg.min_priority_gap &&
+      if (w.priority.preempting_value() - v->priority.value >= cfg.min_priority_gap &&
           now_ - a.start_time >= cfg.min_runtime &&
           (same_queue || !quota_.tracked(v->queue) || quota_.CanReclaimFrom(v->queue, lose))) {
         return std::make_pair(PreemptCause::kPriority, !same_queue);
@@ -871,9 +871,9 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
     selection = preemption::SelectVictims(state_, e, r, blocked, candidates, quota_, placer_);
   }
   if (!selection) {
-    preempt_failures_[fail_key] = std::max(failed == preempt_failures_.end() ? w.priority.value
+    preempt_failures_[fail_key] = std::max(failed == preempt_failures_.end() ? w.priority.preempting_value()
                                                                               : failed->second,
-                                           w.priority.value);
+                                           w.priority.preempting_value());
     return false;
   }
 
@@ -921,7 +921,7 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
               ? Str("reclaim: queue ", quota_.tracked(w.queue) ? quota_.name(w.queue) : "", " takes back ",
                     r.total_gpus(), " GPUs for ", w.name, "; ", c.lost_gpu_seconds,
                     " GPU-s since the victim's last checkpoint")
-              : Str("priority: ", w.name, " (priority ", w.priority.value, ") needs ", r.total_gpus(),
+              : Str("priority: ", w.name, " (priority ", w.priority.preempting_value(), ") needs ", r.total_gpus(),
                     " GPUs; victim priority ", v.priority.value, ", ", c.lost_gpu_seconds,
                     " GPU-s since its last checkpoint");
       Preempt(c.allocation, c.cause, w.id, why);

@@ -27,6 +27,11 @@ struct AttributeRules {
   int checkpointed_bonus = 0;       // training with checkpoint_interval > 0
   int near_deadline_bonus = 0;      // batch whose slack is under the window
   Duration near_deadline_window = hours(1);
+  // Waiting again after it lost its GPUs (preempted, its node lost): ahead
+  // of its peers that never ran, so a victim resumes first. It orders work
+  // but never counts toward preempting (Priority::resume_bonus), so it
+  // cannot start a chain of preemptions between victims.
+  int requeued_bonus = 0;
 };
 
 // Layer 3: the budget state of the workload's queue and project.

@@ -70,6 +70,11 @@ struct Priority {
   std::string template_name;
   std::vector<std::string> derivation;  // one line per layer, in order
   bool awaiting_approval = false;
+  // The part of `value` that is the requeued bonus: it orders waiting work,
+  // but a preemptor is compared with its victims without it.
+  int resume_bonus = 0;
+
+  int preempting_value() const { return value - resume_bonus; }
 };
 
 enum class WorkloadState {
@@ -110,6 +115,9 @@ struct Workload {
   // An admin approved its project's top tier for it (state::ApproveEdit):
   // re-derivations keep the approved tier instead of the fallback.
   bool top_tier_approved = false;
+  // Times it lost its GPUs and waited again (state::RequeueEdit): the
+  // requeued bonus applies while such a workload waits.
+  int requeues = 0;
 
   int min_gpus() const { return min_pods * gpus_per_pod; }
   bool is_gang() const { return min_pods > 1; }

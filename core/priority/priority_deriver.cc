@@ -106,6 +106,14 @@ StatusOr<Priority> DerivePriority(const std::vector<PriorityTemplate>& templates
     }
   }
 
+  if (attrs.requeued_bonus != 0 && workload.requeues > 0 && (workload.state == WorkloadState::kPending ||
+                                workload.state == WorkloadState::kAwaitingApproval)) {
+    value += attrs.requeued_bonus;
+    p.resume_bonus = attrs.requeued_bonus;
+    p.derivation.push_back("requeued " + std::to_string(workload.requeues) + "x, waiting to resume: " +
+                           Signed(attrs.requeued_bonus));
+  }
+
   // Layer 3: budget.
   int budget_adjust = 0;
   switch (budget) {

@@ -1,5 +1,6 @@
 #include "core/state/priority_refresher.h"
 
+#include <algorithm>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -32,7 +33,7 @@ WorkloadId Touched(const Edit& edit) {
 }
 
 bool SamePriority(const Priority& a, const Priority& b, bool timed) {
-  return a.value == b.value && a.preemptibility == b.preemptibility &&
+  return a.value == b.value && a.resume_bonus == b.resume_bonus && a.preemptibility == b.preemptibility &&
          a.awaiting_approval == b.awaiting_approval && a.template_name == b.template_name &&
          (timed || a.derivation == b.derivation);
 }
@@ -40,7 +41,9 @@ bool SamePriority(const Priority& a, const Priority& b, bool timed) {
 }  // namespace
 
 PriorityRefresher::PriorityRefresher(std::vector<PriorityTemplate> templates)
-    : templates_(std::move(templates)) {}
+    : templates_(std::move(templates)),
+      requeued_bonus_(std::any_of(templates_.begin(), templates_.end(),
+                                  [](const PriorityTemplate& t) { return t.attributes.requeued_bonus != 0; })) {}
 
 PriorityRefresher::Entry& PriorityRefresher::EntryOf(WorkloadId id) {
   const uint64_t v = id.value();
@@ -68,7 +71,10 @@ void PriorityRefresher::Observe(const Edit& edit) {
   if (const WorkloadId id = Touched(edit); id.valid()) {
     // New, or approved (the same budget state now derives another tier):
     // derive again even when the budget state did not move.
-    if (std::holds_alternative<SubmitEdit>(edit) || std::holds_alternative<ApproveEdit>(edit)) {
+    // A requeue starts the requeued bonus and a placement ends it.
+    const bool resumes = requeued_bonus_ && (std::holds_alternative<RequeueEdit>(edit) ||
+                                             std::holds_alternative<PlaceEdit>(edit));
+    if (std::holds_alternative<SubmitEdit>(edit) || std::holds_alternative<ApproveEdit>(edit) || resumes) {
       EntryOf(id).derived = false;
     }
     Watch(id);

@@ -19,7 +19,9 @@
 //     once derived: it cannot run until an admin approves it, which makes it
 //     a candidate again) gets its budget state (ComputeBudgetState with its
 //     held GPUs); when that equals the one last derived and it is not
-//     time-dependent, nothing changes. Otherwise DerivePriority runs, with
+//     time-dependent, nothing changes. Submit and approve edits, and, when
+//     a template has a requeued bonus, requeue and place edits (the bonus
+//     starts and ends with them), make it derive again whatever the budget. Otherwise DerivePriority runs, with
 //     the project's top tier approved when an admin approved the workload.
 //  4. Edits. A derived priority that differs from the current one (value,
 //     class, approval, or the derivation text of a workload without a
@@ -67,6 +69,7 @@ class PriorityRefresher {
   void Watch(WorkloadId id);
 
   std::vector<PriorityTemplate> templates_;
+  bool requeued_bonus_;  // some template has one
   // Ids are dense in both callers; ids past the vector use the map.
   std::vector<Entry> dense_;
   std::unordered_map<uint64_t, Entry> sparse_;

@@ -622,6 +622,7 @@ Status State::ApplyEdit(const RequeueEdit& e) {
   const int i = SlotOf(e.workload)->workload;
   FreeAllocation(snap_.workloads[i], alloc);
   snap_.workloads[i].state = WorkloadState::kPending;
+  ++snap_.workloads[i].requeues;
   SyncDigest(i);
   return Status::Ok();
 }

@@ -84,5 +84,21 @@ TEST(PolicyLoaderTest, ErrorsNameLineAndField) {
             "policy.yaml:9: preemption.min_runtime_s: expected a number from 0 to 1000000000, got -1");
 }
 
+TEST(PolicyLoaderTest, TheRequeuedBonusIsAPreferenceOfBoundedSize) {
+  const std::string text = R"(templates:
+  - name: t
+    tiers: {silver: {base: 5}}
+    attributes: {requeued_bonus: 25}
+)";
+  auto p = ParsePolicyYaml(text);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->templates[0].attributes.requeued_bonus, 25);
+  EXPECT_EQ(ErrorOf(text, "requeued_bonus: 25", "requeued_bonus: -1"),
+            "policy.yaml:4: templates[0].attributes.requeued_bonus: expected an integer from 0 to 1000000, got -1");
+  EXPECT_EQ(ErrorOf(text, "requeued_bonus: 25", "requeued_bonus: 1000001"),
+            "policy.yaml:4: templates[0].attributes.requeued_bonus: expected an integer from 0 to 1000000, got "
+            "1000001");
+}
+
 }  // namespace
 }  // namespace tidal::config

@@ -52,6 +52,38 @@ TEST(PreemptionScenarioTest, PicksTheMostRecentlyCheckpointedVictim) {
   EXPECT_EQ(d.waits[0].estimated_start, s.now + seconds(60));
 }
 
+TEST(PreemptionScenarioTest, TheRequeuedBonusOrdersWorkButNeverPreempts) {
+  // Both nodes run a priority-0 job. Job 9 waits with priority 15, of which
+  // 10 is its requeued bonus: it preempts as 15 - 10 = 5 < 0 + 10 (the
+  // gap), so nobody is preempted. Without the bonus part, 15 >= 0 + 10
+  // preempts one victim.
+  Snapshot s = TwoFullNodes(kT0, kT0);
+  Workload victim = Job(9, QueueId(0), 1, 8, hours(1), 15, s.now);
+  victim.requeues = 1;
+  victim.priority.resume_bonus = 10;
+  s.workloads.push_back(victim);
+  const Decisions kept = Scheduler(Policy()).Schedule(s);
+  EXPECT_TRUE(kept.preempts.empty());
+  s.workloads.back().priority.resume_bonus = 0;
+  const Decisions preempted = Scheduler(Policy()).Schedule(s);
+  EXPECT_EQ(preempted.preempts.size(), 1u);
+}
+
+TEST(PreemptionScenarioTest, ARequeuedJobGoesAheadOfItsPeersThatNeverRan) {
+  // One free node of 8 GPUs. Job 5 (priority 0) waited first; job 6 was
+  // requeued and has a bonus of 10: 10 > 0, so job 6 takes the node.
+  Snapshot s = testing::SimpleCluster(1, 1);
+  s.now = kT0 + hours(2);
+  s.workloads.push_back(Job(5, QueueId(0), 1, 8, hours(1), 0, kT0));
+  Workload requeued = Job(6, QueueId(0), 1, 8, hours(1), 10, kT0 + hours(1));
+  requeued.requeues = 1;
+  requeued.priority.resume_bonus = 10;
+  s.workloads.push_back(requeued);
+  const Decisions d = Scheduler(Policy()).Schedule(s);
+  ASSERT_EQ(d.places.size(), 1u);
+  EXPECT_EQ(d.places[0].workload, WorkloadId(6));
+}
+
 TEST(PreemptionScenarioTest, VictimsAreNotPreemptedTwiceAndThePreemptorStarts) {
   Snapshot s = TwoFullNodes(kT0, kT0);
   s.workloads.push_back(Job(9, QueueId(0), 1, 8, hours(1), 100, s.now));

@@ -274,5 +274,44 @@ TEST(PriorityDeriverTest, OnlyCheckpointingPreemptibleTrainingMayBorrowShared) {
   EXPECT_TRUE(MayBorrowShared(MakeWorkload(WorkloadKind::kTraining), t));
 }
 
+TEST(PriorityDeriverTest, ARequeuedWorkloadIsPreferredWhileItWaitsButNotToPreempt) {
+  std::vector<PriorityTemplate> t = {DefaultTemplate()};
+  t[0].attributes.requeued_bonus = 100;
+  const Project proj = MakeProject("standard");
+  Workload w = MakeWorkload(WorkloadKind::kTraining);
+  w.state = WorkloadState::kPending;
+  // Never requeued: standard 500 + training 0, no bonus.
+  auto fresh = DerivePriority(t, w, proj, BudgetState::kWithinGuarantee, kNow);
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_EQ(fresh->value, 500);
+  EXPECT_EQ(fresh->resume_bonus, 0);
+
+  // Preempted twice and waiting: 500 + 100 = 600, of which 100 is the
+  // resume bonus, so it preempts as 600 - 100 = 500.
+  w.requeues = 2;
+  auto waiting = DerivePriority(t, w, proj, BudgetState::kWithinGuarantee, kNow);
+  ASSERT_TRUE(waiting.ok());
+  EXPECT_EQ(waiting->value, 600);
+  EXPECT_EQ(waiting->resume_bonus, 100);
+  EXPECT_EQ(waiting->preempting_value(), 500);
+  EXPECT_TRUE(HasLine(*waiting, "requeued 2x, waiting to resume: +100"));
+  EXPECT_EQ(waiting->derivation.back(), "total 600");
+
+  // Running again: the bonus ends.
+  w.state = WorkloadState::kRunning;
+  auto running = DerivePriority(t, w, proj, BudgetState::kWithinGuarantee, kNow);
+  ASSERT_TRUE(running.ok());
+  EXPECT_EQ(running->value, 500);
+  EXPECT_EQ(running->resume_bonus, 0);
+
+  // A template without the bonus writes no line for it.
+  w.state = WorkloadState::kPending;
+  auto none = DerivePriority({DefaultTemplate()}, w, proj, BudgetState::kWithinGuarantee, kNow);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->value, 500);
+  EXPECT_FALSE(std::any_of(none->derivation.begin(), none->derivation.end(),
+                           [](const std::string& line) { return line.rfind("requeued", 0) == 0; }));
+}
+
 }  // namespace
 }  // namespace tidal

@@ -27,7 +27,7 @@ PriorityTemplate Template() {
 
 // Two 8-GPU nodes; queue "default" guarantees 8 GPUs; one project of the
 // given tier and GPU-hour budget (0 = none).
-StateMachine Machine(const std::string& tier = "standard", double budget_gpu_hours = 0) {
+StateMachine Machine(const std::string& tier = "standard", double budget_gpu_hours = 0, int requeued_bonus = 0) {
   Snapshot s = testing::SimpleCluster(1, 2);
   s.queues[0].guaranteed_gpus = 8;
   Project p;
@@ -38,8 +38,10 @@ StateMachine Machine(const std::string& tier = "standard", double budget_gpu_hou
   p.default_queue = QueueId(0);
   p.budget_gpu_hours = budget_gpu_hours;
   s.projects = {p};
+  PriorityTemplate t = Template();
+  t.attributes.requeued_bonus = requeued_bonus;
   return StateMachine(State(s.cluster, s.queues, s.projects), state::LifecycleOptions{seconds(30), Duration(0)},
-                      {Template()});
+                      {t});
 }
 
 Workload Job(uint64_t id, int gpus) {
@@ -169,6 +171,35 @@ TEST(PriorityRefresherTest, WithoutTemplatesNothingIsRefreshed) {
   ASSERT_TRUE(m.Apply(state::SubmitEdit{testing::Job(1, QueueId(0), 1, 1, hours(1), /*priority=*/7)}).ok());
   ASSERT_TRUE(m.RefreshPriorities().ok());
   EXPECT_EQ(PriorityOf(m, 1), 7);
+}
+
+TEST(PriorityRefresherTest, ARequeuedVictimHasItsBonusUntilItRunsAgain) {
+  StateMachine m = Machine("standard", 0, /*requeued_bonus=*/100);
+  ASSERT_TRUE(m.Apply(state::SubmitEdit{Job(1, 4)}).ok());
+  ASSERT_TRUE(m.Apply(state::PlaceEdit{WorkloadId(1), {{NodeId(0), GpuRange(0, 4)}}}).ok());
+  ASSERT_TRUE(m.RefreshPriorities().ok());
+  EXPECT_EQ(PriorityOf(m, 1), 500);
+
+  // Preempted: a notice, then its exit requeues it. Waiting again: 500 +
+  // 100 = 600, with the 100 as its resume bonus.
+  state::NoticeEdit notice;
+  notice.workload = WorkloadId(1);
+  notice.grace_deadline = Time() + seconds(30);
+  ASSERT_TRUE(m.Apply(notice).ok());
+  ASSERT_TRUE(m.Apply(state::RequeueEdit{WorkloadId(1)}).ok());
+  ASSERT_TRUE(m.RefreshPriorities().ok());
+  const Workload* w = m.state().workload(WorkloadId(1));
+  EXPECT_EQ(w->requeues, 1);
+  EXPECT_EQ(w->priority.value, 600);
+  EXPECT_EQ(w->priority.resume_bonus, 100);
+
+  // Placed again: back to 500 at the next refresh.
+  ASSERT_TRUE(m.Apply(state::PlaceEdit{WorkloadId(1), {{NodeId(1), GpuRange(0, 4)}}}).ok());
+  ASSERT_TRUE(m.RefreshPriorities().ok());
+  w = m.state().workload(WorkloadId(1));
+  EXPECT_EQ(w->priority.value, 500);
+  EXPECT_EQ(w->priority.resume_bonus, 0);
+  EXPECT_EQ(w->requeues, 1);
 }
 
 }  // namespace

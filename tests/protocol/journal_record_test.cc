@@ -31,6 +31,7 @@ Priority FullPriority() {
   p.template_name = "research-default";
   p.derivation = {"tier critical: base 1000", "kind inference: +500", "budget over: -400"};
   p.awaiting_approval = true;
+  p.resume_bonus = 75;
   return p;
 }
 
@@ -66,6 +67,7 @@ Workload FullWorkload() {
   w.batch.deadline = TimeFromMillis(1'764'500'000'001);
   w.debug.max_runtime = milliseconds(7'200'003);
   w.priority = FullPriority();
+  w.requeues = 3;
   return w;
 }
 
@@ -75,6 +77,7 @@ void ExpectSamePriority(const Priority& a, const Priority& b) {
   EXPECT_EQ(a.template_name, b.template_name);
   EXPECT_EQ(a.derivation, b.derivation);
   EXPECT_EQ(a.awaiting_approval, b.awaiting_approval);
+  EXPECT_EQ(a.resume_bonus, b.resume_bonus);
 }
 
 void ExpectSameWorkload(const Workload& a, const Workload& b) {
@@ -107,6 +110,7 @@ void ExpectSameWorkload(const Workload& a, const Workload& b) {
   EXPECT_EQ(a.batch.deadline, b.batch.deadline);
   EXPECT_EQ(a.debug.max_runtime, b.debug.max_runtime);
   ExpectSamePriority(a.priority, b.priority);
+  EXPECT_EQ(a.requeues, b.requeues);
 }
 
 // Field by field, not through the codec: a field the codec drops both ways
@@ -377,6 +381,21 @@ TEST(JournalRecordTest, NoDeadlineIsNullAndRoundTrips) {
   ASSERT_TRUE(n.ok()) << n.status().ToString();
   EXPECT_EQ(std::get<NoticeEdit>(std::get<JournalEntry>(*n).edit).grace_deadline, kInfiniteFuture);
   EXPECT_FALSE(std::get<NoticeEdit>(std::get<JournalEntry>(*n).edit).preemptor.valid());
+}
+
+TEST(JournalRecordTest, ARecordFromBeforeRequeuesWereCountedStillReads) {
+  const JournalEntry entry{TimeFromMillis(5), EditOrigin::kWorld, SubmitEdit{FullWorkload()}};
+  json j = JournalRecordToJson(entry);
+  j["workload"].erase("requeues");
+  j["workload"]["priority"].erase("resume_bonus");
+  auto decoded = JournalRecordFromJson(j);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  const Workload& w = std::get<SubmitEdit>(std::get<JournalEntry>(*decoded).edit).workload;
+  EXPECT_EQ(w.requeues, 0);
+  EXPECT_EQ(w.priority.resume_bonus, 0);
+  // A negative count is refused, naming the field.
+  j["workload"]["requeues"] = -1;
+  ExpectFieldError(JournalRecordFromJson(j), "workload.requeues");
 }
 
 TEST(JournalRecordTest, MarkersAndLoadSamplesRoundTrip) {

@@ -277,6 +277,7 @@ TEST(RecordCodec, StoredFormIsCompactAndRoundTrips) {
   r.w.id = WorkloadId(7);
   r.attempt = 3;
   r.w.top_tier_approved = true;
+  r.w.requeues = 2;
   r.w.submit_time = TimeFromMillis(9000);  // a requeue moves the submit time
   nlohmann::json stored = RecordToStoredJson(r, cat);
   // Defaults are left out of the stored form but kept in the API form.
@@ -292,6 +293,7 @@ TEST(RecordCodec, StoredFormIsCompactAndRoundTrips) {
   EXPECT_EQ(back->w.id, WorkloadId(7));
   EXPECT_EQ(back->attempt, 3);
   EXPECT_TRUE(back->w.top_tier_approved);
+  EXPECT_EQ(back->w.requeues, 2);
   EXPECT_EQ(back->run.labels.at("k"), "v");
   EXPECT_EQ(ToSeconds(back->w.training.checkpoint_interval), 600);
   // The deadline stays absolute (5 s + 1000 s), not relative to the new submit time.
