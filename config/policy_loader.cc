@@ -159,6 +159,18 @@ StatusOr<PolicyConfig> ParsePolicyJson(const json& root) {
     TIDAL_RETURN_IF_ERROR(pr.Seconds("min_runtime_s", &policy.preemption.min_runtime));
     TIDAL_RETURN_IF_ERROR(pr.Int("min_priority_gap", &policy.preemption.min_priority_gap, 0, kMaxPriorityTerm));
   }
+  // A requeued victim ordered ahead of its preemptor by a bonus of at least
+  // the gap would take the GPUs back, and be preempted again, forever.
+  for (size_t i = 0; i < policy.templates.size(); ++i) {
+    const int bonus = policy.templates[i].attributes.requeued_bonus;
+    if (bonus > 0 && bonus >= policy.preemption.min_priority_gap) {
+      return FieldError(IndexPath("templates", i) + ".attributes.requeued_bonus",
+                        "must be below preemption.min_priority_gap (" +
+                            std::to_string(policy.preemption.min_priority_gap) + "), got " + std::to_string(bonus) +
+                            ": a victim ordered ahead of its preemptor would take its GPUs back and be "
+                            "preempted again");
+    }
+  }
   if (r.Has("colocation")) {
     TIDAL_ASSIGN_OR_RETURN(
         ObjectReader cr,

@@ -280,32 +280,48 @@ void SchedulingPass::ShrinkServices() {
   }
 }
 
+int SchedulingPass::QueueRank(const Workload& w) const {
+  // The borrowing penalty of its priority template's budget layer, added
+  // back to one that needs borrowing (the deriver's test: the queue's usage
+  // plus its gang minimum above the guarantee): within its own queue it
+  // ranks as if it did not, since its own queue's work is what pushes it
+  // over.
+  const int min_gpus = std::max(1, w.min_pods) * w.gpus_per_pod;
+  if (quota_.usage(w.queue) + min_gpus <= quota_.guarantee(w.queue)) return w.priority.value;
+  int gap = 0;
+  for (const PriorityTemplate& t : policy_.templates) {
+    if (t.name == w.priority.template_name) {
+      gap = std::max(0, t.budget.within_guarantee - t.budget.borrowing);
+      break;
+    }
+  }
+  return w.priority.value + gap;
+}
+
 void SchedulingPass::HeadReservations() {
-  // Per queue, its first pending multi-GPU workload in main-phase order
-  // (priority desc, submit time, id) whose gang minimum is above what is
-  // left of the guarantee. One that fits within it may come first and wait
-  // (its nodes are busy): it is the main phase's to reserve for, and must
-  // not hide the gang behind it that can only borrow.
+  // Per queue, its first pending multi-GPU workload in main-phase order by
+  // queue rank (rank desc, submit time, id).
   const std::vector<Workload>& ws = snapshot_.workloads;
-  std::map<uint32_t, uint32_t> head;  // queue -> workload
+  std::map<uint32_t, std::pair<uint32_t, int>> head;  // queue -> (workload, rank)
   for (uint32_t wi : unplaced_) {
     const Workload& w = ws[wi];
     if (!quota_.tracked(w.queue) || w.state != WorkloadState::kPending || w.priority.awaiting_approval ||
-        w.kind == WorkloadKind::kInference || w.gpus_per_pod <= 0 || w.gpus_per_pod > kMaxGpusPerNode) {
+        w.kind == WorkloadKind::kInference || w.gpus_per_pod <= 0 || w.gpus_per_pod > kMaxGpusPerNode ||
+        std::max(1, w.min_pods) * w.gpus_per_pod <= 1) {
       continue;
     }
-    const int min_gpus = std::max(1, w.min_pods) * w.gpus_per_pod;
-    if (min_gpus <= 1 || quota_.usage(w.queue) + min_gpus <= quota_.guarantee(w.queue)) continue;
-    auto [it, inserted] = head.try_emplace(w.queue.value(), wi);
+    const int rank = QueueRank(w);
+    auto [it, inserted] = head.try_emplace(w.queue.value(), wi, rank);
     if (inserted) continue;
-    const Workload& h = ws[it->second];
-    if (std::make_tuple(-w.priority.value, w.submit_time, w.id) <
-        std::make_tuple(-h.priority.value, h.submit_time, h.id)) {
-      it->second = wi;
+    const Workload& h = ws[it->second.first];
+    if (std::make_tuple(-rank, w.submit_time, w.id) <
+        std::make_tuple(-it->second.second, h.submit_time, h.id)) {
+      it->second = {wi, rank};
     }
   }
-  for (const auto& [q, wi] : head) {
+  for (const auto& [q, held] : head) {
     if (head_reservations_ >= kMaxHeadReservations) break;
+    const auto [wi, rank] = held;
     const Workload& w = ws[wi];
     const PlacementRequest r{std::max(1, w.min_pods), w.gpus_per_pod, w.constraints.topology};
     // Only a head that needs borrowing: one within the guarantee is placed
@@ -327,7 +343,7 @@ void SchedulingPass::HeadReservations() {
     ++head_reservations_;
     Reservation& res = reservations_.back();
     res.only_queue = w.queue;
-    res.priority = w.priority.value;
+    res.rank = rank;
     res.holder_submit = w.submit_time;
   }
 }
@@ -729,10 +745,12 @@ bool SchedulingPass::IsBorrowedPlacement(const Eligibility& e,
 bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const PlacementRequest& r,
                                 bool within_guarantee) {
   const Workload& w = snapshot_.workloads[wi];
+  // Compared with its victims without its requeued bonus.
+  const int preempting = w.priority.preempting_value();
   const auto fail_key = std::make_tuple(e.key_id, r.gpus_per_pod, r.pods,
                                         w.queue.value() * 2 + (within_guarantee ? 1u : 0u));
   auto failed = preempt_failures_.find(fail_key);
-  if (failed != preempt_failures_.end() && failed->second >= w.priority.preempting_value()) return false;
+  if (failed != preempt_failures_.end() && failed->second >= preempting) return false;
   if (preemption_searches_ >= kMaxPreemptionSearches) return false;
   ++preemption_searches_;
 
@@ -776,7 +794,7 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
       if (pc == PreemptibilityClass::kNever) continue;
       if (pc == PreemptibilityClass::kPreemptible && !v->preemptible) continue;
       // Cheap rejection before looking at its pods.
-      const bool gap = w.priority.preempting_value() - v->priority.value >= cfg.min_priority_gap;
+      const bool gap = preempting - v->priority.value >= cfg.min_priority_gap;
       if (gap && now_ - a.start_time < cfg.min_runtime) NoteTimeBound(a.start_time + cfg.min_runtime);
       const bool may_priority = gap && now_ - a.start_time >= cfg.min_runtime;
       const bool may_reclaim = within_guarantee && v->queue != w.queue;
@@ -818,7 +836,7 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
           quota_.CanReclaimFrom(v->queue, lose)) {
         return std::make_pair(PreemptCause::kReclaim, true);
       }
-      if (w.priority.preempting_value() - v->priority.value >= cfg.min_priority_gap &&
+      if (preempting - v->priority.value >= cfg.min_priority_gap &&
           now_ - a.start_time >= cfg.min_runtime &&
           (same_queue || !quota_.tracked(v->queue) || quota_.CanReclaimFrom(v->queue, lose))) {
         return std::make_pair(PreemptCause::kPriority, !same_queue);
@@ -871,9 +889,8 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
     selection = preemption::SelectVictims(state_, e, r, blocked, candidates, quota_, placer_);
   }
   if (!selection) {
-    preempt_failures_[fail_key] = std::max(failed == preempt_failures_.end() ? w.priority.preempting_value()
-                                                                              : failed->second,
-                                           w.priority.preempting_value());
+    preempt_failures_[fail_key] = std::max(failed == preempt_failures_.end() ? preempting : failed->second,
+                                           preempting);
     return false;
   }
 
@@ -921,7 +938,7 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
               ? Str("reclaim: queue ", quota_.tracked(w.queue) ? quota_.name(w.queue) : "", " takes back ",
                     r.total_gpus(), " GPUs for ", w.name, "; ", c.lost_gpu_seconds,
                     " GPU-s since the victim's last checkpoint")
-              : Str("priority: ", w.name, " (priority ", w.priority.preempting_value(), ") needs ", r.total_gpus(),
+              : Str("priority: ", w.name, " (priority ", preempting, ") needs ", r.total_gpus(),
                     " GPUs; victim priority ", v.priority.value, ", ", c.lost_gpu_seconds,
                     " GPU-s since its last checkpoint");
       Preempt(c.allocation, c.cause, w.id, why);
@@ -1042,7 +1059,7 @@ uint32_t SchedulingPass::UsableReservations(const Workload& w) const {
     const bool not_held_against =
         r.only_queue.valid() &&
         (r.only_queue != w.queue || std::make_tuple(-w.priority.value, w.submit_time, w.id) <
-                                        std::make_tuple(-r.priority, r.holder_submit, r.holder));
+                                        std::make_tuple(-r.rank, r.holder_submit, r.holder));
     if (r.holder == w.id || ends_before || not_held_against) mask |= 1u << i;
   }
   return mask;

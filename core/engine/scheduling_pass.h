@@ -3,8 +3,8 @@
 //      (inference return) and debug sessions past max_runtime;
 //   2. inference services above their desired replica count shrink;
 //   3. head reservations: each queue's first pending multi-GPU workload
-//      that needs borrowing holds nodes against its own queue's work ranked
-//      after it;
+//      that needs borrowing, ranked without the budget layer's borrowing
+//      penalty, holds nodes against its own queue's work ranked after it;
 //   4. main phase, in order (priority desc, submit time, id) over pending
 //      workloads and services below their desired count: admit what fits
 //      within its queue's guarantee; otherwise preempt or reclaim (least-cost
@@ -95,10 +95,10 @@ class SchedulingPass {
     Time start;
     std::vector<uint32_t> nodes;
     // Valid for a head reservation: it holds the nodes only against this
-    // queue's own work that ranks after the holder (priority,
-    // holder_submit, holder); other queues' work is ordered as before.
+    // queue's own work that ranks after the holder (rank, holder_submit,
+    // holder); other queues' work is ordered by priority as before.
     QueueId only_queue;
-    int priority = 0;
+    int rank = 0;
     Time holder_submit;
   };
 
@@ -112,13 +112,15 @@ class SchedulingPass {
 
   void ForcedStops();
   void ShrinkServices();
-  // Before the main phase: each queue's first pending multi-GPU workload
-  // (priority desc, submit time, id) that needs borrowing reserves its nodes
-  // against the queue's own later work. Work that needs borrowing is placed
-  // only in the borrow phase, so without this the queue's small jobs, which
-  // fit within the guarantee, take every GPU that frees up first and a big
-  // gang starves behind its own queue.
+  // Before the main phase: each queue's oldest pending multi-GPU workload
+  // that needs borrowing reserves its nodes against the queue's own later
+  // work. Borrowing work ranks below the queue's work within the guarantee
+  // (the budget layer of its priority) and is placed only in the borrow
+  // phase, so without this the queue's small jobs take every GPU that frees
+  // up first and a big gang starves behind its own queue.
   void HeadReservations();
+  // Priority with the budget layer's borrowing penalty added back.
+  int QueueRank(const Workload& w) const;
   void MainPhase();
   void BorrowPhase();
   void GrowPhase();

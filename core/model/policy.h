@@ -29,8 +29,10 @@ struct AttributeRules {
   Duration near_deadline_window = hours(1);
   // Waiting again after it lost its GPUs (preempted, its node lost): ahead
   // of its peers that never ran, so a victim resumes first. It orders work
-  // but never counts toward preempting (Priority::resume_bonus), so it
-  // cannot start a chain of preemptions between victims.
+  // but never counts toward preempting (Priority::resume_bonus). Below
+  // PreemptionConfig::min_priority_gap (the loader checks): a victim ordered
+  // ahead of its own preemptor would take its GPUs back, and be preempted
+  // again, in a loop.
   int requeued_bonus = 0;
 };
 

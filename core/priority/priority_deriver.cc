@@ -33,11 +33,11 @@ const PriorityTemplate* FindTemplate(const std::vector<PriorityTemplate>& templa
 }
 
 BudgetState ComputeBudgetState(const Project& project, const Queue& queue,
-                               int others_used_gpus, int held_gpus) {
+                               int queue_used_gpus, int requested_gpus) {
   if (project.budget_gpu_hours > 0 && project.used_gpu_hours >= project.budget_gpu_hours) {
     return BudgetState::kOverBudget;
   }
-  if (others_used_gpus + held_gpus > queue.guaranteed_gpus) return BudgetState::kBorrowing;
+  if (queue_used_gpus + requested_gpus > queue.guaranteed_gpus) return BudgetState::kBorrowing;
   return BudgetState::kWithinGuarantee;
 }
 
@@ -106,8 +106,9 @@ StatusOr<Priority> DerivePriority(const std::vector<PriorityTemplate>& templates
     }
   }
 
-  if (attrs.requeued_bonus != 0 && workload.requeues > 0 && (workload.state == WorkloadState::kPending ||
-                                workload.state == WorkloadState::kAwaitingApproval)) {
+  const bool waits = workload.state == WorkloadState::kPending ||
+                     workload.state == WorkloadState::kAwaitingApproval;
+  if (attrs.requeued_bonus != 0 && workload.requeues > 0 && waits) {
     value += attrs.requeued_bonus;
     p.resume_bonus = attrs.requeued_bonus;
     p.derivation.push_back("requeued " + std::to_string(workload.requeues) + "x, waiting to resume: " +

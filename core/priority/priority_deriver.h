@@ -39,13 +39,10 @@ const PriorityTemplate* FindTemplate(const std::vector<PriorityTemplate>& templa
                                      const Workload& workload);
 
 // Over budget when the project has a budget and has used all of it; else
-// borrowing when the queue's GPUs in use by others plus the `held_gpus` of
-// the workload itself (0 while it waits) exceed its guarantee; else within
-// guarantee. A waiting workload thus takes its queue's state: what it would
-// need to borrow is the engine's question at placement (the borrow phase),
-// not a priority that would flip with every GPU its queue starts or frees.
+// borrowing when the queue's GPUs in use plus `requested_gpus` exceed its
+// guarantee; else within guarantee.
 BudgetState ComputeBudgetState(const Project& project, const Queue& queue,
-                               int others_used_gpus, int held_gpus);
+                               int queue_used_gpus, int requested_gpus);
 
 // Bounds on the declared fields that move priority (docs/priority.md
 // "Bounds"): a submitter must not buy a bonus with a number no real job has.

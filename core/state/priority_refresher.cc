@@ -116,7 +116,7 @@ PriorityRefresh PriorityRefresher::Refresh(const State& state) {
     static const Project kNoProject;
     const Project& project = w.project.valid() ? s.projects[w.project.value()] : kNoProject;
     const int others = queue_used[w.queue.value()] - held_gpus;
-    const BudgetState budget = ComputeBudgetState(project, queue, others, held_gpus);
+    const BudgetState budget = ComputeBudgetState(project, queue, others, held_gpus > 0 ? held_gpus : w.min_gpus());
     const bool timed = w.batch.deadline != kInfiniteFuture;
     if (entry.derived && entry.budget == budget && !timed) return;
     // Copied only to derive, and only when an admin's approval must show in
@@ -147,11 +147,12 @@ PriorityRefresh PriorityRefresher::Refresh(const State& state) {
       if (const Workload* w = state.workload(id)) refresh(*w);
     }
   }
-  // Keep watching what depends on time.
+  // Keep watching what stays pending or depends on time.
   size_t kept = 0;
   for (WorkloadId id : watch_) {
     const Workload* w = state.workload(id);
-    const bool keep = w != nullptr && w->batch.deadline != kInfiniteFuture;
+    const bool keep = w != nullptr && (w->state == WorkloadState::kPending ||
+                                       w->batch.deadline != kInfiniteFuture);
     if (keep) {
       watch_[kept++] = id;
     } else if (w == nullptr && id.value() >= kDenseIdLimit) {

@@ -84,20 +84,24 @@ TEST(PolicyLoaderTest, ErrorsNameLineAndField) {
             "policy.yaml:9: preemption.min_runtime_s: expected a number from 0 to 1000000000, got -1");
 }
 
-TEST(PolicyLoaderTest, TheRequeuedBonusIsAPreferenceOfBoundedSize) {
+TEST(PolicyLoaderTest, TheRequeuedBonusIsAPreferenceBelowThePreemptionGap) {
   const std::string text = R"(templates:
   - name: t
     tiers: {silver: {base: 5}}
     attributes: {requeued_bonus: 25}
+preemption: {min_priority_gap: 100}
 )";
   auto p = ParsePolicyYaml(text);
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   EXPECT_EQ(p->templates[0].attributes.requeued_bonus, 25);
   EXPECT_EQ(ErrorOf(text, "requeued_bonus: 25", "requeued_bonus: -1"),
             "policy.yaml:4: templates[0].attributes.requeued_bonus: expected an integer from 0 to 1000000, got -1");
-  EXPECT_EQ(ErrorOf(text, "requeued_bonus: 25", "requeued_bonus: 1000001"),
-            "policy.yaml:4: templates[0].attributes.requeued_bonus: expected an integer from 0 to 1000000, got "
-            "1000001");
+  // At or above the gap, a victim ordered ahead of its preemptor would take
+  // the GPUs back and be preempted again, in a loop.
+  EXPECT_EQ(ErrorOf(text, "requeued_bonus: 25", "requeued_bonus: 100"),
+            "policy.yaml:4: templates[0].attributes.requeued_bonus: must be below preemption.min_priority_gap "
+            "(100), got 100: a victim ordered ahead of its preemptor would take its GPUs back and be preempted "
+            "again");
 }
 
 }  // namespace

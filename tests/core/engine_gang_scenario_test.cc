@@ -84,42 +84,6 @@ TEST(GangScenarioTest, LargeGangIsNotStarvedByAStreamOfSmallJobs) {
   EXPECT_GT(backfilled, 0);
 }
 
-TEST(GangScenarioTest, AGangThatMustBorrowIsNotHiddenByAnEarlierJobWithinTheGuarantee) {
-  // 2 nodes x 8 GPUs; queue q guarantees 14. Job 10 holds all of node 0 for
-  // 10 h, job 11 holds 4 of node 1 for 30 min: q uses 12.
-  //   A (2 GPUs, only on node 0, first): 12 + 2 = 14 <= 14, within; waits.
-  //   B (8 GPUs, second): 12 + 8 = 20 > 14, must borrow; waits.
-  //   C (1 GPU for 2 h, third): 12 + 1 <= 14, within; node 1 has 4 free.
-  // B is q's first pending multi-GPU workload that needs borrowing, so it
-  // holds node 1 from 30 min against q's later work: C would end at 2 h,
-  // after that, and waits. A, first and within the guarantee, is the main
-  // phase's to reserve for; were it taken as q's head, B would have no hold
-  // and C (and every small job after it) would take node 1's GPUs first.
-  testing::ClusterBuilder b;
-  const PoolId pool = b.AddPool("training", PoolKind::kTraining);
-  b.AddNodes(2, pool, b.AddRack("r0"));
-  const QueueId q = b.AddQueue("q", 14);
-  Snapshot s = b.Build();
-  s.cluster.nodes[0].labels["disk"] = "ssd";
-  testing::AddRunning(s, Job(10, q, 1, 8, hours(10)), {{NodeId(0), testing::GpuRange(0, 8)}}, Time(), Time());
-  testing::AddRunning(s, Job(11, q, 1, 4, minutes(30)), {{NodeId(1), testing::GpuRange(0, 4)}}, Time(), Time());
-  Workload a = Job(1, q, 1, 2, hours(1), 0, TimeFromMillis(1));
-  a.constraints.node_selector["disk"] = "ssd";
-  s.workloads.push_back(a);
-  s.workloads.push_back(Job(2, q, 1, 8, hours(1), 0, TimeFromMillis(2)));
-  s.workloads.push_back(Job(3, q, 1, 1, hours(2), 0, TimeFromMillis(3)));
-  const Decisions d = Scheduler(PolicyConfig{}).Schedule(s);
-  EXPECT_TRUE(d.places.empty());
-  const WaitDecision* gang = FindWait(d, WorkloadId(2));
-  ASSERT_NE(gang, nullptr);
-  ASSERT_TRUE(gang->estimated_start.has_value());
-  EXPECT_EQ(*gang->estimated_start, Time() + minutes(30));
-  const WaitDecision* small = FindWait(d, WorkloadId(3));
-  ASSERT_NE(small, nullptr);
-  EXPECT_EQ(small->reason, ReasonCode::kReservation);
-  EXPECT_NE(small->detail.find("job-2"), std::string::npos) << small->detail;
-}
-
 TEST(GangScenarioTest, BackfillOnlyWhenTheJobEndsBeforeTheReservation) {
   // 2 nodes x 8 GPUs. Node 0 is busy until t=60 min, node 1 has 2 GPUs busy
   // until t=30 min. A 2 x 8 gang waits; its reservation starts at t=60 min.

@@ -599,15 +599,15 @@ TEST_F(ControlPlaneTest, LosingANodeThatHeldOnlyLeavingPodsKeepsTheService) {
 }
 
 TEST_F(ControlPlaneTest, PriorityIsReDerivedWhenTheBudgetStateChanges) {
-  // 6 x 8 = 48 GPUs: research's 32 training GPUs and both shared nodes (which
-  // only checkpointing jobs may borrow), 8 above its guarantee of 40.
+  // 5 x 8 = 40 GPUs fill research's guarantee (32 training GPUs + 8 of
+  // the shared pool, which only checkpointing jobs may borrow).
   const uint64_t big = Submit({{"name", "big"}, {"project", "vision"}, {"gpus_per_replica", 8},
-                               {"replicas", 6}, {"checkpoint_interval_s", 600}});
+                               {"replicas", 5}, {"checkpoint_interval_s", 600}});
   cp_->RunPass();
-  ASSERT_EQ(Get(big)["state"], "running") << Get(big).dump();
-  // 4 x 8 more, submitted while research borrows: a waiting workload takes
-  // its queue's budget state (policy.yaml: standard 500, checkpointed +50,
-  // borrowing -200 -> 350); 80 GPUs exceed the 48 research may hold.
+  ASSERT_EQ(Get(big)["state"], "running");
+  // 4 x 8 more: 40 + 32 > 40 is borrowing (policy.yaml: standard 500,
+  // checkpointed +50, borrowing -200 -> 350), and 72 GPUs exceed the 48
+  // research may hold.
   const uint64_t waiting = Submit({{"name", "w"}, {"project", "vision"}, {"gpus_per_replica", 8},
                                    {"replicas", 4}, {"checkpoint_interval_s", 600}});
   EXPECT_EQ(Get(waiting)["priority"]["value"], 350);
@@ -616,7 +616,7 @@ TEST_F(ControlPlaneTest, PriorityIsReDerivedWhenTheBudgetStateChanges) {
   ASSERT_EQ(Get(waiting)["state"], "pending") << Get(waiting).dump();
   // Unchanged inputs: passes add no derivation.
   EXPECT_EQ(AuditOf(waiting, "priority").size(), 1u);
-  // The guarantee frees up: 0 <= 40 is within it again -> 550, derived
+  // The guarantee frees up: 0 + 32 <= 40 is within it again -> 550, derived
   // before the engine runs, with one new audit row.
   ASSERT_TRUE(cp_->Cancel(kAlice, big).ok());
   const json pods = Get(big)["allocation"]["pods"];

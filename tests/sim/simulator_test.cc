@@ -63,6 +63,50 @@ TEST(SimulatorTest, QueueWaitIsMeasuredFromSubmitToStart) {
   EXPECT_DOUBLE_EQ(s.training.gang_start_success_rate, 1.0);
 }
 
+// One 8-GPU node; preemption needs a priority gap of 100. V (no
+// checkpoints: 500) runs from t=0; P (checkpointed: 550) waits from t=100
+// (550 - 500 < 100: it does not preempt V); a debug session D (500 + 100 =
+// 600) preempts V at t=1000 (600 - 500 >= 100; V ran >= 5 min). V exits at
+// its grace deadline (60 s) and D runs 600 s. Without a requeued bonus P
+// (550) goes next for 3600 s and V (500) resumes after it: recovery ~ 1000
+// + 60 + 600 + 3600 - 1000 = 4260 s. With a bonus of 60 (below the gap, as
+// the policy loader requires), V waits at 560 > 550 and resumes when D ends
+// (~660 s); running again at 500, it is not preempted by P (gap 50).
+Summary RunPreemptedVictim(int requeued_bonus) {
+  SimInput in = SmallInput(0, 0, 1);
+  // Research guarantees 16, so no start here borrows (a start that would is
+  // valued at the borrowing adjustment, -200, and D could not preempt).
+  for (Queue& q : in.cluster.queues) {
+    if (q.name == "research") q.guaranteed_gpus = 16;
+  }
+  in.policy.preemption.min_priority_gap = 100;
+  in.policy.templates[0].attributes.requeued_bonus = requeued_bonus;
+  in.workloads.push_back(testing::SimTraining(in, "v", 1, 8, 3600, 0, Duration(0)));
+  in.workloads.push_back(Training(in, "p", 1, 8, 3600, 100));
+  SimWorkload d = testing::SimTraining(in, "d", 1, 8, 600, 1000, Duration(0));
+  d.workload.kind = WorkloadKind::kDebug;
+  in.workloads.push_back(d);
+  SimOptions o;
+  o.wall_times = false;
+  auto r = RunSimulation(in, o, nullptr);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? r->summary : Summary();
+}
+
+TEST(SimulatorTest, ARequeuedVictimResumesAheadOfItsPeersWithTheBonus) {
+  const Summary without = RunPreemptedVictim(0);
+  const Summary with = RunPreemptedVictim(60);
+  for (const Summary* s : {&without, &with}) {
+    EXPECT_EQ(s->training.completed, 2);
+    EXPECT_EQ(s->training.preemptions, 1);
+    ASSERT_EQ(s->training.recovery_by_cause.count("priority"), 1u);
+    EXPECT_EQ(s->training.recovery_by_cause.at("priority").count, 1);
+  }
+  EXPECT_GT(without.training.recovery_time_p95_s, 4000);
+  EXPECT_LT(with.training.recovery_time_p95_s, 1000);
+  EXPECT_DOUBLE_EQ(with.training.recovery_by_cause.at("priority").p95_s, with.training.recovery_time_p95_s);
+}
+
 TEST(SimulatorTest, ScoresServiceMinutesFromTheLatencyModel) {
   SimInput in = SmallInput(2, 0, 1);
   in.workloads.push_back(Service(in, "chat"));
