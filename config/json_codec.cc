@@ -417,14 +417,15 @@ json PriorityToJson(const Priority& p) {
           {"template", p.template_name},
           {"derivation", p.derivation},
           {"awaiting_approval", p.awaiting_approval},
-          {"resume_bonus", p.resume_bonus}};
+          {"resume_bonus", p.resume_bonus},
+          {"borrowing_start_delta", p.borrowing_start_delta}};
 }
 
 StatusOr<Priority> PriorityFromJson(const json& value, std::string_view path) {
   TIDAL_ASSIGN_OR_RETURN(ObjectReader r, ObjectReader::Open(value, std::string(path),
                                                             {"value", "preemptibility", "template",
                                                              "derivation", "awaiting_approval",
-                                                             "resume_bonus"}));
+                                                             "resume_bonus", "borrowing_start_delta"}));
   Priority p;
   TIDAL_RETURN_IF_ERROR(r.Int("value", &p.value));
   TIDAL_RETURN_IF_ERROR(r.Enum<PreemptibilityClass>("preemptibility", &p.preemptibility, kClasses));
@@ -432,6 +433,7 @@ StatusOr<Priority> PriorityFromJson(const json& value, std::string_view path) {
   TIDAL_RETURN_IF_ERROR(r.StringList("derivation", &p.derivation));
   TIDAL_RETURN_IF_ERROR(r.Bool("awaiting_approval", &p.awaiting_approval));
   TIDAL_RETURN_IF_ERROR(r.Int("resume_bonus", &p.resume_bonus));
+  TIDAL_RETURN_IF_ERROR(r.Int("borrowing_start_delta", &p.borrowing_start_delta));
   return p;
 }
 

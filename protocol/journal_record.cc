@@ -128,7 +128,8 @@ json PriorityJson(const Priority& p) {
           {"template", p.template_name},
           {"derivation", p.derivation},
           {"awaiting_approval", p.awaiting_approval},
-          {"resume_bonus", p.resume_bonus}};
+          {"resume_bonus", p.resume_bonus},
+          {"borrowing_start_delta", p.borrowing_start_delta}};
 }
 
 json NodeJson(const Node& n) {
@@ -445,7 +446,8 @@ Status ReadPods(const ObjectReader& r, std::string_view key, std::vector<PodPlac
 
 StatusOr<Priority> ReadPriority(const json& v, const std::string& path) {
   TIDAL_ASSIGN_OR_RETURN(ObjectReader r, Open(v, path, {"value", "preemptibility", "template", "derivation",
-                                                        "awaiting_approval", "resume_bonus"}));
+                                                        "awaiting_approval", "resume_bonus",
+                                                        "borrowing_start_delta"}));
   TIDAL_RETURN_IF_ERROR(Require(r, {"value", "preemptibility", "template", "derivation", "awaiting_approval"}));
   Priority p;
   TIDAL_RETURN_IF_ERROR(r.Int("value", &p.value));
@@ -456,6 +458,11 @@ StatusOr<Priority> ReadPriority(const json& v, const std::string& path) {
   // Journals written before the requeued bonus have none.
   if (r.Has("resume_bonus")) {
     TIDAL_RETURN_IF_ERROR(r.Int("resume_bonus", &p.resume_bonus));
+  }
+  // Journals written before the borrowing start delta have none: their
+  // waiting workloads were derived with the state of their own start.
+  if (r.Has("borrowing_start_delta")) {
+    TIDAL_RETURN_IF_ERROR(r.Int("borrowing_start_delta", &p.borrowing_start_delta));
   }
   return p;
 }
@@ -1007,6 +1014,8 @@ void WriteWorkload(JsonWriter& out, const Workload& w) {
   out.BeginObject();
   out.Key("awaiting_approval");
   out.Bool(w.priority.awaiting_approval);
+  out.Key("borrowing_start_delta");
+  out.Int(w.priority.borrowing_start_delta);
   out.Key("derivation");
   out.StringArray(w.priority.derivation);
   out.Key("preemptibility");

@@ -578,7 +578,7 @@ StatusOr<ControlPlane::Admitted> ControlPlane::Admit(const Principal& who, const
   const Queue& q = cat.queue(queue);
   // The project as the state has it: its spend accrues as its workloads run.
   const Project& spent = machine_->state().snapshot().projects[w.project.value()];
-  const BudgetState budget = ComputeBudgetState(spent, q, QueueUsedGpus(queue), w.min_gpus());
+  const BudgetState budget = ComputeBudgetState(spent, q, QueueUsedGpus(queue));
   auto priority = DerivePriority(config_.policy.templates, w, spent, budget, now);
   if (!priority.ok()) return InvalidArgument("priority: " + priority.status().message());
   w.priority = *priority;

@@ -21,21 +21,30 @@ void Scheduler::SetCache(std::shared_ptr<const ClassCache> cache) const {
   // The old cache (now in `cache`) is released outside the lock.
 }
 
-std::unique_ptr<engine::ClusterState> Scheduler::TakeKept() const {
+template <typename T>
+std::unique_ptr<T> Scheduler::Take(std::unique_ptr<T>& slot) const {
   while (cache_busy_.test_and_set(std::memory_order_acquire)) {
   }
-  std::unique_ptr<engine::ClusterState> out = std::move(kept_);
+  std::unique_ptr<T> out = std::move(slot);
   cache_busy_.clear(std::memory_order_release);
   return out;
 }
 
-void Scheduler::PutKept(std::unique_ptr<engine::ClusterState> kept) const {
+template <typename T>
+void Scheduler::Put(std::unique_ptr<T>& slot, std::unique_ptr<T> kept) const {
   while (cache_busy_.test_and_set(std::memory_order_acquire)) {
   }
-  kept_.swap(kept);
+  slot.swap(kept);
   cache_busy_.clear(std::memory_order_release);
-  // A state another pass put back meanwhile (now in `kept`) is dropped
-  // outside the lock.
+  // What another pass put back meanwhile (now in `kept`) is dropped outside
+  // the lock.
+}
+
+void Scheduler::ForgetKept() const {
+  SetCache(nullptr);
+  Put(kept_, {});
+  Put(fits_, {});
+  ForgetQuiet();
 }
 
 std::shared_ptr<const engine::StaticNodeClasses> Scheduler::NodeClasses(
@@ -106,6 +115,27 @@ Decisions Scheduler::Schedule(const Snapshot& snapshot, ScheduleOptions options)
   return out;
 }
 
+namespace {
+
+// A pass that stopped walking its waiting work early (SchedulingPass::
+// RestCanOnlyWait) must decide what the whole walk decides. Test builds
+// run the whole walk too and compare.
+void CheckTheStop([[maybe_unused]] const engine::SchedulingPass& pass, [[maybe_unused]] const Decisions& out,
+                  [[maybe_unused]] const PolicyConfig& policy, [[maybe_unused]] const Snapshot& snapshot,
+                  [[maybe_unused]] std::shared_ptr<const engine::StaticNodeClasses> classes,
+                  [[maybe_unused]] ScheduleOptions options) {
+#ifdef TIDAL_EXPENSIVE_CHECKS
+  if (!pass.stopped_early()) return;
+  engine::SchedulingPass whole(policy, snapshot, std::move(classes));
+  whole.set_explain_waits(options.explain_waits);
+  whole.set_stop_when_only_waits_remain(false);
+  TIDAL_CHECK(whole.Run() == out) << "a pass that stopped early at t=" << ToMillis(snapshot.now)
+                                  << " ms decides otherwise than the whole walk";
+#endif
+}
+
+}  // namespace
+
 Decisions Scheduler::RunPass(const Snapshot& snapshot, ScheduleOptions options, Time* quiet_until) const {
   std::shared_ptr<const engine::StaticNodeClasses> classes = NodeClasses(snapshot);
   // A start state can be kept only where the snapshot says which GPUs are
@@ -113,21 +143,27 @@ Decisions Scheduler::RunPass(const Snapshot& snapshot, ScheduleOptions options, 
   // every pass scans the allocations anyway.
   if (classes == nullptr || snapshot.free_gpus.empty() ||
       snapshot.allocation_gpus.size() != snapshot.allocations.size()) {
-    engine::SchedulingPass pass(policy_, snapshot, std::move(classes));
+    engine::SchedulingPass pass(policy_, snapshot, classes);
     pass.set_explain_waits(options.explain_waits);
     Decisions out = pass.Run();
     *quiet_until = pass.quiet_until();
+    CheckTheStop(pass, out, policy_, snapshot, std::move(classes), options);
     return out;
   }
-  std::unique_ptr<engine::ClusterState> kept = TakeKept();
+  std::unique_ptr<engine::ClusterState> kept = Take(kept_);
   if (kept == nullptr || !kept->CatchUp(snapshot, classes)) {
     kept = std::make_unique<engine::ClusterState>(snapshot, classes);
   }
+  std::unique_ptr<engine::FitsSomeday> fits = Take(fits_);
+  if (fits == nullptr) fits = std::make_unique<engine::FitsSomeday>();
   engine::SchedulingPass pass(policy_, snapshot, *kept);
   pass.set_explain_waits(options.explain_waits);
+  pass.set_fits_someday(fits.get());
   Decisions out = pass.Run();
   *quiet_until = pass.quiet_until();
-  PutKept(std::move(kept));
+  CheckTheStop(pass, out, policy_, snapshot, std::move(classes), options);
+  Put(kept_, std::move(kept));
+  Put(fits_, std::move(fits));
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include "core/model/decision.h"
 #include "core/model/policy.h"
 #include "core/model/snapshot.h"
+#include "core/engine/fits_someday.h"
 #include "core/placement/cluster_state.h"
 
 namespace tidal {
@@ -34,7 +35,8 @@ struct ScheduleOptions {
 // snapshot. Concurrent passes share the cache under a spin lock held only to
 // copy a pointer (core/ has no mutex), and at worst both build it; the kept
 // state is taken out for the length of a pass, so a concurrent pass builds
-// its own.
+// its own. So is the set of waiting workloads found able to fit some day
+// (engine::FitsSomeday), for passes that stop early.
 //
 // Quiet passes. Over a deep backlog on a full cluster most passes change
 // nothing: a timer wakes the loop, nothing was edited, and every waiting
@@ -54,9 +56,7 @@ class Scheduler {
   Scheduler& operator=(const Scheduler& other) {
     if (this != &other) {
       policy_ = other.policy_;
-      SetCache(nullptr);
-      PutKept(nullptr);
-      ForgetQuiet();
+      ForgetKept();
     }
     return *this;
   }
@@ -96,15 +96,21 @@ class Scheduler {
 
   std::shared_ptr<const ClassCache> GetCache() const;
   void SetCache(std::shared_ptr<const ClassCache> cache) const;
-  // Takes the kept start state out (null when none or another pass has it),
-  // and puts one back.
-  std::unique_ptr<engine::ClusterState> TakeKept() const;
-  void PutKept(std::unique_ptr<engine::ClusterState> kept) const;
+  // Drops the node classes, the kept start state, the fits-someday set and
+  // the last quiet pass.
+  void ForgetKept() const;
+  // Takes something kept between passes out of its slot (null when none or
+  // another pass has it), and puts one back.
+  template <typename T>
+  std::unique_ptr<T> Take(std::unique_ptr<T>& slot) const;
+  template <typename T>
+  void Put(std::unique_ptr<T>& slot, std::unique_ptr<T> kept) const;
 
   PolicyConfig policy_;
   mutable std::atomic_flag cache_busy_ = ATOMIC_FLAG_INIT;  // guards cache_
   mutable std::shared_ptr<const ClassCache> cache_;
   mutable std::unique_ptr<engine::ClusterState> kept_;  // guarded by cache_busy_
+  mutable std::unique_ptr<engine::FitsSomeday> fits_;   // guarded by cache_busy_
   mutable QuietPass quiet_;                             // guarded by cache_busy_
   mutable std::atomic<uint64_t> skipped_{0};
 };

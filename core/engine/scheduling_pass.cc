@@ -62,6 +62,12 @@ std::vector<int> WorkloadsOfAllocations(const Snapshot& snapshot, const Workload
   return out;
 }
 
+// A pod asks for no GPU or more than a node can have.
+RejectDecision BadGpusPerPod(const Workload& w) {
+  return {w.id, ReasonCode::kCapacity,
+          Str("capacity: gpus_per_pod is ", w.gpus_per_pod, ", must be 1..", kMaxGpusPerNode)};
+}
+
 }  // namespace
 
 SchedulingPass::SchedulingPass(const PolicyConfig& policy, const Snapshot& snapshot,
@@ -146,9 +152,16 @@ void SchedulingPass::Init() {
   // tree once per queue.
   std::vector<int> live_gpus(snapshot.queues.size(), 0);
   std::vector<int> terminating_gpus(snapshot.queues.size(), 0);
+  std::vector<int> held_gpus(snapshot.queues.size(), 0);  // every queue's own, as the State counts them
+  if (!given) {
+    own_digests_.reserve(ws.size());
+    for (uint32_t wi = 0; wi < ws.size(); ++wi) own_digests_.push_back(WorkloadDigest::Of(ws[wi], alloc_of_[wi], nullptr));
+  }
+  digests_ = given ? snapshot.workload_digests.data() : own_digests_.data();
   for (uint32_t wi = 0; wi < ws.size(); ++wi) {
     const int ai = alloc_of_[wi];
-    const WorkloadDigest d = given ? snapshot.workload_digests[wi] : WorkloadDigest::Of(ws[wi], ai, nullptr);
+    const WorkloadDigest& d = digests_[wi];
+    if (ai >= 0 && d.queue.value() < held_gpus.size()) held_gpus[d.queue.value()] += alloc_gpus_[ai];
     if (ai >= 0 && quota_.tracked(d.queue)) {
       (alloc_state_[ai] == AllocState::kTerminating ? terminating_gpus : live_gpus)[d.queue.value()] += alloc_gpus_[ai];
     }
@@ -168,6 +181,28 @@ void SchedulingPass::Init() {
     if (live_gpus[q] != 0) quota_.AddAllocation(QueueId(q), live_gpus[q], /*terminating=*/false);
     if (terminating_gpus[q] != 0) quota_.AddAllocation(QueueId(q), terminating_gpus[q], /*terminating=*/true);
   }
+  // A waiting workload whose gang minimum would take its queue above the
+  // guarantee ranks with the budget layer's borrowing adjustment (the
+  // deriver's test, on the GPUs held at the start of the pass).
+  start_priority_.assign(ws.size(), 0);
+  std::vector<uint8_t> queue_waits(snapshot.queues.size() + 1, 0);  // the last: queues not in the snapshot
+  for (uint32_t wi : unplaced_) {
+    const WorkloadDigest& d = digests_[wi];
+    const uint32_t q = d.queue.value();
+    const bool known = q < held_gpus.size();
+    const bool borrows = d.borrowing_start_delta != 0 && known &&
+                         held_gpus[q] + d.min_pods * d.gpus_per_pod > snapshot.queues[q].guaranteed_gpus;
+    start_priority_[wi] = d.priority + (borrows ? d.borrowing_start_delta : 0);
+    queue_waits[known ? q : snapshot.queues.size()] = 1;
+  }
+  for (uint32_t q = 0; q < queue_waits.size(); ++q) {
+    if (queue_waits[q]) waiting_queues_.push_back(QueueId(q));
+  }
+  claimable_or_owned_ =
+      !leaving.empty() ||
+      std::find(alloc_state_.begin(), alloc_state_.end(), AllocState::kTerminating) != alloc_state_.end() ||
+      std::any_of(snapshot.cluster.pools.begin(), snapshot.cluster.pools.end(),
+                  [](const Pool& p) { return p.kind == PoolKind::kSemiDedicated; });
   std::sort(debug_allocs_.begin(), debug_allocs_.end());
   for (uint32_t i : leaving) {
     const Allocation& a = snapshot.allocations[i];
@@ -200,8 +235,11 @@ Decisions SchedulingPass::Run() {
   }
   HeadReservations();
   MainPhase();
-  BorrowPhase();
-  GrowPhase();
+  // A stopped main phase leaves nothing for these to decide (RestCanOnlyWait).
+  if (!stopped_early_) {
+    BorrowPhase();
+    GrowPhase();
+  }
   return std::move(out_);
 }
 
@@ -280,22 +318,23 @@ void SchedulingPass::ShrinkServices() {
   }
 }
 
-int SchedulingPass::QueueRank(const Workload& w) const {
+int SchedulingPass::QueueRank(uint32_t wi) const {
+  const WorkloadDigest& d = digests_[wi];
   // The borrowing penalty of its priority template's budget layer, added
   // back to one that needs borrowing (the deriver's test: the queue's usage
   // plus its gang minimum above the guarantee): within its own queue it
   // ranks as if it did not, since its own queue's work is what pushes it
   // over.
-  const int min_gpus = std::max(1, w.min_pods) * w.gpus_per_pod;
-  if (quota_.usage(w.queue) + min_gpus <= quota_.guarantee(w.queue)) return w.priority.value;
+  const int min_gpus = std::max(1, d.min_pods) * d.gpus_per_pod;
+  if (quota_.usage(d.queue) + min_gpus <= quota_.guarantee(d.queue)) return StartPriority(wi);
   int gap = 0;
   for (const PriorityTemplate& t : policy_.templates) {
-    if (t.name == w.priority.template_name) {
+    if (t.name == snapshot_.workloads[wi].priority.template_name) {
       gap = std::max(0, t.budget.within_guarantee - t.budget.borrowing);
       break;
     }
   }
-  return w.priority.value + gap;
+  return StartPriority(wi) + gap;
 }
 
 void SchedulingPass::HeadReservations() {
@@ -304,16 +343,16 @@ void SchedulingPass::HeadReservations() {
   const std::vector<Workload>& ws = snapshot_.workloads;
   std::map<uint32_t, std::pair<uint32_t, int>> head;  // queue -> (workload, rank)
   for (uint32_t wi : unplaced_) {
-    const Workload& w = ws[wi];
-    if (!quota_.tracked(w.queue) || w.state != WorkloadState::kPending || w.priority.awaiting_approval ||
+    const WorkloadDigest& w = digests_[wi];
+    if (!quota_.tracked(w.queue) || w.state != WorkloadState::kPending || w.awaiting_approval ||
         w.kind == WorkloadKind::kInference || w.gpus_per_pod <= 0 || w.gpus_per_pod > kMaxGpusPerNode ||
         std::max(1, w.min_pods) * w.gpus_per_pod <= 1) {
       continue;
     }
-    const int rank = QueueRank(w);
+    const int rank = QueueRank(wi);
     auto [it, inserted] = head.try_emplace(w.queue.value(), wi, rank);
     if (inserted) continue;
-    const Workload& h = ws[it->second.first];
+    const WorkloadDigest& h = digests_[it->second.first];
     if (std::make_tuple(-rank, w.submit_time, w.id) <
         std::make_tuple(-it->second.second, h.submit_time, h.id)) {
       it->second = {wi, rank};
@@ -358,31 +397,141 @@ void SchedulingPass::MainPhase() {
       order.push_back(wi);
     }
   }
-  // Sorted on keys read in one scan: a comparator that read the workloads
-  // would touch two ~1 KB records per comparison, tens of thousands of times
-  // over a deep backlog. Ids are unique, so the order is total.
-  struct Key {
-    int priority;
-    Time submit;
-    WorkloadId id;
-    uint32_t wi;
-  };
+  using Key = OrderKey;
   std::vector<Key> keys;
   keys.reserve(order.size());
-  for (uint32_t wi : order) keys.push_back({ws[wi].priority.value, ws[wi].submit_time, ws[wi].id, wi});
-  std::sort(keys.begin(), keys.end(), [](const Key& x, const Key& y) {
+  for (uint32_t wi : order) keys.push_back({StartPriority(wi), digests_[wi].submit_time, digests_[wi].id, wi});
+  const auto before = [](const Key& x, const Key& y) {
     if (x.priority != y.priority) return x.priority > y.priority;
     if (x.submit != y.submit) return x.submit < y.submit;
     return x.id < y.id;
-  });
-  for (size_t i = 0; i < keys.size(); ++i) order[i] = keys[i].wi;
-  for (uint32_t wi : order) {
+  };
+  const auto process = [&](uint32_t wi) {
     if (alloc_of_[wi] >= 0) {
       ProcessServiceGrow(wi);
     } else {
       ProcessStart(wi, Phase::kMain);
     }
+  };
+  if (!stop_early_ || explain_waits_) {
+    std::sort(keys.begin(), keys.end(), before);
+    for (const Key& k : keys) process(k.wi);
+    return;
   }
+  // A pass that may stop takes the workloads in order off a heap: over a
+  // deep backlog it usually stops after a few, with the rest unsorted. The
+  // rest's pods, counted by GPUs, say the smallest one still to place.
+  std::array<int, kMaxGpusPerNode + 1> rest_pods_by_gpus{};
+  for (const Key& k : keys) {
+    const int g = digests_[k.wi].gpus_per_pod;
+    if (g >= 1 && g <= kMaxGpusPerNode) ++rest_pods_by_gpus[g];
+  }
+  int smallest_pod_gpus = 1;
+  const auto after = [&](const Key& x, const Key& y) { return before(y, x); };
+  std::make_heap(keys.begin(), keys.end(), after);
+  for (auto left = keys.end(); left != keys.begin(); --left) {
+    while (smallest_pod_gpus <= kMaxGpusPerNode && rest_pods_by_gpus[smallest_pod_gpus] == 0) ++smallest_pod_gpus;
+    if (RestCanOnlyWait(keys.front().priority, smallest_pod_gpus)) {
+      keys.erase(left, keys.end());
+      RejectTheNeverFitting(keys, before);
+      return;
+    }
+    std::pop_heap(keys.begin(), left, after);
+    const uint32_t wi = (left - 1)->wi;
+    const int g = digests_[wi].gpus_per_pod;
+    if (g >= 1 && g <= kMaxGpusPerNode) --rest_pods_by_gpus[g];
+    process(wi);
+  }
+}
+
+int SchedulingPass::MostFreeOnANode() {
+  int free = FreeUsableGpus();
+  if (free == 0 || free == most_free_on_a_node_at_) return free == 0 ? 0 : most_free_on_a_node_;
+  // Capacity only shrinks within a pass, so the free total names the state.
+  most_free_on_a_node_at_ = free;
+  most_free_on_a_node_ = 0;
+  for (int n = 0; n < state_.node_count(); ++n) {
+    const NodeId node(static_cast<uint32_t>(n));
+    if (!state_.node_class(state_.class_of(node)).usable) continue;
+    most_free_on_a_node_ = std::max(most_free_on_a_node_, std::popcount(state_.free_mask(node)));
+  }
+  return most_free_on_a_node_;
+}
+
+bool SchedulingPass::RestCanOnlyWait(int next_priority, int smallest_pod_gpus) {
+  const int most_free = MostFreeOnANode();
+  if (most_free >= std::min(smallest_pod_gpus, smallest_deferred_pod_gpus_)) return false;
+  // GPUs left over could still grow an elastic job, unless something waits
+  // for capacity (GrowPhase).
+  if (most_free > 0 && !capacity_waits_ && (!placed_elastic_.empty() || !placed_elastic_now_.empty())) {
+    return false;
+  }
+  if (preemption_searches_ < kMaxPreemptionSearches) {
+    if (claimable_or_owned_) return false;
+    // A reclaim needs a preemptor within its queue's guarantee and a victim
+    // queue above its own.
+    const bool reclaim = quota_.AnyLiveAboveGuarantee() &&
+                         std::any_of(waiting_queues_.begin(), waiting_queues_.end(), [&](QueueId q) {
+                           return !quota_.tracked(q) || quota_.usage(q) < quota_.guarantee(q);
+                         });
+    if (reclaim) return false;
+    // Deferred work ranks before the rest, so the first of it ranks highest.
+    const int highest =
+        deferred_.empty() ? next_priority : std::max(next_priority, StartPriority(deferred_.front()));
+    if (static_cast<int64_t>(highest) - LowestVictimPriority() >= policy_.preemption.min_priority_gap) {
+      return false;
+    }
+  }
+  // What the rest would decide does not move with the clock but for the
+  // never-fits rejects, whose checks note their own bounds: so the pass
+  // keeps the bounds of the work it walked.
+  stopped_early_ = true;
+  return true;
+}
+
+int64_t SchedulingPass::LowestVictimPriority() {
+  if (!lowest_victim_priority_) {
+    // No victim at all: as if one were infinitely high.
+    int64_t lowest = std::numeric_limits<int64_t>::max() / 2;
+    for (uint32_t i = 0; i < snapshot_.allocations.size(); ++i) {
+      if (alloc_state_[i] != AllocState::kLive || workload_of_[i] < 0) continue;
+      const Workload& v = snapshot_.workloads[workload_of_[i]];
+      const PreemptibilityClass pc = v.priority.preemptibility;
+      if (v.kind == WorkloadKind::kInference || pc == PreemptibilityClass::kNever ||
+          (pc == PreemptibilityClass::kPreemptible && !v.preemptible)) {
+        continue;
+      }
+      lowest = std::min<int64_t>(lowest, v.priority.value);
+    }
+    lowest_victim_priority_ = lowest;
+  }
+  return *lowest_victim_priority_;
+}
+
+template <typename Before>
+void SchedulingPass::RejectTheNeverFitting(const std::vector<OrderKey>& rest, Before before) {
+  const std::vector<Workload>& ws = snapshot_.workloads;
+  std::vector<std::pair<OrderKey, RejectDecision>> rejects;
+  for (const OrderKey& k : rest) {
+    const uint32_t wi = k.wi;
+    const WorkloadDigest& d = digests_[wi];
+    // ProcessStart's checks up to NeverFits, in its order.
+    if (alloc_of_[wi] >= 0 || d.awaiting_approval || d.state == WorkloadState::kAwaitingApproval) continue;
+    if (fits_ != nullptr && fits_->Has(d.id)) continue;  // passed the checks below before
+    const Workload& w = ws[wi];
+    if (w.gpus_per_pod <= 0 || w.gpus_per_pod > kMaxGpusPerNode) {
+      rejects.emplace_back(k, BadGpusPerPod(w));
+      continue;
+    }
+    if (w.kind == WorkloadKind::kInference && w.pods <= 0) continue;
+    if (auto reject = NeverFits(w, EligibilityOf(wi), std::max(1, w.min_pods) * w.gpus_per_pod)) {
+      rejects.emplace_back(k, std::move(*reject));
+    } else if (fits_ != nullptr) {
+      fits_->Add(w);
+    }
+  }
+  std::sort(rejects.begin(), rejects.end(), [&](const auto& x, const auto& y) { return before(x.first, y.first); });
+  for (auto& [k, reject] : rejects) out_.rejects.push_back(std::move(reject));
 }
 
 void SchedulingPass::BorrowPhase() {
@@ -429,10 +578,10 @@ void SchedulingPass::GrowPhase() {
     if (static_cast<int>(out_.places[place].pods.size()) < ws[wi].max_pods) elastic.push_back({wi, place});
   }
   std::sort(elastic.begin(), elastic.end(), [&](const auto& x, const auto& y) {
-    const Workload& a = ws[x.first];
-    const Workload& b = ws[y.first];
-    if (a.priority.value != b.priority.value) return a.priority.value > b.priority.value;
-    return a.id < b.id;
+    const int a = StartPriority(x.first);
+    const int b = StartPriority(y.first);
+    if (a != b) return a > b;
+    return ws[x.first].id < ws[y.first].id;
   });
   for (const auto& [wi, place] : elastic) {
     const Workload& w = ws[wi];
@@ -443,7 +592,7 @@ void SchedulingPass::GrowPhase() {
       for (int pods = static_cast<int>(d.pods.size()); pods < w.max_pods; ++pods) {
         const quota::QuotaVerdict v = quota_.Check(w.queue, w.gpus_per_pod, FreeUsableGpus());
         if (v.admission == quota::Admission::kDenied) break;
-        auto plan = placer_.Place(state_, e, one, BlockedFor(UsableReservations(w)));
+        auto plan = placer_.Place(state_, e, one, BlockedFor(UsableReservations(wi)));
         if (!plan) break;
         for (const PodPlacement& p : *plan) state_.Take(p.node, p.gpus);
         quota_.Add(w.queue, w.gpus_per_pod);
@@ -460,7 +609,7 @@ void SchedulingPass::GrowPhase() {
     const PlacementRequest one{1, w.gpus_per_pod, {}};
     for (int pods = from; pods < w.max_pods; ++pods) {
       if (quota_.Check(w.queue, w.gpus_per_pod, FreeUsableGpus()).admission == quota::Admission::kDenied) break;
-      auto plan = placer_.Place(state_, e, one, BlockedFor(UsableReservations(w)));
+      auto plan = placer_.Place(state_, e, one, BlockedFor(UsableReservations(wi)));
       if (!plan) break;
       for (const PodPlacement& p : *plan) state_.Take(p.node, p.gpus);
       quota_.Add(w.queue, w.gpus_per_pod);
@@ -559,8 +708,7 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
     return true;
   }
   if (w.gpus_per_pod <= 0 || w.gpus_per_pod > kMaxGpusPerNode) {
-    out_.rejects.push_back({w.id, ReasonCode::kCapacity,
-                            Str("capacity: gpus_per_pod is ", w.gpus_per_pod, ", must be 1..", kMaxGpusPerNode)});
+    out_.rejects.push_back(BadGpusPerPod(w));
     return true;
   }
   if (w.kind == WorkloadKind::kInference && w.pods <= 0) {
@@ -576,6 +724,7 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
     out_.rejects.push_back(std::move(*reject));
     return true;
   }
+  if (fits_ != nullptr) fits_->Add(w);
   if (!e.any_ok) {
     if (e.furthest == ClassVerdict::kLoan) {
       Wait(wi, ReasonCode::kLoan,
@@ -592,7 +741,7 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
     return true;
   }
 
-  const uint32_t usable = UsableReservations(w);
+  const uint32_t usable = UsableReservations(wi);
   const int sizes[2] = {desired, min_pods};
   const int n_sizes = desired == min_pods ? 1 : 2;
   quota::QuotaVerdict denied;
@@ -625,6 +774,7 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
   if (!any_admitted) {
     if (want_borrow) {
       deferred_.push_back(wi);
+      smallest_deferred_pod_gpus_ = std::min(smallest_deferred_pod_gpus_, g);
       return false;
     }
     Wait(wi, ReasonCode::kQuota, [&] { return std::move(denied.detail); }, EstimateQuota(w.queue, min_pods * g));
@@ -668,12 +818,12 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
   // Estimated even when not explained: its release timeline is built on
   // first use, and what it holds then is what later reservations read.
   if (!start) start = EstimateFit(e, tried.total_gpus());
-  if (f.fit_at_start && highest_placed_priority_ > w.priority.value) {
+  if (f.fit_at_start && highest_placed_priority_ > StartPriority(wi)) {
     Wait(wi, ReasonCode::kPriority,
          [&] {
            return Str("priority: the ", tried.total_gpus(), " GPUs it needs were free at the start of this "
                       "pass but went to higher-priority work (priority ", highest_placed_priority_, " > ",
-                      w.priority.value, ")");
+                      StartPriority(wi), ")");
          },
          start);
   } else {
@@ -688,7 +838,7 @@ void SchedulingPass::ProcessServiceGrow(uint32_t wi) {
   const Eligibility& e = EligibilityOf(wi);
   if (!e.any_ok || w.gpus_per_pod <= 0 || w.gpus_per_pod > kMaxGpusPerNode) return;
   const int from = static_cast<int>(a.pods.size());
-  const uint32_t usable = UsableReservations(w);
+  const uint32_t usable = UsableReservations(wi);
   const PlacementRequest one{1, w.gpus_per_pod, {}};
   const ShapeKey key{e.key_id, w.gpus_per_pod, 1, 0, false, static_cast<int>(usable)};
   ResizeDecision r;
@@ -726,7 +876,7 @@ void SchedulingPass::Commit(uint32_t wi, std::vector<PodPlacement> pods, bool bo
     placed_releases_.push_back({now_ + w.expected_duration, {w.queue, pods}});
     if (timeline_built_) timeline_.Add(now_ + w.expected_duration, w.queue, pods);
   }
-  highest_placed_priority_ = std::max(highest_placed_priority_, w.priority.value);
+  highest_placed_priority_ = std::max(highest_placed_priority_, StartPriority(wi));
   if (w.kind == WorkloadKind::kTraining && w.is_elastic()) {
     placed_elastic_now_.push_back({wi, static_cast<int>(out_.places.size())});
   }
@@ -746,7 +896,7 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
                                 bool within_guarantee) {
   const Workload& w = snapshot_.workloads[wi];
   // Compared with its victims without its requeued bonus.
-  const int preempting = w.priority.preempting_value();
+  const int preempting = StartPriority(wi) - w.priority.resume_bonus;
   const auto fail_key = std::make_tuple(e.key_id, r.gpus_per_pod, r.pods,
                                         w.queue.value() * 2 + (within_guarantee ? 1u : 0u));
   auto failed = preempt_failures_.find(fail_key);
@@ -876,7 +1026,7 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
   // Candidates are ordered by the work they would lose, which grows with
   // the clock.
   if (!candidates.empty()) NoteTimeBound(now_);
-  const std::vector<uint8_t>* blocked = BlockedFor(UsableReservations(w));
+  const std::vector<uint8_t>* blocked = BlockedFor(UsableReservations(wi));
   std::optional<preemption::Selection> selection;
   const bool one_node = r.total_gpus() <= e.static_max_node_gpus &&
                         !(r.topology.required && r.topology.level == TopologyLevel::kNvlink);
@@ -1047,7 +1197,8 @@ bool SchedulingPass::TryReserve(uint32_t wi, const Eligibility& e, const Placeme
   return false;
 }
 
-uint32_t SchedulingPass::UsableReservations(const Workload& w) const {
+uint32_t SchedulingPass::UsableReservations(uint32_t wi) const {
+  const Workload& w = snapshot_.workloads[wi];
   uint32_t mask = 0;
   for (size_t i = 0; i < reservations_.size(); ++i) {
     const Reservation& r = reservations_[i];
@@ -1058,7 +1209,7 @@ uint32_t SchedulingPass::UsableReservations(const Workload& w) const {
     // that ranks after the holder.
     const bool not_held_against =
         r.only_queue.valid() &&
-        (r.only_queue != w.queue || std::make_tuple(-w.priority.value, w.submit_time, w.id) <
+        (r.only_queue != w.queue || std::make_tuple(-StartPriority(wi), w.submit_time, w.id) <
                                         std::make_tuple(-r.rank, r.holder_submit, r.holder));
     if (r.holder == w.id || ends_before || not_held_against) mask |= 1u << i;
   }

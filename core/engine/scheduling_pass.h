@@ -23,6 +23,7 @@
 #define TIDAL_CORE_ENGINE_SCHEDULING_PASS_H_
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <map>
 #include <memory>
@@ -32,6 +33,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/engine/fits_someday.h"
 #include "core/engine/release_timeline.h"
 #include "core/model/decision.h"
 #include "core/model/policy.h"
@@ -68,7 +70,18 @@ class SchedulingPass {
   // Whether Run returns a WaitDecision per waiting workload (see
   // ScheduleOptions); everything else it decides is the same either way.
   void set_explain_waits(bool explain) { explain_waits_ = explain; }
+  // Whether a pass that explains nothing stops walking its waiting work
+  // once the rest can only wait (RestCanOnlyWait). On by default; the test
+  // builds run a pass that stopped again without, and compare.
+  void set_stop_when_only_waits_remain(bool stop) { stop_early_ = stop; }
+  // Kept across passes by the caller (may be null), validated here.
+  void set_fits_someday(FitsSomeday* fits) {
+    fits_ = fits;
+    if (fits_ != nullptr) fits_->Validate(snapshot_);
+  }
   Decisions Run();
+  // After Run: whether the main phase stopped early.
+  bool stopped_early() const { return stopped_early_; }
   // After Run: the pass read the clock only through comparisons whose
   // outcome holds for any `now` in [snapshot.now, quiet_until()), so a pass
   // over the same snapshot at such a time decides exactly what this one did.
@@ -120,8 +133,53 @@ class SchedulingPass {
   // up first and a big gang starves behind its own queue.
   void HeadReservations();
   // Priority with the budget layer's borrowing penalty added back.
-  int QueueRank(const Workload& w) const;
+  int QueueRank(uint32_t wi) const;
+  // The priority workload `wi` has in this pass: a waiting one's
+  // borrowing_start_delta is settled on the GPUs its queue holds at the
+  // start of the pass (Init); a placed one's is its stored value.
+  int StartPriority(uint32_t wi) const {
+    return alloc_of_[wi] < 0 ? start_priority_[wi] : digests_[wi].priority;
+  }
   void MainPhase();
+  // Whether nothing the pass could still do for the work after this point
+  // (ranked at most `next_priority`, its smallest pod `smallest_pod_gpus`)
+  // or for the work deferred to the borrow phase is anything but a wait or
+  // a never-fits reject, so that a pass that explains nothing may stop
+  // walking it:
+  //  - no usable node has as many GPUs free as the smallest pod of that
+  //    work asks (capacity only shrinks within a pass), so nothing is
+  //    placed, and nothing is grown either: no GPU is free, or something
+  //    already waits for capacity, or no elastic job runs;
+  //  - no victim search can succeed: the searches' cap is reached, or
+  //    nothing is terminating or leaving (GPUs a preemptor could claim),
+  //    no pool is semi-dedicated (owner reclaim), no reclaim (no queue is
+  //    above its guarantee, or none with waiting work is below its own),
+  //    and the highest priority left to preempt with
+  //    is less than min_priority_gap above the lowest live victim's.
+  // Then the borrow and grow phases decide nothing either. Reservations the
+  // rest would make change no decision: they only hold capacity against
+  // placements and victim searches, and neither can succeed.
+  bool RestCanOnlyWait(int next_priority, int smallest_pod_gpus);
+  // The most GPUs free on one usable node now.
+  int MostFreeOnANode();
+  // The lowest priority of a live allocation a preemptor could evict at
+  // the start of the pass (victims only leave it), or a huge value if none.
+  int64_t LowestVictimPriority();
+  // A workload's place in the main phase's order, read in one scan: a
+  // comparator that read the workloads would touch two ~1 KB records per
+  // comparison, tens of thousands of times over a deep backlog. Ids are
+  // unique, so the order is total.
+  struct OrderKey {
+    int priority;
+    Time submit;
+    WorkloadId id;
+    uint32_t wi;
+  };
+  // After a stop: what the whole walk would still decide for `rest`, the
+  // never-fits rejects, in main-phase order (`before`).
+  template <typename Before>
+  void RejectTheNeverFitting(const std::vector<OrderKey>& rest, Before before);
+
   void BorrowPhase();
   void GrowPhase();
 
@@ -158,7 +216,7 @@ class SchedulingPass {
   void Preempt(uint32_t alloc, PreemptCause cause, WorkloadId preemptor, std::string detail);
 
   // Reservations whose nodes workload w may still use (bit r = reservation r).
-  uint32_t UsableReservations(const Workload& w) const;
+  uint32_t UsableReservations(uint32_t wi) const;
   const std::vector<uint8_t>* BlockedFor(uint32_t usable_mask);
   int FreeUsableGpus() const;
   int EligibleFree(const ClusterState& state, const placement::Eligibility& e) const;
@@ -199,6 +257,11 @@ class SchedulingPass {
   placement::GangPlacer placer_;
 
   std::vector<int> alloc_of_;        // per workload: its allocation or -1
+  std::vector<int> start_priority_;  // per waiting workload, see StartPriority
+  // Per workload: the snapshot's digests, or own_digests_ made from the
+  // records when the snapshot has none.
+  const WorkloadDigest* digests_ = nullptr;
+  std::vector<WorkloadDigest> own_digests_;
   std::vector<AllocState> alloc_state_;
   std::vector<Time> alloc_end_override_;  // victims end at their grace deadline
   // Pods already leaving (Allocation::leaving) or chosen for a shrink in
@@ -232,6 +295,20 @@ class SchedulingPass {
   std::vector<uint32_t> debug_allocs_;
   bool capacity_waits_ = false;
   bool explain_waits_ = true;
+  bool stop_early_ = true;
+  FitsSomeday* fits_ = nullptr;
+  bool stopped_early_ = false;
+  // For RestCanOnlyWait, from the scan in Init: the queues with waiting
+  // work, and whether any allocation is terminating or has pods leaving, or
+  // any pool is semi-dedicated.
+  std::vector<QueueId> waiting_queues_;
+  bool claimable_or_owned_ = false;
+  int smallest_deferred_pod_gpus_ = std::numeric_limits<int>::max();
+  // MostFreeOnANode, and the free total it was found at.
+  int most_free_on_a_node_ = 0;
+  int most_free_on_a_node_at_ = -1;
+  // LowestVictimPriority, found on first use.
+  std::optional<int64_t> lowest_victim_priority_;
   int preemption_searches_ = 0;
   int highest_placed_priority_ = std::numeric_limits<int>::min();
 };

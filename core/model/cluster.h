@@ -30,6 +30,8 @@ struct Pool {
   std::string name;  // "inference-reserved", "shared", "training", "dedicated:nlp"
   PoolKind kind = PoolKind::kTraining;
   QueueId owner;     // for kDedicated and kSemiDedicated
+
+  friend bool operator==(const Pool&, const Pool&) = default;
 };
 
 // kNotReady: the control plane has no live agent for the node (it never

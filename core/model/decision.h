@@ -49,6 +49,8 @@ struct PlaceDecision {
   WorkloadId workload;
   std::vector<PodPlacement> pods;  // a whole gang at once
   bool borrowed = false;
+
+  friend bool operator==(const PlaceDecision&, const PlaceDecision&) = default;
 };
 
 struct PreemptDecision {
@@ -59,6 +61,8 @@ struct PreemptDecision {
   Time grace_deadline;
   double lost_gpu_seconds = 0;  // work since the victim's last checkpoint
   std::string detail;
+
+  friend bool operator==(const PreemptDecision&, const PreemptDecision&) = default;
 };
 
 struct ResizeDecision {
@@ -70,6 +74,8 @@ struct ResizeDecision {
   WorkloadId beneficiary;             // who the shrink makes room for
   Time grace_deadline;
   std::string detail;
+
+  friend bool operator==(const ResizeDecision&, const ResizeDecision&) = default;
 };
 
 struct WaitDecision {
@@ -77,12 +83,16 @@ struct WaitDecision {
   ReasonCode reason = ReasonCode::kCapacity;
   std::string detail;  // with the numbers, e.g. "gang: 16 of 32 GPUs fit"
   std::optional<Time> estimated_start;
+
+  friend bool operator==(const WaitDecision&, const WaitDecision&) = default;
 };
 
 struct RejectDecision {
   WorkloadId workload;
   ReasonCode reason = ReasonCode::kCapacity;
   std::string detail;
+
+  friend bool operator==(const RejectDecision&, const RejectDecision&) = default;
 };
 
 struct Decisions {
@@ -91,6 +101,8 @@ struct Decisions {
   std::vector<PlaceDecision> places;
   std::vector<WaitDecision> waits;
   std::vector<RejectDecision> rejects;
+
+  friend bool operator==(const Decisions&, const Decisions&) = default;
 };
 
 }  // namespace tidal

@@ -28,6 +28,8 @@ struct Queue {
   int borrowing_limit_gpus = kUnlimited;
   double weight = 1.0;        // fair share among borrowers
   std::vector<PoolId> pools;  // pools its workloads may use; empty = any non-dedicated
+
+  friend bool operator==(const Queue&, const Queue&) = default;
 };
 
 // Business tier and budget of a project; priority templates read these.

@@ -73,8 +73,13 @@ struct Priority {
   // The part of `value` that is the requeued bonus: it orders waiting work,
   // but a preemptor is compared with its victims without it.
   int resume_bonus = 0;
-
-  int preempting_value() const { return value - resume_bonus; }
+  // Set while its queue is within its guarantee: what the budget layer adds
+  // instead if the workload's start would take the queue above the
+  // guarantee (borrowing's adjustment minus within_guarantee's). The engine
+  // adds it to waiting work at the start of each pass
+  // (SchedulingPass::StartPriority), so the stored priority does not flip
+  // with every start and exit in the queue; running work ignores it.
+  int borrowing_start_delta = 0;
 };
 
 enum class WorkloadState {

@@ -32,12 +32,11 @@ const PriorityTemplate* FindTemplate(const std::vector<PriorityTemplate>& templa
   return nullptr;
 }
 
-BudgetState ComputeBudgetState(const Project& project, const Queue& queue,
-                               int queue_used_gpus, int requested_gpus) {
+BudgetState ComputeBudgetState(const Project& project, const Queue& queue, int queue_used_gpus) {
   if (project.budget_gpu_hours > 0 && project.used_gpu_hours >= project.budget_gpu_hours) {
     return BudgetState::kOverBudget;
   }
-  if (queue_used_gpus + requested_gpus > queue.guaranteed_gpus) return BudgetState::kBorrowing;
+  if (queue_used_gpus > queue.guaranteed_gpus) return BudgetState::kBorrowing;
   return BudgetState::kWithinGuarantee;
 }
 
@@ -126,6 +125,12 @@ StatusOr<Priority> DerivePriority(const std::vector<PriorityTemplate>& templates
   std::string budget_name(BudgetStateName(budget));
   std::replace(budget_name.begin(), budget_name.end(), '_', ' ');
   p.derivation.push_back("budget " + budget_name + ": " + Signed(budget_adjust));
+  if (budget == BudgetState::kWithinGuarantee && tmpl->budget.borrowing != tmpl->budget.within_guarantee) {
+    p.borrowing_start_delta = tmpl->budget.borrowing - tmpl->budget.within_guarantee;
+    p.derivation.push_back("a start above the queue's guarantee: budget borrowing: " +
+                           Signed(tmpl->budget.borrowing) + " instead (" +
+                           Signed(p.borrowing_start_delta) + ")");
+  }
 
   // Preemptibility class.
   switch (workload.kind) {

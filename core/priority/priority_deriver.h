@@ -15,7 +15,14 @@
 //     checkpointed bonus for training with a checkpoint interval; near-
 //     deadline bonus for batch inference and training with a deadline whose
 //     slack (deadline - now - expected duration) is under the window.
-//  3. Budget (layer 3): the adjustment for the caller's BudgetState.
+//  3. Budget (layer 3): the adjustment for the caller's BudgetState. Within
+//     the guarantee, the difference borrowing would make is kept too
+//     (Priority::borrowing_start_delta): the engine adds it to a waiting
+//     workload in a pass where its gang minimum would take the queue above
+//     the guarantee. Whether a start borrows depends on the queue's exact
+//     usage, which moves with every start and exit, so it is settled per
+//     pass rather than stored. (A running workload keeps it unused: deriving
+//     again at every start would cost a journal row per placement.)
 //  Class: inference is always kNever and debug always kReclaimable. Training
 //  and batch inference take the tier's class; `preemptible: false` does not
 //  change the class (it only earns the non-interruptible bonus), so only a
@@ -39,10 +46,9 @@ const PriorityTemplate* FindTemplate(const std::vector<PriorityTemplate>& templa
                                      const Workload& workload);
 
 // Over budget when the project has a budget and has used all of it; else
-// borrowing when the queue's GPUs in use plus `requested_gpus` exceed its
-// guarantee; else within guarantee.
-BudgetState ComputeBudgetState(const Project& project, const Queue& queue,
-                               int queue_used_gpus, int requested_gpus);
+// borrowing when the queue's GPUs in use exceed its guarantee; else within
+// guarantee.
+BudgetState ComputeBudgetState(const Project& project, const Queue& queue, int queue_used_gpus);
 
 // Bounds on the declared fields that move priority (docs/priority.md
 // "Bounds"): a submitter must not buy a bonus with a number no real job has.

@@ -93,6 +93,13 @@ bool QuotaTracker::CanReclaimFrom(QueueId v, int gpus) const {
   return live_[v.value()] - gpus >= guarantee_[v.value()];
 }
 
+bool QuotaTracker::AnyLiveAboveGuarantee() const {
+  for (size_t q = 0; q < live_.size(); ++q) {
+    if (live_[q] > guarantee_[q]) return true;
+  }
+  return false;
+}
+
 int QuotaTracker::MaxEverGpus(QueueId q) const {
   if (!tracked(q)) return -1;
   int most = -1;

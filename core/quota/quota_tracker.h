@@ -68,6 +68,9 @@ class QuotaTracker {
   void RemoveLive(QueueId q, int gpus);
   // Whether taking `gpus` of victim queue v keeps it at or above guarantee.
   bool CanReclaimFrom(QueueId v, int gpus) const;
+  // Whether any queue's live GPUs are above its guarantee: only then can
+  // CanReclaimFrom hold for a tracked queue.
+  bool AnyLiveAboveGuarantee() const;
 
   int usage(QueueId q) const { return usage_[q.value()]; }
   int live_usage(QueueId q) const { return live_[q.value()]; }

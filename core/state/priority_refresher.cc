@@ -33,7 +33,8 @@ WorkloadId Touched(const Edit& edit) {
 }
 
 bool SamePriority(const Priority& a, const Priority& b, bool timed) {
-  return a.value == b.value && a.resume_bonus == b.resume_bonus && a.preemptibility == b.preemptibility &&
+  return a.value == b.value && a.resume_bonus == b.resume_bonus &&
+         a.borrowing_start_delta == b.borrowing_start_delta && a.preemptibility == b.preemptibility &&
          a.awaiting_approval == b.awaiting_approval && a.template_name == b.template_name &&
          (timed || a.derivation == b.derivation);
 }
@@ -110,13 +111,10 @@ PriorityRefresh PriorityRefresher::Refresh(const State& state) {
     // Awaiting approval: derived once (the fallback tier), then left alone
     // until an admin approves it; it cannot run meanwhile.
     if (w.state == WorkloadState::kAwaitingApproval && entry.derived) return;
-    const Allocation* held = state.allocation(w.id);
-    const int held_gpus = held != nullptr ? held->gpu_count() : 0;
     const Queue& queue = s.queues[w.queue.value()];
     static const Project kNoProject;
     const Project& project = w.project.valid() ? s.projects[w.project.value()] : kNoProject;
-    const int others = queue_used[w.queue.value()] - held_gpus;
-    const BudgetState budget = ComputeBudgetState(project, queue, others, held_gpus > 0 ? held_gpus : w.min_gpus());
+    const BudgetState budget = ComputeBudgetState(project, queue, queue_used[w.queue.value()]);
     const bool timed = w.batch.deadline != kInfiniteFuture;
     if (entry.derived && entry.budget == budget && !timed) return;
     // Copied only to derive, and only when an admin's approval must show in
@@ -147,12 +145,11 @@ PriorityRefresh PriorityRefresher::Refresh(const State& state) {
       if (const Workload* w = state.workload(id)) refresh(*w);
     }
   }
-  // Keep watching what stays pending or depends on time.
+  // Keep watching what depends on time.
   size_t kept = 0;
   for (WorkloadId id : watch_) {
     const Workload* w = state.workload(id);
-    const bool keep = w != nullptr && (w->state == WorkloadState::kPending ||
-                                       w->batch.deadline != kInfiniteFuture);
+    const bool keep = w != nullptr && w->batch.deadline != kInfiniteFuture;
     if (keep) {
       watch_[kept++] = id;
     } else if (w == nullptr && id.value() >= kDenseIdLimit) {

@@ -5,25 +5,24 @@
 // Algorithm (each pass):
 //  1. Budget flags. For every project, "over budget" (a budget, and
 //     used_gpu_hours >= it); for every queue, "over guarantee" (GPUs in use
-//     > guaranteed). A running workload's budget state depends only on these
-//     two flags (its queue's usage already includes its own GPUs).
+//     > guaranteed). A workload's budget state depends only on these two
+//     flags. Whether a waiting workload's own start would borrow moves with
+//     every start and exit in its queue; it is not stored but settled by
+//     the engine each pass (Priority::borrowing_start_delta).
 //  2. Candidates. When any flag changed since the last pass, every live
 //     workload. Otherwise only the watched ones: a workload is watched from
 //     the edit that touched it (submit, approve, place, grow, shrink, pod
-//     exit, notice, requeue, target change) until a pass finds it neither
-//     pending nor time-dependent. Pending ones stay watched because their
-//     budget state also depends on their queue's exact usage (usage + gang
-//     minimum vs the guarantee); time-dependent ones (a deadline) because
-//     their near-deadline bonus moves with the clock.
+//     exit, notice, requeue, target change) until a pass has refreshed it,
+//     and for as long as it is time-dependent (a deadline: its
+//     near-deadline bonus moves with the clock).
 //  3. Derivation. A candidate (not terminating, and not awaiting approval
 //     once derived: it cannot run until an admin approves it, which makes it
-//     a candidate again) gets its budget state
-//     (ComputeBudgetState with its held GPUs, or its gang minimum while it
-//     holds none); when that equals the one last derived and it is not
-//     time-dependent, nothing changes. Submit and approve edits, and, when
-//     a template has a requeued bonus, requeue and place edits (the bonus
-//     starts and ends with them), make it derive again whatever the budget.
-//     Otherwise DerivePriority runs, with
+//     a candidate again) gets its budget state (ComputeBudgetState); when
+//     that equals the one last derived and it is not time-dependent,
+//     nothing changes. Submit and approve edits, and, when a template has
+//     a requeued bonus, requeue and place edits (the bonus starts and ends
+//     with them), make it derive again whatever the budget. Otherwise
+//     DerivePriority runs, with
 //     the project's top tier approved when an admin approved the workload.
 //  4. Edits. A derived priority that differs from the current one (value,
 //     class, approval, or the derivation text of a workload without a

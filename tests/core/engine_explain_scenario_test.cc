@@ -143,6 +143,36 @@ TEST(ExplainScenarioTest, HigherPriorityWorkTakingTheGpusIsNamed) {
             "work (priority 5 > 1)");
 }
 
+TEST(ExplainScenarioTest, AStartThatWouldBorrowRanksWithTheBorrowingAdjustment) {
+  // One 8-GPU node. Queue "a" guarantees 4, queue "b" 8. Job 1 (queue a,
+  // 6 GPUs) is stored at 500 with a borrowing start delta of -200; job 2
+  // (queue b, 4 GPUs, submitted later) at 400.
+  ClusterBuilder b;
+  const QueueId qa = b.AddQueue("a", 4);
+  const QueueId qb = b.AddQueue("b", 8);
+  b.AddNodes(1, b.AddPool("training", PoolKind::kTraining), b.AddRack("r0"));
+  Snapshot s = b.Build();
+  Workload one = Job(1, qa, 1, 6, hours(1), 500);
+  one.priority.borrowing_start_delta = -200;
+  s.workloads.push_back(one);
+  s.workloads.push_back(Job(2, qb, 1, 4, hours(1), 400, TimeFromMillis(1)));
+  // 0 held + 6 > 4: job 1's start borrows, so it ranks at 500 - 200 = 300,
+  // after job 2 (400), which takes 4 of the 8 GPUs first.
+  Decisions d = Scheduler(PolicyConfig{}).Schedule(s);
+  ASSERT_EQ(d.places.size(), 1u);
+  EXPECT_EQ(d.places[0].workload, WorkloadId(2));
+  ASSERT_EQ(d.waits.size(), 1u);
+  EXPECT_EQ(d.waits[0].workload, WorkloadId(1));
+  EXPECT_NE(d.waits[0].detail.find("(priority 400 > 300)"), std::string::npos) << d.waits[0].detail;
+
+  // Asking 4: 0 + 4 <= 4 is within the guarantee, so it keeps 500, goes
+  // first and is placed; job 2 takes the other 4.
+  s.workloads[0].gpus_per_pod = 4;
+  d = Scheduler(PolicyConfig{}).Schedule(s);
+  ASSERT_EQ(d.places.size(), 2u);
+  EXPECT_EQ(d.places[0].workload, WorkloadId(1));
+}
+
 TEST(ExplainScenarioTest, NeverFittingWorkIsRejected) {
   Snapshot s = testing::SimpleCluster(1, 2);
   s.queues[0].borrowing_limit_gpus = 4;

@@ -244,20 +244,38 @@ TEST(PriorityDeriverTest, BudgetStateFromQueueUsageAndProjectBudget) {
   q.id = QueueId(0);
   q.guaranteed_gpus = 16;
   Project p = MakeProject("standard");
-  // 8 used + 8 requested = 16 <= 16: within.
-  EXPECT_EQ(ComputeBudgetState(p, q, 8, 8), BudgetState::kWithinGuarantee);
-  // 8 + 9 = 17 > 16: borrowing.
-  EXPECT_EQ(ComputeBudgetState(p, q, 8, 9), BudgetState::kBorrowing);
+  // 16 used <= 16: within.
+  EXPECT_EQ(ComputeBudgetState(p, q, 16), BudgetState::kWithinGuarantee);
+  // 17 > 16: borrowing.
+  EXPECT_EQ(ComputeBudgetState(p, q, 17), BudgetState::kBorrowing);
   // A spent budget wins over queue state.
   p.budget_gpu_hours = 100;
   p.used_gpu_hours = 100;
-  EXPECT_EQ(ComputeBudgetState(p, q, 0, 1), BudgetState::kOverBudget);
+  EXPECT_EQ(ComputeBudgetState(p, q, 0), BudgetState::kOverBudget);
   p.used_gpu_hours = 99.5;
-  EXPECT_EQ(ComputeBudgetState(p, q, 0, 1), BudgetState::kWithinGuarantee);
+  EXPECT_EQ(ComputeBudgetState(p, q, 0), BudgetState::kWithinGuarantee);
   // Budget 0 means no budget set.
   p.budget_gpu_hours = 0;
   p.used_gpu_hours = 1e6;
-  EXPECT_EQ(ComputeBudgetState(p, q, 0, 1), BudgetState::kWithinGuarantee);
+  EXPECT_EQ(ComputeBudgetState(p, q, 0), BudgetState::kWithinGuarantee);
+}
+
+TEST(PriorityDeriverTest, WorkWithinTheGuaranteeCarriesTheDeltaOfABorrowingStart) {
+  const std::vector<PriorityTemplate> templates = {DefaultTemplate()};
+  Workload w = MakeWorkload(WorkloadKind::kTraining);
+  w.state = WorkloadState::kPending;
+  auto waiting = DerivePriority(templates, w, MakeProject("standard"), BudgetState::kWithinGuarantee, kNow);
+  ASSERT_TRUE(waiting.ok());
+  // 500 + 0 + 0 (within); a start above the guarantee: -200 - 0 = -200.
+  EXPECT_EQ(waiting->value, 500);
+  EXPECT_EQ(waiting->borrowing_start_delta, -200);
+  EXPECT_TRUE(HasLine(*waiting, "a start above the queue's guarantee: budget borrowing: -200 instead (-200)"));
+
+  // Already borrowing: nothing is left to settle at its start.
+  auto borrowing = DerivePriority(templates, w, MakeProject("standard"), BudgetState::kBorrowing, kNow);
+  ASSERT_TRUE(borrowing.ok());
+  EXPECT_EQ(borrowing->value, 300);
+  EXPECT_EQ(borrowing->borrowing_start_delta, 0);
 }
 
 TEST(PriorityDeriverTest, OnlyCheckpointingPreemptibleTrainingMayBorrowShared) {
@@ -293,7 +311,7 @@ TEST(PriorityDeriverTest, ARequeuedWorkloadIsPreferredWhileItWaitsButNotToPreemp
   ASSERT_TRUE(waiting.ok());
   EXPECT_EQ(waiting->value, 600);
   EXPECT_EQ(waiting->resume_bonus, 100);
-  EXPECT_EQ(waiting->preempting_value(), 500);
+  EXPECT_EQ(waiting->value - waiting->resume_bonus, 500);
   EXPECT_TRUE(HasLine(*waiting, "requeued 2x, waiting to resume: +100"));
   EXPECT_EQ(waiting->derivation.back(), "total 600");
 

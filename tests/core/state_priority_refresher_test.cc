@@ -53,21 +53,61 @@ Workload Job(uint64_t id, int gpus) {
 
 int PriorityOf(const StateMachine& m, uint64_t id) { return m.state().workload(WorkloadId(id))->priority.value; }
 
-TEST(PriorityRefresherTest, APendingJobBorrowsOnceItsQueueFills) {
+TEST(PriorityRefresherTest, APendingJobKeepsItsPriorityAsItsQueueFills) {
   StateMachine m = Machine();
+  int edits = 0;
+  m.set_sink([&](Time, state::EditOrigin origin, const state::Edit&) {
+    if (origin == state::EditOrigin::kPriority) ++edits;
+  });
   ASSERT_TRUE(m.Apply(state::SubmitEdit{Job(1, 4)}).ok());
   ASSERT_TRUE(m.RefreshPriorities().ok());
-  // 0 used + 4 asked <= 8 guaranteed: within, 500 + 0.
+  // 0 used <= 8 guaranteed: within, 500 + 0; a start above the guarantee
+  // would be borrowing instead, -200 - 0 = -200, settled by the engine.
   EXPECT_EQ(PriorityOf(m, 1), 500);
+  EXPECT_EQ(m.state().workload(WorkloadId(1))->priority.borrowing_start_delta, -200);
+  EXPECT_EQ(edits, 1);
 
+  // Jobs 2 and 3 come, and job 2 starts and ends: 6 used + 4 asked = 10 >
+  // 8 would have flipped job 1 to borrowing and back. Its stored priority
+  // does not move: only the two newcomers are derived (2 edits).
   ASSERT_TRUE(m.Apply(state::SubmitEdit{Job(2, 6)}).ok());
   ASSERT_TRUE(m.Apply(state::PlaceEdit{WorkloadId(2), {{NodeId(0), GpuRange(0, 6)}}}).ok());
   ASSERT_TRUE(m.RefreshPriorities().ok());
-  // Job 1: 6 used + 4 asked = 10 > 8: borrowing, 500 - 200 = 300. No flag
-  // moved (6 <= 8), so only the watched pending job was looked at.
-  EXPECT_EQ(PriorityOf(m, 1), 300);
-  // Job 2 holds 6 of the 8: within, 500.
+  EXPECT_EQ(PriorityOf(m, 1), 500);
+  // Job 2 runs within the guarantee (6 <= 8): 500; its start delta stays,
+  // unused (deriving at each start would be an edit per placement).
+  const Workload* two = m.state().workload(WorkloadId(2));
+  ASSERT_NE(two, nullptr);
+  EXPECT_EQ(two->priority.value, 500);
+  EXPECT_EQ(two->priority.borrowing_start_delta, -200);
+  ASSERT_TRUE(m.Apply(state::ReleaseEdit{WorkloadId(2), WorkloadState::kSucceeded}).ok());
+  ASSERT_TRUE(m.RefreshPriorities().ok());
+  ASSERT_TRUE(m.Apply(state::SubmitEdit{Job(3, 2)}).ok());
+  ASSERT_TRUE(m.RefreshPriorities().ok());
+  EXPECT_EQ(PriorityOf(m, 1), 500);
+  EXPECT_EQ(edits, 1 + 2);
+}
+
+TEST(PriorityRefresherTest, AQueueAboveItsGuaranteeMakesItsWorkBorrow) {
+  StateMachine m = Machine();
+  ASSERT_TRUE(m.Apply(state::SubmitEdit{Job(1, 4)}).ok());
+  ASSERT_TRUE(m.Apply(state::SubmitEdit{Job(2, 8)}).ok());
+  ASSERT_TRUE(m.Apply(state::PlaceEdit{WorkloadId(2), {{NodeId(0), GpuRange(0, 8)}}}).ok());
+  ASSERT_TRUE(m.Apply(state::SubmitEdit{Job(3, 2)}).ok());
+  ASSERT_TRUE(m.Apply(state::PlaceEdit{WorkloadId(3), {{NodeId(1), GpuRange(0, 2)}}}).ok());
+  ASSERT_TRUE(m.RefreshPriorities().ok());
+  // 10 used > 8 guaranteed: the queue borrows, and so does all its work,
+  // waiting or running: 500 - 200 = 300, with no start delta left to add.
+  for (uint64_t id : {1, 2, 3}) EXPECT_EQ(PriorityOf(m, id), 300) << "job " << id;
+  EXPECT_EQ(m.state().workload(WorkloadId(1))->priority.borrowing_start_delta, 0);
+
+  // Job 3 leaves: 8 <= 8, within again for all, and job 1 waits with its
+  // start delta back.
+  ASSERT_TRUE(m.Apply(state::ReleaseEdit{WorkloadId(3), WorkloadState::kSucceeded}).ok());
+  ASSERT_TRUE(m.RefreshPriorities().ok());
+  EXPECT_EQ(PriorityOf(m, 1), 500);
   EXPECT_EQ(PriorityOf(m, 2), 500);
+  EXPECT_EQ(m.state().workload(WorkloadId(1))->priority.borrowing_start_delta, -200);
 }
 
 TEST(PriorityRefresherTest, SpendAccruesWithTheClockUntilTheBudgetRunsOut) {
@@ -105,24 +145,26 @@ TEST(PriorityRefresherTest, AnApprovedTopTierIsDerivedAtOnceAndKept) {
   EXPECT_EQ(w->state, WorkloadState::kAwaitingApproval);
   EXPECT_EQ(w->priority.value, 500);
 
-  // While it waits for approval its queue fills (6 + 4 > 8 would be
-  // borrowing): it is not re-derived, since it cannot run anyway.
-  ASSERT_TRUE(m.Apply(state::SubmitEdit{Job(3, 6)}).ok());
-  ASSERT_TRUE(m.Apply(state::PlaceEdit{WorkloadId(3), {{NodeId(0), GpuRange(0, 6)}}}).ok());
+  // While it waits for approval its queue goes above its guarantee (10 >
+  // 8 is borrowing): it is not re-derived, since it cannot run anyway.
+  ASSERT_TRUE(m.Apply(state::SubmitEdit{Job(3, 8)}).ok());
+  ASSERT_TRUE(m.Apply(state::PlaceEdit{WorkloadId(3), {{NodeId(0), GpuRange(0, 8)}}}).ok());
+  ASSERT_TRUE(m.Apply(state::SubmitEdit{Job(4, 2)}).ok());
+  ASSERT_TRUE(m.Apply(state::PlaceEdit{WorkloadId(4), {{NodeId(1), GpuRange(0, 2)}}}).ok());
   ASSERT_TRUE(m.RefreshPriorities().ok());
   EXPECT_EQ(PriorityOf(m, 1), 500);
 
   ASSERT_TRUE(m.Apply(state::ApproveEdit{WorkloadId(1)}).ok());
   ASSERT_TRUE(m.RefreshPriorities().ok());
   w = m.state().workload(WorkloadId(1));
-  // Approved: critical 1000, and 6 held + 4 asked > 8 is borrowing: 800.
+  // Approved: critical 1000, and its queue borrows: 1000 - 200 = 800.
   EXPECT_EQ(w->state, WorkloadState::kPending);
   EXPECT_EQ(w->priority.value, 800);
   EXPECT_EQ(w->priority.preemptibility, PreemptibilityClass::kNever);
 
-  // A later budget move re-derives with the approval kept: job 3 leaves,
-  // 0 + 4 <= 8 is within the guarantee again, 1000.
-  ASSERT_TRUE(m.Apply(state::ReleaseEdit{WorkloadId(3), WorkloadState::kSucceeded}).ok());
+  // A later budget move re-derives with the approval kept: job 4 leaves,
+  // 8 <= 8 is within the guarantee again, 1000.
+  ASSERT_TRUE(m.Apply(state::ReleaseEdit{WorkloadId(4), WorkloadState::kSucceeded}).ok());
   ASSERT_TRUE(m.RefreshPriorities().ok());
   EXPECT_EQ(PriorityOf(m, 1), 1000);
 }

@@ -598,26 +598,29 @@ TEST_F(ControlPlaneTest, LosingANodeThatHeldOnlyLeavingPodsKeepsTheService) {
   EXPECT_EQ(NodeView(gone)["lost"], true);
 }
 
-TEST_F(ControlPlaneTest, PriorityIsReDerivedWhenTheBudgetStateChanges) {
+TEST_F(ControlPlaneTest, AWaitingJobsBorrowingStartIsSettledPerPassNotStored) {
   // 5 x 8 = 40 GPUs fill research's guarantee (32 training GPUs + 8 of
   // the shared pool, which only checkpointing jobs may borrow).
   const uint64_t big = Submit({{"name", "big"}, {"project", "vision"}, {"gpus_per_replica", 8},
                                {"replicas", 5}, {"checkpoint_interval_s", 600}});
   cp_->RunPass();
   ASSERT_EQ(Get(big)["state"], "running");
-  // 4 x 8 more: 40 + 32 > 40 is borrowing (policy.yaml: standard 500,
-  // checkpointed +50, borrowing -200 -> 350), and 72 GPUs exceed the 48
-  // research may hold.
+  // 4 x 8 more. The queue holds 40 of 40: within its guarantee (policy.yaml:
+  // standard 500, checkpointed +50, within 0 -> 550), and its start would
+  // borrow (40 + 32 > 40), which the engine settles each pass with the
+  // start delta (borrowing -200 - within 0 = -200, so it ranks at 350).
   const uint64_t waiting = Submit({{"name", "w"}, {"project", "vision"}, {"gpus_per_replica", 8},
                                    {"replicas", 4}, {"checkpoint_interval_s", 600}});
-  EXPECT_EQ(Get(waiting)["priority"]["value"], 350);
+  json w = Get(waiting);
+  EXPECT_EQ(w["priority"]["value"], 550);
+  EXPECT_EQ(w["priority"]["borrowing_start_delta"], -200);
   cp_->RunPass();
   cp_->RunPass();
   ASSERT_EQ(Get(waiting)["state"], "pending") << Get(waiting).dump();
   // Unchanged inputs: passes add no derivation.
   EXPECT_EQ(AuditOf(waiting, "priority").size(), 1u);
-  // The guarantee frees up: 0 + 32 <= 40 is within it again -> 550, derived
-  // before the engine runs, with one new audit row.
+  // The guarantee frees up and it starts: 0 + 32 <= 40, with no new
+  // derivation (its start delta stays, unused while it runs).
   ASSERT_TRUE(cp_->Cancel(kAlice, big).ok());
   const json pods = Get(big)["allocation"]["pods"];
   for (size_t rank = 0; rank < pods.size(); ++rank) {
@@ -625,16 +628,14 @@ TEST_F(ControlPlaneTest, PriorityIsReDerivedWhenTheBudgetStateChanges) {
   }
   ASSERT_EQ(Get(big)["state"], "cancelled");
   cp_->RunPass();
-  json w = Get(waiting);
-  EXPECT_EQ(w["priority"]["value"], 550);
+  cp_->RunPass();
+  w = Get(waiting);
   EXPECT_EQ(w["state"], "running");
-  json rows = AuditOf(waiting, "priority");
-  ASSERT_EQ(rows.size(), 2u);
-  EXPECT_EQ(rows[1]["detail"]["previous_value"], 350);
-  EXPECT_EQ(rows[1]["detail"]["value"], 550);
+  EXPECT_EQ(w["priority"]["value"], 550);
+  EXPECT_EQ(AuditOf(waiting, "priority").size(), 1u);
   // Running with 32 of 40: still within; no more rows.
   cp_->RunPass();
-  EXPECT_EQ(AuditOf(waiting, "priority").size(), 2u);
+  EXPECT_EQ(AuditOf(waiting, "priority").size(), 1u);
 }
 
 TEST_F(ControlPlaneTest, DryRunPreparesLikeARealPass) {

@@ -123,11 +123,11 @@ TEST_F(StoreSnapshotTest, SnapshotsCompactTheJournalAndARestartKeepsTheState) {
         << timed << "\n" << metrics;
   }
 
-  // Only the latest snapshot is kept, and exactly the journal after it.
+  // Only the latest snapshot is kept, and exactly the journal after it
+  // (none when the last pass ended on a snapshot).
   Stored stored = ReadStore();
   ASSERT_TRUE(stored.snapshot.has_value());
-  ASSERT_FALSE(stored.journal.empty());
-  EXPECT_EQ(stored.journal.front().seq, stored.snapshot->seq + 1);
+  if (!stored.journal.empty()) EXPECT_EQ(stored.journal.front().seq, stored.snapshot->seq + 1);
   for (size_t i = 1; i < stored.journal.size(); ++i) ASSERT_EQ(stored.journal[i].seq, stored.journal[i - 1].seq + 1);
   EXPECT_LT(stored.journal.size(), 25u + 40u) << "at most a snapshot interval plus one pass's records";
   auto decoded = protocol::JournalSnapshotFromText(stored.snapshot->snapshot);

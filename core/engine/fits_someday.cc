@@ -1,0 +1,28 @@
+#include "core/engine/fits_someday.h"
+
+#include <algorithm>
+
+namespace tidal::engine {
+
+void FitsSomeday::Validate(const Snapshot& snapshot) {
+  if (snapshot.cluster_version == cluster_version_ && snapshot.cluster.pools == pools_ &&
+      snapshot.queues == queues_) {
+    return;
+  }
+  cluster_version_ = snapshot.cluster_version;
+  pools_ = snapshot.cluster.pools;
+  queues_ = snapshot.queues;
+  fits_.clear();
+}
+
+void FitsSomeday::Add(const Workload& w) {
+  // Ids are dense where passes stop early (the simulator); a sparse one is
+  // not kept rather than grow the vector without bound.
+  constexpr uint64_t kMaxKeptId = uint64_t{1} << 25;
+  const uint64_t id = w.id.value();
+  if (cluster_version_ == 0 || id >= kMaxKeptId || w.batch.deadline != kInfiniteFuture) return;
+  if (id >= fits_.size()) fits_.resize(std::max<uint64_t>(id + 1, fits_.size() * 2), 0);
+  fits_[id] = 1;
+}
+
+}  // namespace tidal::engine
