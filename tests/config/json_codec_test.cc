@@ -182,11 +182,12 @@ TEST(JsonCodecTest, ClusterNodeQueueAndPriority) {
   EXPECT_EQ(pj["queue"], "nlp");
   EXPECT_EQ(pj["tenant"], "research");
 
-  Priority p{1300, PreemptibilityClass::kNever, "default", {"tier critical: base 1000", "total 1300"}, true, 40};
+  Priority p{1300, PreemptibilityClass::kNever, "default", {"tier critical: base 1000", "total 1300"}, true, 40, -200};
   auto back = PriorityFromJson(PriorityToJson(p));
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->value, 1300);
   EXPECT_EQ(back->resume_bonus, 40);
+  EXPECT_EQ(back->borrowing_start_delta, -200);
   EXPECT_EQ(back->preemptibility, PreemptibilityClass::kNever);
   EXPECT_TRUE(back->awaiting_approval);
   EXPECT_EQ(back->derivation, p.derivation);

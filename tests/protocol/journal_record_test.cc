@@ -32,6 +32,7 @@ Priority FullPriority() {
   p.derivation = {"tier critical: base 1000", "kind inference: +500", "budget over: -400"};
   p.awaiting_approval = true;
   p.resume_bonus = 75;
+  p.borrowing_start_delta = -200;
   return p;
 }
 
@@ -78,6 +79,7 @@ void ExpectSamePriority(const Priority& a, const Priority& b) {
   EXPECT_EQ(a.derivation, b.derivation);
   EXPECT_EQ(a.awaiting_approval, b.awaiting_approval);
   EXPECT_EQ(a.resume_bonus, b.resume_bonus);
+  EXPECT_EQ(a.borrowing_start_delta, b.borrowing_start_delta);
 }
 
 void ExpectSameWorkload(const Workload& a, const Workload& b) {
@@ -388,11 +390,13 @@ TEST(JournalRecordTest, ARecordFromBeforeRequeuesWereCountedStillReads) {
   json j = JournalRecordToJson(entry);
   j["workload"].erase("requeues");
   j["workload"]["priority"].erase("resume_bonus");
+  j["workload"]["priority"].erase("borrowing_start_delta");
   auto decoded = JournalRecordFromJson(j);
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
   const Workload& w = std::get<SubmitEdit>(std::get<JournalEntry>(*decoded).edit).workload;
   EXPECT_EQ(w.requeues, 0);
   EXPECT_EQ(w.priority.resume_bonus, 0);
+  EXPECT_EQ(w.priority.borrowing_start_delta, 0);
   // A negative count is refused, naming the field.
   j["workload"]["requeues"] = -1;
   ExpectFieldError(JournalRecordFromJson(j), "workload.requeues");
