@@ -5,10 +5,12 @@
 //   3. head reservations: each queue's first pending multi-GPU workload
 //      that needs borrowing, ranked without the budget layer's borrowing
 //      penalty, holds nodes against its own queue's work ranked after it;
-//   4. main phase, in order (priority desc, submit time, id) over pending
-//      workloads and services below their desired count: admit what fits
-//      within its queue's guarantee; otherwise preempt or reclaim (least-cost
-//      victims, preemption/victim_selector.h), or reserve capacity for the
+//   4. main phase, in order (start priority desc, submit time, id) over
+//      pending workloads and services below their desired count (a pass
+//      that explains nothing stops once the rest can only wait,
+//      RestCanOnlyWait): admit what fits within its queue's guarantee;
+//      otherwise preempt or reclaim (least-cost victims,
+//      preemption/victim_selector.h), or reserve capacity for the
 //      first blocked multi-GPU workload of each queue (at most
 //      kMaxReservations) at the earliest time the release timeline frees
 //      room for it. Later workloads use a reservation's nodes only when they
@@ -154,8 +156,8 @@ class SchedulingPass {
   //    nothing is terminating or leaving (GPUs a preemptor could claim),
   //    no pool is semi-dedicated (owner reclaim), no reclaim (no queue is
   //    above its guarantee, or none with waiting work is below its own),
-  //    and the highest priority left to preempt with
-  //    is less than min_priority_gap above the lowest live victim's.
+  //    and the highest priority left to preempt with is less than
+  //    min_priority_gap above the lowest live victim's.
   // Then the borrow and grow phases decide nothing either. Reservations the
   // rest would make change no decision: they only hold capacity against
   // placements and victim searches, and neither can succeed.
