@@ -184,7 +184,9 @@ void SchedulingPass::Init() {
   // A waiting workload whose gang minimum would take its queue above the
   // guarantee ranks with the budget layer's borrowing adjustment (the
   // deriver's test, on the GPUs held at the start of the pass).
-  start_priority_.assign(ws.size(), 0);
+  // Read only for waiting work (StartPriority), so left unset elsewhere: a
+  // pass over a mostly running cluster does not clear one per workload.
+  start_priority_ = std::make_unique_for_overwrite<int[]>(ws.size());
   std::vector<uint8_t> queue_waits(snapshot.queues.size() + 1, 0);  // the last: queues not in the snapshot
   for (uint32_t wi : unplaced_) {
     const WorkloadDigest& d = digests_[wi];
@@ -429,9 +431,13 @@ void SchedulingPass::MainPhase() {
   int smallest_pod_gpus = 1;
   const auto after = [&](const Key& x, const Key& y) { return before(y, x); };
   std::make_heap(keys.begin(), keys.end(), after);
+  // Asked only after a workload that was not placed: while work is being
+  // placed the rest is not only waiting, and on a large cluster with room
+  // the question would cost more than it saves.
+  bool ask = true;
   for (auto left = keys.end(); left != keys.begin(); --left) {
     while (smallest_pod_gpus <= kMaxGpusPerNode && rest_pods_by_gpus[smallest_pod_gpus] == 0) ++smallest_pod_gpus;
-    if (RestCanOnlyWait(keys.front().priority, smallest_pod_gpus)) {
+    if (ask && RestCanOnlyWait(keys.front().priority, smallest_pod_gpus)) {
       keys.erase(left, keys.end());
       RejectTheNeverFitting(keys, before);
       return;
@@ -440,22 +446,27 @@ void SchedulingPass::MainPhase() {
     const uint32_t wi = (left - 1)->wi;
     const int g = digests_[wi].gpus_per_pod;
     if (g >= 1 && g <= kMaxGpusPerNode) --rest_pods_by_gpus[g];
+    const size_t placed = out_.places.size() + out_.resizes.size();
     process(wi);
+    ask = out_.places.size() + out_.resizes.size() == placed;
   }
 }
 
-int SchedulingPass::MostFreeOnANode() {
-  int free = FreeUsableGpus();
-  if (free == 0 || free == most_free_on_a_node_at_) return free == 0 ? 0 : most_free_on_a_node_;
-  // Capacity only shrinks within a pass, so the free total names the state.
-  most_free_on_a_node_at_ = free;
-  most_free_on_a_node_ = 0;
-  for (int n = 0; n < state_.node_count(); ++n) {
-    const NodeId node(static_cast<uint32_t>(n));
-    if (!state_.node_class(state_.class_of(node)).usable) continue;
-    most_free_on_a_node_ = std::max(most_free_on_a_node_, std::popcount(state_.free_mask(node)));
+int SchedulingPass::MostFreeOnANode() const {
+  // From each usable class's highest non-empty bucket of nodes by free
+  // GPUs: O(classes x GPUs per node), never a walk of the nodes.
+  int most = 0;
+  for (int c = 0; c < state_.class_count(); ++c) {
+    const NodeClass& nc = state_.node_class(c);
+    if (!nc.usable) continue;
+    for (int k = nc.gpu_count; k > most; --k) {
+      if (!state_.bucket(c, k).empty()) {
+        most = k;
+        break;
+      }
+    }
   }
-  return most_free_on_a_node_;
+  return most;
 }
 
 bool SchedulingPass::RestCanOnlyWait(int next_priority, int smallest_pod_gpus) {

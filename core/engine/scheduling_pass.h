@@ -163,7 +163,7 @@ class SchedulingPass {
   // placements and victim searches, and neither can succeed.
   bool RestCanOnlyWait(int next_priority, int smallest_pod_gpus);
   // The most GPUs free on one usable node now.
-  int MostFreeOnANode();
+  int MostFreeOnANode() const;
   // The lowest priority of a live allocation a preemptor could evict at
   // the start of the pass (victims only leave it), or a huge value if none.
   int64_t LowestVictimPriority();
@@ -259,7 +259,7 @@ class SchedulingPass {
   placement::GangPlacer placer_;
 
   std::vector<int> alloc_of_;        // per workload: its allocation or -1
-  std::vector<int> start_priority_;  // per waiting workload, see StartPriority
+  std::unique_ptr<int[]> start_priority_;  // per waiting workload, see StartPriority
   // Per workload: the snapshot's digests, or own_digests_ made from the
   // records when the snapshot has none.
   const WorkloadDigest* digests_ = nullptr;
@@ -306,9 +306,6 @@ class SchedulingPass {
   std::vector<QueueId> waiting_queues_;
   bool claimable_or_owned_ = false;
   int smallest_deferred_pod_gpus_ = std::numeric_limits<int>::max();
-  // MostFreeOnANode, and the free total it was found at.
-  int most_free_on_a_node_ = 0;
-  int most_free_on_a_node_at_ = -1;
   // LowestVictimPriority, found on first use.
   std::optional<int64_t> lowest_victim_priority_;
   int preemption_searches_ = 0;
