@@ -862,10 +862,11 @@ void Run::HandlePass() {
   // The simulator reports what happened, not why work waited: it asks for
   // no wait explanations, and the pass decides the same without them.
   // Every wait_explain_interval it asks why work waits, for the long-wait
-  // diagnosis; the decisions are the same either way.
+  // diagnosis, which reads only the reasons, not their text; the decisions
+  // are the same either way.
   const bool explain = pending_training_ > 0 && now >= next_wait_explain_;
   if (explain) next_wait_explain_ = now + options_.wait_explain_interval;
-  const Decisions eng = scheduler_.Schedule(snap(), ScheduleOptions{.explain_waits = explain});
+  const Decisions eng = scheduler_.Schedule(snap(), ScheduleOptions{.explain_waits = explain, .wait_details = false});
   const auto wall1 = std::chrono::steady_clock::now();
   cycle_ms_.push_back(std::chrono::duration<double, std::milli>(wall1 - wall0).count());
   ++cycles_;

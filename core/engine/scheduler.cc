@@ -117,20 +117,24 @@ Decisions Scheduler::Schedule(const Snapshot& snapshot, ScheduleOptions options)
 
 namespace {
 
-// A pass that stopped walking its waiting work early (SchedulingPass::
-// RestCanOnlyWait) must decide what the whole walk decides. Test builds
-// run the whole walk too and compare.
-void CheckTheStop([[maybe_unused]] const engine::SchedulingPass& pass, [[maybe_unused]] const Decisions& out,
+// A pass that took a shortcut (SchedulingPass::took_a_shortcut: it stopped
+// walking its waiting work early, took it from the snapshot's waiting
+// order, or decided the rest's waits by key) must decide, and explain,
+// what the whole walk, sorted by the pass itself, does. Test builds run
+// that walk too and compare.
+void CheckTheShortcuts([[maybe_unused]] const engine::SchedulingPass& pass, [[maybe_unused]] const Decisions& out,
                   [[maybe_unused]] const PolicyConfig& policy, [[maybe_unused]] const Snapshot& snapshot,
                   [[maybe_unused]] std::shared_ptr<const engine::StaticNodeClasses> classes,
                   [[maybe_unused]] ScheduleOptions options) {
 #ifdef TIDAL_EXPENSIVE_CHECKS
-  if (!pass.stopped_early()) return;
+  if (!pass.took_a_shortcut()) return;
   engine::SchedulingPass whole(policy, snapshot, std::move(classes));
   whole.set_explain_waits(options.explain_waits);
+  whole.set_wait_details(options.wait_details);
   whole.set_stop_when_only_waits_remain(false);
-  TIDAL_CHECK(whole.Run() == out) << "a pass that stopped early at t=" << ToMillis(snapshot.now)
-                                  << " ms decides otherwise than the whole walk";
+  whole.set_take_the_waiting_order(false);
+  TIDAL_CHECK(whole.Run() == out) << "a pass at t=" << ToMillis(snapshot.now)
+                                  << " ms that took a shortcut decides otherwise than the whole walk";
 #endif
 }
 
@@ -145,9 +149,10 @@ Decisions Scheduler::RunPass(const Snapshot& snapshot, ScheduleOptions options, 
       snapshot.allocation_gpus.size() != snapshot.allocations.size()) {
     engine::SchedulingPass pass(policy_, snapshot, classes);
     pass.set_explain_waits(options.explain_waits);
+    pass.set_wait_details(options.wait_details);
     Decisions out = pass.Run();
     *quiet_until = pass.quiet_until();
-    CheckTheStop(pass, out, policy_, snapshot, std::move(classes), options);
+    CheckTheShortcuts(pass, out, policy_, snapshot, std::move(classes), options);
     return out;
   }
   std::unique_ptr<engine::ClusterState> kept = Take(kept_);
@@ -158,10 +163,11 @@ Decisions Scheduler::RunPass(const Snapshot& snapshot, ScheduleOptions options, 
   if (fits == nullptr) fits = std::make_unique<engine::FitsSomeday>();
   engine::SchedulingPass pass(policy_, snapshot, *kept);
   pass.set_explain_waits(options.explain_waits);
+  pass.set_wait_details(options.wait_details);
   pass.set_fits_someday(fits.get());
   Decisions out = pass.Run();
   *quiet_until = pass.quiet_until();
-  CheckTheStop(pass, out, policy_, snapshot, std::move(classes), options);
+  CheckTheShortcuts(pass, out, policy_, snapshot, std::move(classes), options);
   Put(kept_, std::move(kept));
   Put(fits_, std::move(fits));
   return out;

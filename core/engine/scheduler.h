@@ -24,6 +24,11 @@ struct ScheduleOptions {
   // workload per pass is a large part of the pass. Without them the pass
   // decides exactly the same (EngineInvariantsTest.ThousandSeeds checks).
   bool explain_waits = true;
+  // With explain_waits: whether each WaitDecision carries its detail text
+  // (numbers, estimated start aside). The simulator's long-wait diagnosis
+  // reads only the reasons, and formatting a text per waiting workload was
+  // a tenth of its explained passes.
+  bool wait_details = true;
 };
 
 // The only state kept between passes is a cache of node classes, keyed by

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <optional>
+#include <span>
 
 #include "core/common/check.h"
 #include "core/explain/text.h"
@@ -104,23 +106,83 @@ void SchedulingPass::Init() {
   alloc_end_override_.assign(n_allocs, kInfiniteFuture);
   leaving_claimed_.assign(n_allocs, 0);
   reserved_queue_.assign(snapshot.queues.size(), 0);
+  // One scan of the digests sorts out what each phase looks at, so no phase
+  // walks every workload again; GPUs held are summed per queue first and
+  // then added up the queue tree once per queue.
+  std::vector<int> live_gpus(snapshot.queues.size(), 0);
+  std::vector<int> terminating_gpus(snapshot.queues.size(), 0);
+  std::vector<int>& held_gpus = held_gpus_;  // every queue's own, as the State counts them
+  held_gpus.assign(snapshot.queues.size(), 0);
+  std::vector<uint8_t> queue_waits(snapshot.queues.size() + 1, 0);  // the last: queues not in the snapshot
+  const auto sort_out = [&](uint32_t wi, const WorkloadDigest& d, int ai) {
+    if (ai >= 0 && d.queue.value() < held_gpus.size()) held_gpus[d.queue.value()] += alloc_gpus_[ai];
+    if (ai >= 0 && quota_.tracked(d.queue)) {
+      (alloc_state_[ai] == AllocState::kTerminating ? terminating_gpus : live_gpus)[d.queue.value()] += alloc_gpus_[ai];
+    }
+    if (ai < 0) {
+      if (d.state == WorkloadState::kPending || d.state == WorkloadState::kAwaitingApproval) {
+        unplaced_.push_back(wi);
+        queue_waits[std::min<size_t>(d.queue.value(), snapshot.queues.size())] = 1;
+      }
+    } else if (d.kind == WorkloadKind::kInference) {
+      placed_services_.push_back(wi);
+    } else if (d.kind == WorkloadKind::kTraining && d.elastic) {
+      placed_elastic_.push_back(wi);
+    } else if (d.kind == WorkloadKind::kDebug) {
+      debug_allocs_.push_back(static_cast<uint32_t>(ai));
+    }
+  };
   // Both directions between workloads and allocations, and the allocations
   // with pods leaving: from the snapshot's digests when it has them (the
-  // State's do), so that no Workload or Allocation is read here; else from
-  // the records and an index of ids.
+  // State's do), in the same scan, so that no Workload or Allocation is
+  // read here; else from the records and an index of ids, and digests made
+  // from the records.
   std::vector<uint32_t> leaving;  // allocations, ascending
   const bool given = snapshot.workload_digests.size() == ws.size();
-  if (given) {
+  if (given && snapshot.waiting_order.kept() && snapshot.allocation_workloads.size() == n_allocs) {
+    // The placed work from the allocations, the waiting work from the
+    // order (MainPhase, HeadReservations; unplaced_ is made only for a pass
+    // that will not take it): over a deep backlog, a scan of the
+    // allocations instead of every digest.
+    digests_ = snapshot.workload_digests.data();
+    alloc_of_.assign(ws.size(), -1);
+    workload_of_.assign(n_allocs, -1);
+    for (uint32_t ai = 0; ai < n_allocs; ++ai) {
+      const uint32_t wi = snapshot.allocation_workloads[ai];
+      TIDAL_CHECK(wi < ws.size()) << "allocation " << ai << " names workload index " << wi;
+      const WorkloadDigest& d = digests_[wi];
+      alloc_of_[wi] = static_cast<int>(ai);
+      workload_of_[ai] = static_cast<int>(wi);
+      if (d.state == WorkloadState::kTerminating) alloc_state_[ai] = AllocState::kTerminating;
+      if (d.leaving) leaving.push_back(ai);
+    }
+    for (uint32_t ai = 0; ai < n_allocs; ++ai) {
+      const uint32_t wi = snapshot.allocation_workloads[ai];
+      sort_out(wi, digests_[wi], static_cast<int>(ai));
+    }
+    // In workload order, as a scan of the digests lists them.
+    std::sort(placed_services_.begin(), placed_services_.end());
+    std::sort(placed_elastic_.begin(), placed_elastic_.end());
+    for (const WaitingOrder::Group& g : snapshot.waiting_order.groups()) {
+      queue_waits[std::min<size_t>(g.queue.value(), snapshot.queues.size())] = 1;
+    }
+    unplaced_count_ = snapshot.waiting_order.size();
+    unplaced_listed_ = false;
+  } else if (given) {
+    digests_ = snapshot.workload_digests.data();
     alloc_of_.resize(ws.size());
     workload_of_.assign(n_allocs, -1);
     for (uint32_t wi = 0; wi < ws.size(); ++wi) {
-      const WorkloadDigest& d = snapshot.workload_digests[wi];
-      alloc_of_[wi] = d.allocation;
-      if (d.allocation < 0) continue;
-      TIDAL_CHECK(static_cast<size_t>(d.allocation) < n_allocs) << "a workload digest names allocation " << d.allocation;
-      workload_of_[d.allocation] = static_cast<int>(wi);
-      if (d.state == WorkloadState::kTerminating) alloc_state_[d.allocation] = AllocState::kTerminating;
-      if (d.leaving) leaving.push_back(static_cast<uint32_t>(d.allocation));
+      const WorkloadDigest& d = digests_[wi];
+      const int ai = d.allocation;
+      alloc_of_[wi] = ai;
+      if (ai >= 0) {
+        TIDAL_CHECK(static_cast<size_t>(ai) < n_allocs) << "a workload digest names allocation " << ai;
+        workload_of_[ai] = static_cast<int>(wi);
+        if (d.state == WorkloadState::kTerminating) alloc_state_[ai] = AllocState::kTerminating;
+        if (d.leaving) leaving.push_back(static_cast<uint32_t>(ai));
+      }
+      sort_out(wi, d, ai);
     }
     std::sort(leaving.begin(), leaving.end());
   } else {
@@ -132,7 +194,12 @@ void SchedulingPass::Init() {
       if (!a.leaving.empty()) leaving.push_back(i);
       if (workload_of_[i] >= 0) alloc_of_[workload_of_[i]] = static_cast<int>(i);
     }
+    own_digests_.reserve(ws.size());
+    for (uint32_t wi = 0; wi < ws.size(); ++wi) own_digests_.push_back(WorkloadDigest::Of(ws[wi], alloc_of_[wi], nullptr));
+    digests_ = own_digests_.data();
+    for (uint32_t wi = 0; wi < ws.size(); ++wi) sort_out(wi, digests_[wi], alloc_of_[wi]);
   }
+  if (unplaced_listed_) unplaced_count_ = unplaced_.size();
 #if !defined(NDEBUG) || defined(TIDAL_EXPENSIVE_CHECKS)
   if (given) {
     TIDAL_CHECK(workload_of_ == WorkloadsOfAllocations(snapshot, WorkloadIndex(ws)))
@@ -144,58 +211,18 @@ void SchedulingPass::Init() {
                   (a == nullptr || a->terminating == (ws[wi].state == WorkloadState::kTerminating)))
           << "the digest of workload " << ws[wi].id.value() << " is out of date";
     }
+    TIDAL_CHECK(snapshot.waiting_order.size() == 0 || snapshot.waiting_order == WaitingOrder::Of(snapshot.workload_digests))
+        << "the order of waiting workloads is out of date";
+    if (!unplaced_listed_) {
+      size_t waiting = 0;
+      for (const WorkloadDigest& d : snapshot.workload_digests) waiting += WaitingOrder::Waits(d) ? 1 : 0;
+      TIDAL_CHECK(waiting == unplaced_count_) << "the waiting order misses waiting workloads";
+    }
   }
 #endif
-  // One scan of the digests (made here when not given; `leaving` is not read)
-  // sorts out what each phase looks at, so no phase walks every workload
-  // again; GPUs held are summed per queue first and then added up the queue
-  // tree once per queue.
-  std::vector<int> live_gpus(snapshot.queues.size(), 0);
-  std::vector<int> terminating_gpus(snapshot.queues.size(), 0);
-  std::vector<int> held_gpus(snapshot.queues.size(), 0);  // every queue's own, as the State counts them
-  if (!given) {
-    own_digests_.reserve(ws.size());
-    for (uint32_t wi = 0; wi < ws.size(); ++wi) own_digests_.push_back(WorkloadDigest::Of(ws[wi], alloc_of_[wi], nullptr));
-  }
-  digests_ = given ? snapshot.workload_digests.data() : own_digests_.data();
-  for (uint32_t wi = 0; wi < ws.size(); ++wi) {
-    const int ai = alloc_of_[wi];
-    const WorkloadDigest& d = digests_[wi];
-    if (ai >= 0 && d.queue.value() < held_gpus.size()) held_gpus[d.queue.value()] += alloc_gpus_[ai];
-    if (ai >= 0 && quota_.tracked(d.queue)) {
-      (alloc_state_[ai] == AllocState::kTerminating ? terminating_gpus : live_gpus)[d.queue.value()] += alloc_gpus_[ai];
-    }
-    if (ai < 0) {
-      if (d.state == WorkloadState::kPending || d.state == WorkloadState::kAwaitingApproval) {
-        unplaced_.push_back(wi);
-      }
-    } else if (d.kind == WorkloadKind::kInference) {
-      placed_services_.push_back(wi);
-    } else if (d.kind == WorkloadKind::kTraining && d.elastic) {
-      placed_elastic_.push_back(wi);
-    } else if (d.kind == WorkloadKind::kDebug) {
-      debug_allocs_.push_back(static_cast<uint32_t>(ai));
-    }
-  }
   for (uint32_t q = 0; q < live_gpus.size(); ++q) {
     if (live_gpus[q] != 0) quota_.AddAllocation(QueueId(q), live_gpus[q], /*terminating=*/false);
     if (terminating_gpus[q] != 0) quota_.AddAllocation(QueueId(q), terminating_gpus[q], /*terminating=*/true);
-  }
-  // A waiting workload whose gang minimum would take its queue above the
-  // guarantee ranks with the budget layer's borrowing adjustment (the
-  // deriver's test, on the GPUs held at the start of the pass).
-  // Read only for waiting work (StartPriority), so left unset elsewhere: a
-  // pass over a mostly running cluster does not clear one per workload.
-  start_priority_ = std::make_unique_for_overwrite<int[]>(ws.size());
-  std::vector<uint8_t> queue_waits(snapshot.queues.size() + 1, 0);  // the last: queues not in the snapshot
-  for (uint32_t wi : unplaced_) {
-    const WorkloadDigest& d = digests_[wi];
-    const uint32_t q = d.queue.value();
-    const bool known = q < held_gpus.size();
-    const bool borrows = d.borrowing_start_delta != 0 && known &&
-                         held_gpus[q] + d.min_pods * d.gpus_per_pod > snapshot.queues[q].guaranteed_gpus;
-    start_priority_[wi] = d.priority + (borrows ? d.borrowing_start_delta : 0);
-    queue_waits[known ? q : snapshot.queues.size()] = 1;
   }
   for (uint32_t q = 0; q < queue_waits.size(); ++q) {
     if (queue_waits[q]) waiting_queues_.push_back(QueueId(q));
@@ -227,6 +254,14 @@ void SchedulingPass::Init() {
 }
 
 Decisions SchedulingPass::Run() {
+  ordered_ = take_order_ && digests_ == snapshot_.workload_digests.data() &&
+             snapshot_.waiting_order.size() == unplaced_count_;
+  if (!ordered_ && !unplaced_listed_) {
+    for (uint32_t wi = 0; wi < snapshot_.workloads.size(); ++wi) {
+      if (alloc_of_[wi] < 0 && WaitingOrder::Waits(digests_[wi])) unplaced_.push_back(wi);
+    }
+    unplaced_listed_ = true;
+  }
   ForcedStops();
   ShrinkServices();
   // ForcedStops and ShrinkServices take no capacity, so state_ is still the
@@ -344,20 +379,53 @@ void SchedulingPass::HeadReservations() {
   // queue rank (rank desc, submit time, id).
   const std::vector<Workload>& ws = snapshot_.workloads;
   std::map<uint32_t, std::pair<uint32_t, int>> head;  // queue -> (workload, rank)
-  for (uint32_t wi : unplaced_) {
+  const auto consider = [&](uint32_t wi) {
     const WorkloadDigest& w = digests_[wi];
     if (!quota_.tracked(w.queue) || w.state != WorkloadState::kPending || w.awaiting_approval ||
         w.kind == WorkloadKind::kInference || w.gpus_per_pod <= 0 || w.gpus_per_pod > kMaxGpusPerNode ||
         std::max(1, w.min_pods) * w.gpus_per_pod <= 1) {
-      continue;
+      return;
     }
     const int rank = QueueRank(wi);
     auto [it, inserted] = head.try_emplace(w.queue.value(), wi, rank);
-    if (inserted) continue;
+    if (inserted) return;
     const WorkloadDigest& h = digests_[it->second.first];
     if (std::make_tuple(-rank, w.submit_time, w.id) <
         std::make_tuple(-it->second.second, h.submit_time, h.id)) {
       it->second = {wi, rank};
+    }
+  };
+  if (!ordered_) {
+    for (uint32_t wi : unplaced_) consider(wi);
+  } else {
+    // By the waiting order's groups: in a group every rank is its stored
+    // priority plus the group's start shift plus, when the group's gang
+    // minimum needs borrowing, its template's gap, at most max_gap. So a
+    // group is walked only while its next entry could still outrank its
+    // queue's head so far, and one of single-GPU work not at all.
+    int max_gap = 0;
+    for (const PriorityTemplate& t : policy_.templates) {
+      max_gap = std::max(max_gap, t.budget.within_guarantee - t.budget.borrowing);
+    }
+    for (const WaitingOrder::Group& g : snapshot_.waiting_order.groups()) {
+      if (!quota_.tracked(g.queue) || g.min_gpus == 1) continue;
+      const int most_above = BorrowingShift(g.queue, g.min_gpus, g.borrowing_start_delta) +
+                             (g.min_gpus < 1 || quota_.usage(g.queue) + g.min_gpus > quota_.guarantee(g.queue)
+                                  ? max_gap
+                                  : 0);
+      for (const WaitingOrder::Entry& e : g.entries) {
+        // The entries after this one rank at most as high, and when as
+        // high they were submitted later (or have a larger id).
+        const auto it = head.find(g.queue.value());
+        if (it != head.end()) {
+          const WorkloadDigest& h = digests_[it->second.first];
+          if (std::make_tuple(-(e.priority + most_above), e.submit, e.id) >
+              std::make_tuple(-it->second.second, h.submit_time, h.id)) {
+            break;
+          }
+        }
+        consider(e.workload);
+      }
     }
   }
   for (const auto& [q, held] : head) {
@@ -391,64 +459,133 @@ void SchedulingPass::HeadReservations() {
 
 void SchedulingPass::MainPhase() {
   const std::vector<Workload>& ws = snapshot_.workloads;
-  std::vector<uint32_t> order = unplaced_;
-  for (uint32_t wi : placed_services_) {
-    const int ai = alloc_of_[wi];
-    if (alloc_state_[ai] == AllocState::kLive &&
-        static_cast<int>(snapshot_.allocations[ai].pods.size()) < ws[wi].pods) {
-      order.push_back(wi);
-    }
-  }
   using Key = OrderKey;
-  std::vector<Key> keys;
-  keys.reserve(order.size());
-  for (uint32_t wi : order) keys.push_back({StartPriority(wi), digests_[wi].submit_time, digests_[wi].id, wi});
   const auto before = [](const Key& x, const Key& y) {
     if (x.priority != y.priority) return x.priority > y.priority;
     if (x.submit != y.submit) return x.submit < y.submit;
     return x.id < y.id;
   };
-  const auto process = [&](uint32_t wi) {
+  const auto after = [&](const Key& x, const Key& y) { return before(y, x); };
+  const auto key_of = [&](uint32_t wi) { return Key{StartPriority(wi), digests_[wi].submit_time, digests_[wi].id, wi}; };
+  // The work comes in order, merged from streams: the groups of the
+  // snapshot's waiting order, when it has one (each in its own order, its
+  // start priorities all shifted alike), and a heap of the services to grow
+  // (of every waiting workload too, without a waiting order).
+  const WaitingOrder& order = snapshot_.waiting_order;
+  const bool ordered = ordered_;
+  const std::span<const WaitingOrder::Group> groups = ordered ? order.groups() : std::span<const WaitingOrder::Group>();
+  std::vector<int> shift(groups.size());
+  std::vector<size_t> next(groups.size(), 0);  // per group, its first entry not taken
+  for (size_t g = 0; g < groups.size(); ++g) {
+    shift[g] = BorrowingShift(groups[g].queue, groups[g].min_gpus, groups[g].borrowing_start_delta);
+  }
+  const auto group_key = [&](size_t g) {
+    const WaitingOrder::Entry& e = groups[g].entries[next[g]];
+    return Key{e.priority + shift[g], e.submit, e.id, e.workload};
+  };
+  std::vector<Key> heap;
+  // The pods still to walk, counted by GPUs, say the smallest one left.
+  std::array<int, kMaxGpusPerNode + 1> rest_pods_by_gpus{};
+  const auto count_pod = [&](uint32_t wi, int sign) {
+    const int g = digests_[wi].gpus_per_pod;
+    if (g >= 1 && g <= kMaxGpusPerNode) rest_pods_by_gpus[g] += sign;
+  };
+  for (uint32_t wi : placed_services_) {
+    const int ai = alloc_of_[wi];
+    if (alloc_state_[ai] == AllocState::kLive &&
+        static_cast<int>(snapshot_.allocations[ai].pods.size()) < ws[wi].pods) {
+      heap.push_back(key_of(wi));
+      count_pod(wi, +1);
+    }
+  }
+  if (ordered) {
+    for (int g = 1; g <= kMaxGpusPerNode; ++g) rest_pods_by_gpus[g] += order.pods_of_gpus(g);
+  } else {
+    for (uint32_t wi : unplaced_) {
+      heap.push_back(key_of(wi));
+      count_pod(wi, +1);
+    }
+  }
+  std::make_heap(heap.begin(), heap.end(), after);
+  // The groups' heads, best on top: (key, group).
+  using Head = std::pair<Key, size_t>;
+  const auto head_after = [&](const Head& x, const Head& y) { return before(y.first, x.first); };
+  std::vector<Head> heads;
+  for (size_t g = 0; g < groups.size(); ++g) heads.emplace_back(group_key(g), g);
+  std::make_heap(heads.begin(), heads.end(), head_after);
+  // The next workload in order, taken off its stream; nothing when none is
+  // left.
+  const auto next_key = [&](bool take) -> std::optional<Key> {
+    const bool from_heap = !heap.empty() && (heads.empty() || before(heap.front(), heads.front().first));
+    if (!from_heap && heads.empty()) return std::nullopt;
+    const Key k = from_heap ? heap.front() : heads.front().first;
+    if (!take) return k;
+    if (from_heap) {
+      std::pop_heap(heap.begin(), heap.end(), after);
+      heap.pop_back();
+    } else if (const size_t g = heads.front().second; ++next[g] < groups[g].entries.size()) {
+      // The group's next entry replaces its head, sifted down: half the
+      // work of a pop and a push.
+      Head moving{group_key(g), g};
+      size_t i = 0;
+      for (size_t c = 1; c < heads.size(); i = c, c = 2 * c + 1) {
+        if (c + 1 < heads.size() && before(heads[c + 1].first, heads[c].first)) ++c;
+        if (!before(heads[c].first, moving.first)) break;
+        heads[i] = heads[c];
+      }
+      heads[i] = moving;
+    } else {
+      std::pop_heap(heads.begin(), heads.end(), head_after);
+      heads.pop_back();
+    }
+    count_pod(k.wi, -1);
+    return k;
+  };
+  // A pass that explains nothing may stop once the rest can only wait.
+  // Asked only after a workload that was not placed: while work is being
+  // placed the rest is not only waiting, and on a large cluster with room
+  // the question would cost more than it saves.
+  // A pass that explains without details goes on instead, but from that
+  // point it decides the rest's waits by RestKey (ProcessStart).
+  const bool may_stop = stop_early_ && (!explain_waits_ || !wait_details_);
+  bool ask = may_stop;
+  int smallest_pod_gpus = 1;
+  while (const std::optional<Key> peeked = next_key(/*take=*/false)) {
+    if (ask) {
+      while (smallest_pod_gpus <= kMaxGpusPerNode && rest_pods_by_gpus[smallest_pod_gpus] == 0) ++smallest_pod_gpus;
+      if (RestCanOnlyWait(peeked->priority, smallest_pod_gpus)) {
+        if (explain_waits_) {
+          // Without details: it goes on, deciding the rest's waits by
+          // RestKey (ProcessStart).
+          rest_only_waits_ = true;
+        } else {
+          // What the rest would decide does not move with the clock but for
+          // the never-fits rejects, whose checks note their own bounds: so
+          // the pass keeps the bounds of the work it walked. What the whole
+          // walk would still decide for the rest: those rejects, in order.
+          stopped_early_ = true;
+          std::vector<std::pair<Key, RejectDecision>> rejects;
+          for (const Key& h : heap) RejectIfNeverFits(h.wi, h.id, rejects);
+          for (size_t g = 0; g < groups.size(); ++g) {
+            for (size_t i = next[g]; i < groups[g].entries.size(); ++i) {
+              RejectIfNeverFits(groups[g].entries[i].workload, groups[g].entries[i].id, rejects);
+            }
+          }
+          std::sort(rejects.begin(), rejects.end(),
+                    [&](const auto& x, const auto& y) { return before(x.first, y.first); });
+          for (auto& [unused, reject] : rejects) out_.rejects.push_back(std::move(reject));
+          return;
+        }
+      }
+    }
+    const uint32_t wi = next_key(/*take=*/true)->wi;
+    const size_t placed = out_.places.size() + out_.resizes.size();
     if (alloc_of_[wi] >= 0) {
       ProcessServiceGrow(wi);
     } else {
       ProcessStart(wi, Phase::kMain);
     }
-  };
-  if (!stop_early_ || explain_waits_) {
-    std::sort(keys.begin(), keys.end(), before);
-    for (const Key& k : keys) process(k.wi);
-    return;
-  }
-  // A pass that may stop takes the workloads in order off a heap: over a
-  // deep backlog it usually stops after a few, with the rest unsorted. The
-  // rest's pods, counted by GPUs, say the smallest one still to place.
-  std::array<int, kMaxGpusPerNode + 1> rest_pods_by_gpus{};
-  for (const Key& k : keys) {
-    const int g = digests_[k.wi].gpus_per_pod;
-    if (g >= 1 && g <= kMaxGpusPerNode) ++rest_pods_by_gpus[g];
-  }
-  int smallest_pod_gpus = 1;
-  const auto after = [&](const Key& x, const Key& y) { return before(y, x); };
-  std::make_heap(keys.begin(), keys.end(), after);
-  // Asked only after a workload that was not placed: while work is being
-  // placed the rest is not only waiting, and on a large cluster with room
-  // the question would cost more than it saves.
-  bool ask = true;
-  for (auto left = keys.end(); left != keys.begin(); --left) {
-    while (smallest_pod_gpus <= kMaxGpusPerNode && rest_pods_by_gpus[smallest_pod_gpus] == 0) ++smallest_pod_gpus;
-    if (ask && RestCanOnlyWait(keys.front().priority, smallest_pod_gpus)) {
-      keys.erase(left, keys.end());
-      RejectTheNeverFitting(keys, before);
-      return;
-    }
-    std::pop_heap(keys.begin(), left, after);
-    const uint32_t wi = (left - 1)->wi;
-    const int g = digests_[wi].gpus_per_pod;
-    if (g >= 1 && g <= kMaxGpusPerNode) --rest_pods_by_gpus[g];
-    const size_t placed = out_.places.size() + out_.resizes.size();
-    process(wi);
-    ask = out_.places.size() + out_.resizes.size() == placed;
+    ask = may_stop && !rest_only_waits_ && out_.places.size() + out_.resizes.size() == placed;
   }
 }
 
@@ -493,10 +630,6 @@ bool SchedulingPass::RestCanOnlyWait(int next_priority, int smallest_pod_gpus) {
       return false;
     }
   }
-  // What the rest would decide does not move with the clock but for the
-  // never-fits rejects, whose checks note their own bounds: so the pass
-  // keeps the bounds of the work it walked.
-  stopped_early_ = true;
   return true;
 }
 
@@ -519,30 +652,24 @@ int64_t SchedulingPass::LowestVictimPriority() {
   return *lowest_victim_priority_;
 }
 
-template <typename Before>
-void SchedulingPass::RejectTheNeverFitting(const std::vector<OrderKey>& rest, Before before) {
-  const std::vector<Workload>& ws = snapshot_.workloads;
-  std::vector<std::pair<OrderKey, RejectDecision>> rejects;
-  for (const OrderKey& k : rest) {
-    const uint32_t wi = k.wi;
-    const WorkloadDigest& d = digests_[wi];
-    // ProcessStart's checks up to NeverFits, in its order.
-    if (alloc_of_[wi] >= 0 || d.awaiting_approval || d.state == WorkloadState::kAwaitingApproval) continue;
-    if (fits_ != nullptr && fits_->Has(d.id)) continue;  // passed the checks below before
-    const Workload& w = ws[wi];
-    if (w.gpus_per_pod <= 0 || w.gpus_per_pod > kMaxGpusPerNode) {
-      rejects.emplace_back(k, BadGpusPerPod(w));
-      continue;
-    }
-    if (w.kind == WorkloadKind::kInference && w.pods <= 0) continue;
-    if (auto reject = NeverFits(w, EligibilityOf(wi), std::max(1, w.min_pods) * w.gpus_per_pod)) {
-      rejects.emplace_back(k, std::move(*reject));
-    } else if (fits_ != nullptr) {
-      fits_->Add(w);
-    }
+void SchedulingPass::RejectIfNeverFits(uint32_t wi, WorkloadId id,
+                                       std::vector<std::pair<OrderKey, RejectDecision>>& rejects) {
+  // ProcessStart's checks up to NeverFits, in its order.
+  if (fits_ != nullptr && fits_->Has(id)) return;  // passed the checks below before
+  const WorkloadDigest& d = digests_[wi];
+  if (alloc_of_[wi] >= 0 || d.awaiting_approval || d.state == WorkloadState::kAwaitingApproval) return;
+  const OrderKey key{StartPriority(wi), d.submit_time, d.id, wi};
+  const Workload& w = snapshot_.workloads[wi];
+  if (w.gpus_per_pod <= 0 || w.gpus_per_pod > kMaxGpusPerNode) {
+    rejects.emplace_back(key, BadGpusPerPod(w));
+    return;
   }
-  std::sort(rejects.begin(), rejects.end(), [&](const auto& x, const auto& y) { return before(x.first, y.first); });
-  for (auto& [k, reject] : rejects) out_.rejects.push_back(std::move(reject));
+  if (w.kind == WorkloadKind::kInference && w.pods <= 0) return;
+  if (auto reject = NeverFits(w, EligibilityOf(wi), std::max(1, w.min_pods) * w.gpus_per_pod)) {
+    rejects.emplace_back(key, std::move(*reject));
+  } else if (fits_ != nullptr) {
+    fits_->Add(w);
+  }
 }
 
 void SchedulingPass::BorrowPhase() {
@@ -731,11 +858,14 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
   const int min_pods = std::max(1, w.min_pods);
   const int desired = std::max(min_pods, w.pods);
   const Eligibility& e = EligibilityOf(wi);
-  if (auto reject = NeverFits(w, e, min_pods * g)) {
-    out_.rejects.push_back(std::move(*reject));
-    return true;
+  // One some pass found able to fit some day needs no asking again.
+  if (fits_ == nullptr || !fits_->Has(w.id)) {
+    if (auto reject = NeverFits(w, e, min_pods * g)) {
+      out_.rejects.push_back(std::move(*reject));
+      return true;
+    }
+    if (fits_ != nullptr) fits_->Add(w);
   }
-  if (fits_ != nullptr) fits_->Add(w);
   if (!e.any_ok) {
     if (e.furthest == ClassVerdict::kLoan) {
       Wait(wi, ReasonCode::kLoan,
@@ -753,6 +883,38 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
   }
 
   const uint32_t usable = UsableReservations(wi);
+  // Once the rest can only wait, in a pass that explains without details,
+  // what follows depends on the workload only through the fields of a
+  // RestKey: the first workload of a key decides it for the others.
+  std::optional<RestKey> rest_key;
+  if (rest_only_waits_ &&
+      std::none_of(reservations_.begin(), reservations_.end(), [&](const Reservation& r) { return r.holder == w.id; })) {
+    rest_key = RestKey{e.key_id,
+                       g,
+                       min_pods,
+                       desired,
+                       static_cast<int>(w.constraints.topology.level),
+                       w.constraints.topology.required,
+                       usable,
+                       w.queue.value(),
+                       static_cast<int>(reservations_.size()),
+                       highest_placed_priority_ > StartPriority(wi),
+                       phase};
+    if (const auto it = rest_outcomes_.find(*rest_key); it != rest_outcomes_.end()) {
+      if (!it->second.reason) {
+        deferred_.push_back(wi);
+        smallest_deferred_pod_gpus_ = std::min(smallest_deferred_pod_gpus_, g);
+        return false;
+      }
+      Wait(wi, *it->second.reason, [] { return std::string(); }, it->second.start);
+      return true;
+    }
+  }
+  // Waits for `reason`, noted for the workloads of the same RestKey.
+  const auto wait = [&](ReasonCode reason, auto make_detail, std::optional<Time> start) {
+    if (rest_key) rest_outcomes_[*rest_key] = RestOutcome{reason, start};
+    Wait(wi, reason, make_detail, start);
+  };
   const int sizes[2] = {desired, min_pods};
   const int n_sizes = desired == min_pods ? 1 : 2;
   quota::QuotaVerdict denied;
@@ -784,11 +946,12 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
   }
   if (!any_admitted) {
     if (want_borrow) {
+      if (rest_key) rest_outcomes_[*rest_key] = RestOutcome{};
       deferred_.push_back(wi);
       smallest_deferred_pod_gpus_ = std::min(smallest_deferred_pod_gpus_, g);
       return false;
     }
-    Wait(wi, ReasonCode::kQuota, [&] { return std::move(denied.detail); }, EstimateQuota(w.queue, min_pods * g));
+    wait(ReasonCode::kQuota, [&] { return std::move(denied.detail); }, EstimateQuota(w.queue, min_pods * g));
     return true;
   }
 
@@ -803,7 +966,7 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
       for (size_t i = 0; i < reservations_.size() && holder == nullptr; ++i) {
         if ((usable & (1u << i)) == 0) holder = &reservations_[i];
       }
-      Wait(wi, ReasonCode::kReservation,
+      wait(ReasonCode::kReservation,
            [&] {
              return Str("reservation: capacity is held for ", holder->holder_name, " from ",
                         TimeText(holder->start), "; this job ",
@@ -830,7 +993,7 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
   // first use, and what it holds then is what later reservations read.
   if (!start) start = EstimateFit(e, tried.total_gpus());
   if (f.fit_at_start && highest_placed_priority_ > StartPriority(wi)) {
-    Wait(wi, ReasonCode::kPriority,
+    wait(ReasonCode::kPriority,
          [&] {
            return Str("priority: the ", tried.total_gpus(), " GPUs it needs were free at the start of this "
                       "pass but went to higher-priority work (priority ", highest_placed_priority_, " > ",
@@ -838,7 +1001,7 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
          },
          start);
   } else {
-    Wait(wi, f.reason, [&] { return f.detail; }, start);  // the shape's text, shared by its workloads
+    wait(f.reason, [&] { return f.detail; }, start);  // the shape's text, shared by its workloads
   }
   return true;
 }
@@ -1285,7 +1448,7 @@ void SchedulingPass::Explain(uint32_t wi, ReasonCode reason, std::string detail,
   // may end early, preemption may make room, higher-priority work may come
   // first), so a miss projected from it is reported, not enforced.
   const Workload& w = snapshot_.workloads[wi];
-  if (w.kind == WorkloadKind::kBatchInference && start && w.batch.deadline != kInfiniteFuture &&
+  if (wait_details_ && w.kind == WorkloadKind::kBatchInference && start && w.batch.deadline != kInfiniteFuture &&
       w.expected_duration > Duration::zero() && *start + w.expected_duration > w.batch.deadline) {
     detail += Str("; deadline at risk: starting at the estimated ", TimeText(*start), " it would finish ",
                   ToSeconds(*start + w.expected_duration - w.batch.deadline), " s after its deadline");

@@ -6,8 +6,9 @@
 //      that needs borrowing, ranked without the budget layer's borrowing
 //      penalty, holds nodes against its own queue's work ranked after it;
 //   4. main phase, in order (start priority desc, submit time, id) over
-//      pending workloads and services below their desired count (a pass
-//      that explains nothing stops once the rest can only wait,
+//      pending workloads and services below their desired count, merged
+//      from the groups of the snapshot's waiting order when it has one
+//      (a pass that explains nothing stops once the rest can only wait,
 //      RestCanOnlyWait): admit what fits within its queue's guarantee;
 //      otherwise preempt or reclaim (least-cost victims,
 //      preemption/victim_selector.h), or reserve capacity for the
@@ -72,10 +73,16 @@ class SchedulingPass {
   // Whether Run returns a WaitDecision per waiting workload (see
   // ScheduleOptions); everything else it decides is the same either way.
   void set_explain_waits(bool explain) { explain_waits_ = explain; }
+  // Whether each WaitDecision carries its detail text (ScheduleOptions).
+  void set_wait_details(bool details) { wait_details_ = details; }
   // Whether a pass that explains nothing stops walking its waiting work
   // once the rest can only wait (RestCanOnlyWait). On by default; the test
   // builds run a pass that stopped again without, and compare.
   void set_stop_when_only_waits_remain(bool stop) { stop_early_ = stop; }
+  // Whether the pass takes its waiting work from the snapshot's waiting
+  // order, when it has one, rather than sort it itself. On by default; the
+  // test builds run such a pass again without, and compare.
+  void set_take_the_waiting_order(bool take) { take_order_ = take; }
   // Kept across passes by the caller (may be null), validated here.
   void set_fits_someday(FitsSomeday* fits) {
     fits_ = fits;
@@ -84,6 +91,12 @@ class SchedulingPass {
   Decisions Run();
   // After Run: whether the main phase stopped early.
   bool stopped_early() const { return stopped_early_; }
+  // After Run: whether it took a shortcut that the whole walk, sorting its
+  // waiting work itself, must agree with: it stopped early, took its
+  // waiting work from the waiting order, or decided the waits of the rest
+  // by RestKey.
+  bool took_a_shortcut() const { return stopped_early_ || ordered_ || rest_only_waits_; }
+  bool took_the_waiting_order() const { return ordered_; }
   // After Run: the pass read the clock only through comparisons whose
   // outcome holds for any `now` in [snapshot.now, quiet_until()), so a pass
   // over the same snapshot at such a time decides exactly what this one did.
@@ -140,7 +153,18 @@ class SchedulingPass {
   // borrowing_start_delta is settled on the GPUs its queue holds at the
   // start of the pass (Init); a placed one's is its stored value.
   int StartPriority(uint32_t wi) const {
-    return alloc_of_[wi] < 0 ? start_priority_[wi] : digests_[wi].priority;
+    const WorkloadDigest& d = digests_[wi];
+    if (alloc_of_[wi] >= 0) return d.priority;
+    return d.priority + BorrowingShift(d.queue, d.min_pods * d.gpus_per_pod, d.borrowing_start_delta);
+  }
+  // What a waiting workload of `queue` with gang minimum `min_gpus` adds to
+  // its priority for a start: its `borrowing_start_delta` when the start
+  // would take the queue above its guarantee.
+  int BorrowingShift(QueueId queue, int min_gpus, int borrowing_start_delta) const {
+    if (borrowing_start_delta == 0) return 0;
+    const uint32_t q = queue.value();
+    const bool borrows = q < held_gpus_.size() && held_gpus_[q] + min_gpus > snapshot_.queues[q].guaranteed_gpus;
+    return borrows ? borrowing_start_delta : 0;
   }
   void MainPhase();
   // Whether nothing the pass could still do for the work after this point
@@ -177,16 +201,29 @@ class SchedulingPass {
     WorkloadId id;
     uint32_t wi;
   };
-  // After a stop: what the whole walk would still decide for `rest`, the
-  // never-fits rejects, in main-phase order (`before`).
-  template <typename Before>
-  void RejectTheNeverFitting(const std::vector<OrderKey>& rest, Before before);
+  // After a stop: what the whole walk would still decide for workload `wi`
+  // (id `id`) of the rest, a never-fits reject, added to `rejects`.
+  void RejectIfNeverFits(uint32_t wi, WorkloadId id, std::vector<std::pair<OrderKey, RejectDecision>>& rejects);
 
   void BorrowPhase();
   void GrowPhase();
 
   // Returns false when the workload was deferred to the borrow phase.
   bool ProcessStart(uint32_t wi, Phase phase);
+  // What ProcessStart's outcome for a workload of the rest depends on once
+  // the rest can only wait (RestCanOnlyWait), the pass explaining without
+  // details: its eligibility, pod size, gang minimum, desired pods,
+  // topology level and whether required, usable reservations, queue, the
+  // reservations made so far, whether higher-priority work was placed, and
+  // the phase (main or borrow).
+  // (The workload's own reservation, as head, is excluded: its start is
+  // that reservation's.) Nothing is placed or preempted from then on, so
+  // the quota, capacity and timeline it is decided on stay as they are.
+  using RestKey = std::tuple<int, int, int, int, int, bool, uint32_t, uint32_t, int, bool, Phase>;
+  struct RestOutcome {
+    std::optional<ReasonCode> reason;  // none: deferred to the borrow phase
+    std::optional<Time> start;
+  };
   const placement::Eligibility& EligibilityOf(uint32_t wi);
   void ProcessServiceGrow(uint32_t wi);
   std::optional<RejectDecision> NeverFits(const Workload& w, const placement::Eligibility& e,
@@ -205,11 +242,12 @@ class SchedulingPass {
                                uint32_t usable_mask);
 
   // A wait decision for workload `wi`. `make_detail()` gives its text and
-  // is called only when the pass explains its waits (ScheduleOptions): a
-  // pass that does not formats no text per waiting workload.
+  // is called only when the pass explains its waits with details
+  // (ScheduleOptions): a pass that does not formats no text per waiting
+  // workload.
   template <typename MakeDetail>
   void Wait(uint32_t wi, ReasonCode reason, MakeDetail make_detail, std::optional<Time> start) {
-    if (CountWait(reason)) Explain(wi, reason, make_detail(), start);
+    if (CountWait(reason)) Explain(wi, reason, wait_details_ ? make_detail() : std::string(), start);
   }
   // Notes what a wait for `reason` means for this pass's later phases, and
   // says whether to explain it.
@@ -259,7 +297,7 @@ class SchedulingPass {
   placement::GangPlacer placer_;
 
   std::vector<int> alloc_of_;        // per workload: its allocation or -1
-  std::unique_ptr<int[]> start_priority_;  // per waiting workload, see StartPriority
+  std::vector<int> held_gpus_;  // per queue, its own at the start of the pass (StartPriority)
   // Per workload: the snapshot's digests, or own_digests_ made from the
   // records when the snapshot has none.
   const WorkloadDigest* digests_ = nullptr;
@@ -290,6 +328,14 @@ class SchedulingPass {
   // awaiting approval without an allocation; services with an allocation;
   // elastic training with an allocation; debug allocations.
   std::vector<uint32_t> unplaced_;
+  // How many workloads are unplaced, and whether unplaced_ lists them (a
+  // pass over a kept waiting order lists them only when it will not take
+  // the order).
+  size_t unplaced_count_ = 0;
+  bool unplaced_listed_ = true;
+  // Whether the snapshot's waiting order holds unplaced_ (Snapshot::
+  // waiting_order): the main phase and head reservations walk it.
+  bool ordered_ = false;
   std::vector<uint32_t> placed_services_;
   std::vector<uint32_t> placed_elastic_;
   // Elastic training placed in this pass: (workload, its Place decision).
@@ -297,9 +343,15 @@ class SchedulingPass {
   std::vector<uint32_t> debug_allocs_;
   bool capacity_waits_ = false;
   bool explain_waits_ = true;
+  bool wait_details_ = true;
   bool stop_early_ = true;
+  bool take_order_ = true;
   FitsSomeday* fits_ = nullptr;
   bool stopped_early_ = false;
+  // The rest can only wait in a pass that explains without details: from
+  // then on ProcessStart decides by RestKey, the first of a key for all.
+  bool rest_only_waits_ = false;
+  std::map<RestKey, RestOutcome> rest_outcomes_;
   // For RestCanOnlyWait, from the scan in Init: the queues with waiting
   // work, and whether any allocation is terminating or has pods leaving, or
   // any pool is semi-dedicated.

@@ -12,52 +12,11 @@
 #include "core/model/cluster.h"
 #include "core/model/free_gpus_log.h"
 #include "core/model/queue.h"
+#include "core/model/waiting_order.h"
 #include "core/model/workload.h"
+#include "core/model/workload_digest.h"
 
 namespace tidal {
-
-// The few fields of a workload that sort it into a pass's phases (pending,
-// placed service, placed elastic job, debug session) and count its GPUs
-// against its queue, with where its allocation is and whether pods of it are
-// leaving, and what orders waiting work (its priority, submit time, id and
-// gang). A pass reads these ~48 bytes per workload instead of each
-// ~800-byte Workload and ~100-byte Allocation: at 30,000 live workloads
-// those walks were most of a simulated week's time.
-struct WorkloadDigest {
-  int32_t allocation = -1;  // index into Snapshot::allocations, or -1
-  QueueId queue;
-  WorkloadKind kind = WorkloadKind::kTraining;
-  WorkloadState state = WorkloadState::kPending;
-  bool elastic = false;
-  bool leaving = false;  // its allocation has pods leaving (a shrink under way)
-  bool awaiting_approval = false;  // Priority::awaiting_approval
-  int32_t priority = 0;            // Priority::value
-  int32_t borrowing_start_delta = 0;
-  int32_t min_pods = 0;
-  int32_t gpus_per_pod = 0;
-  WorkloadId id;
-  Time submit_time;
-
-  // `a` is the workload's allocation (at index `allocation`), or null.
-  static WorkloadDigest Of(const Workload& w, int32_t allocation, const Allocation* a) {
-    WorkloadDigest d;
-    d.allocation = allocation;
-    d.queue = w.queue;
-    d.kind = w.kind;
-    d.state = w.state;
-    d.elastic = w.is_elastic();
-    d.leaving = a != nullptr && !a->leaving.empty();
-    d.awaiting_approval = w.priority.awaiting_approval;
-    d.priority = w.priority.value;
-    d.borrowing_start_delta = w.priority.borrowing_start_delta;
-    d.min_pods = w.min_pods;
-    d.gpus_per_pod = w.gpus_per_pod;
-    d.id = w.id;
-    d.submit_time = w.submit_time;
-    return d;
-  }
-  bool operator==(const WorkloadDigest&) const = default;
-};
 
 struct Snapshot {
   Time now;
@@ -96,6 +55,17 @@ struct Snapshot {
   // each allocation's workload from these alone; builds with expensive
   // checks recompute them and check they agree. Empty = computed here.
   std::vector<WorkloadDigest> workload_digests;
+  // Optional, with workload_digests (kept by state::State too): the
+  // workloads waiting to start, in order. Given (its size is the number of
+  // waiting digests), a pass takes its waiting work from it instead of
+  // sorting; builds with expensive checks check it against the digests.
+  WaitingOrder waiting_order;
+  // Optional, with workload_digests and a kept waiting_order (all three
+  // kept by state::State): each allocation's workload, as an index into
+  // `workloads`, parallel to `allocations`. Given, a pass finds the placed
+  // work from the allocations and the waiting work from the order, and
+  // reads no digest of the rest; builds with expensive checks check it.
+  std::vector<uint32_t> allocation_workloads;
   // Optional (bumped by state::State on every edit but a checkpoint): names
   // this version of everything above but `now` (and the allocations'
   // last_checkpoint, which only prices preemption victims), so the scheduler
@@ -111,6 +81,8 @@ struct Snapshot {
     free_gpus_log.Reset();
     allocation_gpus.clear();
     workload_digests.clear();
+    waiting_order.Clear();
+    allocation_workloads.clear();
     stamp.Reset();
   }
 

@@ -66,8 +66,19 @@ bool QueueWithin(const std::vector<Queue>& queues, QueueId q, QueueId ancestor) 
 }
 
 const Eligibility& EligibilityIndex::For(const Workload& w) {
-  AppendKey(key_, w);
   const bool may_borrow_shared = MayBorrowSharedPool(w);
+  const PlacementConstraints& c = w.constraints;
+  if (c.required_gpu_models.empty() && c.preferred_gpu_models.empty() && c.node_selector.empty() &&
+      c.tolerations.empty()) {
+    const auto plain = std::make_tuple(w.kind == WorkloadKind::kInference, w.queue.value(), may_borrow_shared);
+    auto it = plain_ids_.find(plain);
+    if (it == plain_ids_.end()) {
+      it = plain_ids_.emplace(plain, static_cast<int>(entries_.size())).first;
+      entries_.push_back(std::make_unique<Eligibility>(Compute(w, it->second, may_borrow_shared)));
+    }
+    return *entries_[it->second];
+  }
+  AppendKey(key_, w);
   key_ += may_borrow_shared ? "|b" : "|n";
   // Looked up before inserting: emplace would build a node, with a copy of
   // the key, for every workload of every pass only to throw it away.

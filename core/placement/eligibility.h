@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/model/policy.h"
@@ -92,6 +93,9 @@ class EligibilityIndex {
   const engine::ClusterState& state_;
   const std::vector<PriorityTemplate>* templates_;
   std::map<std::string, int> ids_;
+  // The same for work with no constraints (most): (inference, queue, may
+  // borrow the shared pool), no string to build.
+  std::map<std::tuple<bool, uint32_t, bool>, int> plain_ids_;
   std::vector<std::unique_ptr<Eligibility>> entries_;
   std::string key_;  // reused buffer
 };

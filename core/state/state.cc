@@ -69,6 +69,7 @@ State::State(Cluster cluster, std::vector<Queue> queues, std::vector<Project> pr
   snap_.queues = std::move(queues);
   snap_.projects = std::move(projects);
   snap_.cluster_version = 1;
+  snap_.waiting_order.MarkKept();
   const size_t nodes = snap_.cluster.nodes.size();
   used_.assign(nodes, 0);
   snap_.lent_nodes.assign(nodes, false);
@@ -107,6 +108,7 @@ StatusOr<State> State::FromSnapshot(const Snapshot& snapshot) {
     const int alloc = static_cast<int>(s.snap_.allocations.size());
     s.snap_.allocations.push_back(a);
     s.snap_.allocation_gpus.push_back(0);
+    s.snap_.allocation_workloads.push_back(static_cast<uint32_t>(slot->workload));
     AllocationMeta meta;
     if (a.terminating) {
       meta.has_stop = true;
@@ -383,6 +385,7 @@ void State::FreeAllocation(const Workload& w, int alloc) {
   if (alloc != last) {
     snap_.allocations[alloc] = std::move(snap_.allocations[last]);
     snap_.allocation_gpus[alloc] = snap_.allocation_gpus[last];
+    snap_.allocation_workloads[alloc] = snap_.allocation_workloads[last];
     meta_[alloc] = std::move(meta_[last]);
     Slot& moved = MutableSlot(snap_.allocations[alloc].workload);
     moved.allocation = alloc;
@@ -390,6 +393,7 @@ void State::FreeAllocation(const Workload& w, int alloc) {
   }
   snap_.allocations.pop_back();
   snap_.allocation_gpus.pop_back();
+  snap_.allocation_workloads.pop_back();
   meta_.pop_back();
   Slot& freed = MutableSlot(w.id);
   freed.allocation = -1;
@@ -399,7 +403,11 @@ void State::FreeAllocation(const Workload& w, int alloc) {
 void State::SyncDigest(int i) {
   const Workload& w = snap_.workloads[i];
   const int alloc = SlotOf(w.id)->allocation;
-  snap_.workload_digests[i] = WorkloadDigest::Of(w, alloc, alloc < 0 ? nullptr : &snap_.allocations[alloc]);
+  const WorkloadDigest now = WorkloadDigest::Of(w, alloc, alloc < 0 ? nullptr : &snap_.allocations[alloc]);
+  WorkloadDigest& kept = snap_.workload_digests[i];
+  if (kept == now) return;
+  snap_.waiting_order.Update(&kept, &now, static_cast<uint32_t>(i));
+  kept = now;
 }
 
 // ---------------------------------------------------------------------------
@@ -426,6 +434,8 @@ Status State::ApplyEdit(const SubmitEdit& e) {
   MutableSlot(w.id).workload = static_cast<int32_t>(snap_.workloads.size());
   snap_.workloads.push_back(w);
   snap_.workload_digests.push_back(WorkloadDigest::Of(w, -1, nullptr));
+  snap_.waiting_order.Update(nullptr, &snap_.workload_digests.back(),
+                             static_cast<uint32_t>(snap_.workload_digests.size() - 1));
   return Status::Ok();
 }
 
@@ -514,6 +524,7 @@ Status State::ApplyEdit(const PlaceEdit& e) {
   const int alloc = static_cast<int>(snap_.allocations.size());
   snap_.allocations.push_back(std::move(a));
   snap_.allocation_gpus.push_back(0);
+  snap_.allocation_workloads.push_back(static_cast<uint32_t>(i));
   meta_.emplace_back();
   MutableSlot(w.id).allocation = alloc;
   snap_.workloads[i].state = WorkloadState::kRunning;
@@ -636,9 +647,14 @@ Status State::ApplyEdit(const ReleaseEdit& e) {
     FreeAllocation(snap_.workloads[i], alloc);
   }
   const int last = static_cast<int>(snap_.workloads.size()) - 1;
+  snap_.waiting_order.Update(&snap_.workload_digests[i], nullptr, static_cast<uint32_t>(i));
   if (i != last) {
     snap_.workloads[i] = std::move(snap_.workloads[last]);
     snap_.workload_digests[i] = snap_.workload_digests[last];
+    snap_.waiting_order.Move(snap_.workload_digests[i], static_cast<uint32_t>(i));
+    if (const int moved = snap_.workload_digests[i].allocation; moved >= 0) {
+      snap_.allocation_workloads[moved] = static_cast<uint32_t>(i);
+    }
     MutableSlot(snap_.workloads[i].id).workload = i;
   }
   snap_.workloads.pop_back();
@@ -825,6 +841,18 @@ Status State::CheckInvariants() const {
     if (holds != should) {
       return Internal("workload " + Id(w.id) + " is " + std::string(WorkloadStateName(w.state)) +
                       (holds ? " and holds GPUs" : " and holds none"));
+    }
+  }
+  if (snap_.waiting_order != WaitingOrder::Of(snap_.workload_digests)) {
+    return Internal("the order of waiting workloads is out of date");
+  }
+  if (snap_.allocation_workloads.size() != snap_.allocations.size()) {
+    return Internal("allocation workloads differ in size");
+  }
+  for (size_t k = 0; k < snap_.allocations.size(); ++k) {
+    const uint32_t i = snap_.allocation_workloads[k];
+    if (i >= snap_.workloads.size() || snap_.workloads[i].id != snap_.allocations[k].workload) {
+      return Internal("the workload of allocation " + std::to_string(k) + " is out of date");
     }
   }
   return Status::Ok();
