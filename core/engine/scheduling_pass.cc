@@ -114,7 +114,8 @@ void SchedulingPass::Init() {
   std::vector<int>& held_gpus = held_gpus_;  // every queue's own, as the State counts them
   held_gpus.assign(snapshot.queues.size(), 0);
   std::vector<uint8_t> queue_waits(snapshot.queues.size() + 1, 0);  // the last: queues not in the snapshot
-  const auto sort_out = [&](uint32_t wi, const WorkloadDigest& d, int ai) {
+  // Inlined: called per workload, tens of thousands of times a pass.
+  const auto sort_out = [&](uint32_t wi, const WorkloadDigest& d, int ai) __attribute__((always_inline)) {
     if (ai >= 0 && d.queue.value() < held_gpus.size()) held_gpus[d.queue.value()] += alloc_gpus_[ai];
     if (ai >= 0 && quota_.tracked(d.queue)) {
       (alloc_state_[ai] == AllocState::kTerminating ? terminating_gpus : live_gpus)[d.queue.value()] += alloc_gpus_[ai];
@@ -139,11 +140,13 @@ void SchedulingPass::Init() {
   // from the records.
   std::vector<uint32_t> leaving;  // allocations, ascending
   const bool given = snapshot.workload_digests.size() == ws.size();
-  if (given && snapshot.waiting_order.kept() && snapshot.allocation_workloads.size() == n_allocs) {
-    // The placed work from the allocations, the waiting work from the
-    // order (MainPhase, HeadReservations; unplaced_ is made only for a pass
-    // that will not take it): over a deep backlog, a scan of the
-    // allocations instead of every digest.
+  if (given && snapshot.waiting_order.kept() && snapshot.allocation_workloads.size() == n_allocs &&
+      snapshot.waiting_order.size() > n_allocs) {
+    // More work waits than runs: the placed work from the allocations, the
+    // waiting work from the order (MainPhase, HeadReservations; unplaced_ is
+    // made only for a pass that will not take it), instead of a scan of
+    // every digest. (Where most work runs, the digests' scan in order is
+    // the cheaper.)
     digests_ = snapshot.workload_digests.data();
     alloc_of_.assign(ws.size(), -1);
     workload_of_.assign(n_allocs, -1);
@@ -155,10 +158,7 @@ void SchedulingPass::Init() {
       workload_of_[ai] = static_cast<int>(wi);
       if (d.state == WorkloadState::kTerminating) alloc_state_[ai] = AllocState::kTerminating;
       if (d.leaving) leaving.push_back(ai);
-    }
-    for (uint32_t ai = 0; ai < n_allocs; ++ai) {
-      const uint32_t wi = snapshot.allocation_workloads[ai];
-      sort_out(wi, digests_[wi], static_cast<int>(ai));
+      sort_out(wi, d, static_cast<int>(ai));
     }
     // In workload order, as a scan of the digests lists them.
     std::sort(placed_services_.begin(), placed_services_.end());
