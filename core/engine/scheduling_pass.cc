@@ -106,9 +106,9 @@ void SchedulingPass::Init() {
   alloc_end_override_.assign(n_allocs, kInfiniteFuture);
   leaving_claimed_.assign(n_allocs, 0);
   reserved_queue_.assign(snapshot.queues.size(), 0);
-  // One scan of the digests sorts out what each phase looks at, so no phase
-  // walks every workload again; GPUs held are summed per queue first and
-  // then added up the queue tree once per queue.
+  // One scan (of the allocations, or of every digest) sorts out what each
+  // phase looks at, so no phase walks every workload again; GPUs held are
+  // summed per queue first and then added up the queue tree once per queue.
   std::vector<int> live_gpus(snapshot.queues.size(), 0);
   std::vector<int> terminating_gpus(snapshot.queues.size(), 0);
   std::vector<int>& held_gpus = held_gpus_;  // every queue's own, as the State counts them
