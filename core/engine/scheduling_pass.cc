@@ -111,12 +111,11 @@ void SchedulingPass::Init() {
   // summed per queue first and then added up the queue tree once per queue.
   std::vector<int> live_gpus(snapshot.queues.size(), 0);
   std::vector<int> terminating_gpus(snapshot.queues.size(), 0);
-  std::vector<int>& held_gpus = held_gpus_;  // every queue's own, as the State counts them
-  held_gpus.assign(snapshot.queues.size(), 0);
+  held_gpus_.assign(snapshot.queues.size(), 0);
   std::vector<uint8_t> queue_waits(snapshot.queues.size() + 1, 0);  // the last: queues not in the snapshot
   // Inlined: called per workload, tens of thousands of times a pass.
   const auto sort_out = [&](uint32_t wi, const WorkloadDigest& d, int ai) __attribute__((always_inline)) {
-    if (ai >= 0 && d.queue.value() < held_gpus.size()) held_gpus[d.queue.value()] += alloc_gpus_[ai];
+    if (ai >= 0 && d.queue.value() < held_gpus_.size()) held_gpus_[d.queue.value()] += alloc_gpus_[ai];
     if (ai >= 0 && quota_.tracked(d.queue)) {
       (alloc_state_[ai] == AllocState::kTerminating ? terminating_gpus : live_gpus)[d.queue.value()] += alloc_gpus_[ai];
     }
@@ -460,20 +459,15 @@ void SchedulingPass::HeadReservations() {
 void SchedulingPass::MainPhase() {
   const std::vector<Workload>& ws = snapshot_.workloads;
   using Key = OrderKey;
-  const auto before = [](const Key& x, const Key& y) {
-    if (x.priority != y.priority) return x.priority > y.priority;
-    if (x.submit != y.submit) return x.submit < y.submit;
-    return x.id < y.id;
-  };
+  const auto before = WaitingOrder::Before;
   const auto after = [&](const Key& x, const Key& y) { return before(y, x); };
-  const auto key_of = [&](uint32_t wi) { return Key{StartPriority(wi), digests_[wi].submit_time, digests_[wi].id, wi}; };
+  const auto key_of = [&](uint32_t wi) { return Key{StartPriority(wi), wi, digests_[wi].submit_time, digests_[wi].id}; };
   // The work comes in order, merged from streams: the groups of the
   // snapshot's waiting order, when it has one (each in its own order, its
   // start priorities all shifted alike), and a heap of the services to grow
   // (of every waiting workload too, without a waiting order).
   const WaitingOrder& order = snapshot_.waiting_order;
-  const bool ordered = ordered_;
-  const std::span<const WaitingOrder::Group> groups = ordered ? order.groups() : std::span<const WaitingOrder::Group>();
+  const std::span<const WaitingOrder::Group> groups = ordered_ ? order.groups() : std::span<const WaitingOrder::Group>();
   std::vector<int> shift(groups.size());
   std::vector<size_t> next(groups.size(), 0);  // per group, its first entry not taken
   for (size_t g = 0; g < groups.size(); ++g) {
@@ -481,7 +475,7 @@ void SchedulingPass::MainPhase() {
   }
   const auto group_key = [&](size_t g) {
     const WaitingOrder::Entry& e = groups[g].entries[next[g]];
-    return Key{e.priority + shift[g], e.submit, e.id, e.workload};
+    return Key{e.priority + shift[g], e.workload, e.submit, e.id};
   };
   std::vector<Key> heap;
   // The pods still to walk, counted by GPUs, say the smallest one left.
@@ -498,7 +492,7 @@ void SchedulingPass::MainPhase() {
       count_pod(wi, +1);
     }
   }
-  if (ordered) {
+  if (ordered_) {
     for (int g = 1; g <= kMaxGpusPerNode; ++g) rest_pods_by_gpus[g] += order.pods_of_gpus(g);
   } else {
     for (uint32_t wi : unplaced_) {
@@ -538,7 +532,7 @@ void SchedulingPass::MainPhase() {
       std::pop_heap(heads.begin(), heads.end(), head_after);
       heads.pop_back();
     }
-    count_pod(k.wi, -1);
+    count_pod(k.workload, -1);
     return k;
   };
   // A pass that explains nothing may stop once the rest can only wait.
@@ -565,7 +559,7 @@ void SchedulingPass::MainPhase() {
           // walk would still decide for the rest: those rejects, in order.
           stopped_early_ = true;
           std::vector<std::pair<Key, RejectDecision>> rejects;
-          for (const Key& h : heap) RejectIfNeverFits(h.wi, h.id, rejects);
+          for (const Key& h : heap) RejectIfNeverFits(h.workload, h.id, rejects);
           for (size_t g = 0; g < groups.size(); ++g) {
             for (size_t i = next[g]; i < groups[g].entries.size(); ++i) {
               RejectIfNeverFits(groups[g].entries[i].workload, groups[g].entries[i].id, rejects);
@@ -578,7 +572,7 @@ void SchedulingPass::MainPhase() {
         }
       }
     }
-    const uint32_t wi = next_key(/*take=*/true)->wi;
+    const uint32_t wi = next_key(/*take=*/true)->workload;
     const size_t placed = out_.places.size() + out_.resizes.size();
     if (alloc_of_[wi] >= 0) {
       ProcessServiceGrow(wi);
@@ -654,22 +648,13 @@ int64_t SchedulingPass::LowestVictimPriority() {
 
 void SchedulingPass::RejectIfNeverFits(uint32_t wi, WorkloadId id,
                                        std::vector<std::pair<OrderKey, RejectDecision>>& rejects) {
-  // ProcessStart's checks up to NeverFits, in its order.
-  if (fits_ != nullptr && fits_->Has(id)) return;  // passed the checks below before
+  // Most of the rest passed before: its fits-someday byte says so without
+  // reading its record.
+  if (alloc_of_[wi] >= 0 || (fits_ != nullptr && fits_->Has(id))) return;
+  std::optional<RejectDecision> reject;
+  if (ScreenStart(wi, reject) != Screen::kRejected) return;
   const WorkloadDigest& d = digests_[wi];
-  if (alloc_of_[wi] >= 0 || d.awaiting_approval || d.state == WorkloadState::kAwaitingApproval) return;
-  const OrderKey key{StartPriority(wi), d.submit_time, d.id, wi};
-  const Workload& w = snapshot_.workloads[wi];
-  if (w.gpus_per_pod <= 0 || w.gpus_per_pod > kMaxGpusPerNode) {
-    rejects.emplace_back(key, BadGpusPerPod(w));
-    return;
-  }
-  if (w.kind == WorkloadKind::kInference && w.pods <= 0) return;
-  if (auto reject = NeverFits(w, EligibilityOf(wi), std::max(1, w.min_pods) * w.gpus_per_pod)) {
-    rejects.emplace_back(key, std::move(*reject));
-  } else if (fits_ != nullptr) {
-    fits_->Add(w);
-  }
+  rejects.emplace_back(OrderKey{StartPriority(wi), wi, d.submit_time, d.id}, std::move(*reject));
 }
 
 void SchedulingPass::BorrowPhase() {
@@ -834,38 +819,48 @@ const Eligibility& SchedulingPass::EligibilityOf(uint32_t wi) {
   return *e;
 }
 
+SchedulingPass::Screen SchedulingPass::ScreenStart(uint32_t wi, std::optional<RejectDecision>& reject) {
+  const Workload& w = snapshot_.workloads[wi];
+  if (w.priority.awaiting_approval || w.state == WorkloadState::kAwaitingApproval) return Screen::kAwaitingApproval;
+  if (w.gpus_per_pod <= 0 || w.gpus_per_pod > kMaxGpusPerNode) {
+    reject = BadGpusPerPod(w);
+    return Screen::kRejected;
+  }
+  if (w.kind == WorkloadKind::kInference && w.pods <= 0) return Screen::kScaledToZero;
+  // One some pass found able to fit some day needs no asking again.
+  if (fits_ != nullptr && fits_->Has(w.id)) return Screen::kGoOn;
+  reject = NeverFits(w, EligibilityOf(wi), std::max(1, w.min_pods) * w.gpus_per_pod);
+  if (reject) return Screen::kRejected;
+  if (fits_ != nullptr) fits_->Add(w);
+  return Screen::kGoOn;
+}
+
 bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
   const Workload& w = snapshot_.workloads[wi];
-  if (w.priority.awaiting_approval || w.state == WorkloadState::kAwaitingApproval) {
-    Wait(wi, ReasonCode::kAwaitingApproval,
-         [&] {
-           return Str("awaiting approval: the top tier", w.priority.template_name.empty() ? "" : " of template ",
-                      w.priority.template_name, " needs an admin");
-         },
-         std::nullopt);
-    return true;
-  }
-  if (w.gpus_per_pod <= 0 || w.gpus_per_pod > kMaxGpusPerNode) {
-    out_.rejects.push_back(BadGpusPerPod(w));
-    return true;
-  }
-  if (w.kind == WorkloadKind::kInference && w.pods <= 0) {
-    Wait(wi, ReasonCode::kCapacity, [] { return std::string("capacity: the service is scaled to zero replicas"); },
-         std::nullopt);
-    return true;
+  std::optional<RejectDecision> reject;
+  switch (ScreenStart(wi, reject)) {
+    case Screen::kAwaitingApproval:
+      Wait(wi, ReasonCode::kAwaitingApproval,
+           [&] {
+             return Str("awaiting approval: the top tier", w.priority.template_name.empty() ? "" : " of template ",
+                        w.priority.template_name, " needs an admin");
+           },
+           std::nullopt);
+      return true;
+    case Screen::kScaledToZero:
+      Wait(wi, ReasonCode::kCapacity,
+           [] { return std::string("capacity: the service is scaled to zero replicas"); }, std::nullopt);
+      return true;
+    case Screen::kRejected:
+      out_.rejects.push_back(std::move(*reject));
+      return true;
+    case Screen::kGoOn:
+      break;
   }
   const int g = w.gpus_per_pod;
   const int min_pods = std::max(1, w.min_pods);
   const int desired = std::max(min_pods, w.pods);
   const Eligibility& e = EligibilityOf(wi);
-  // One some pass found able to fit some day needs no asking again.
-  if (fits_ == nullptr || !fits_->Has(w.id)) {
-    if (auto reject = NeverFits(w, e, min_pods * g)) {
-      out_.rejects.push_back(std::move(*reject));
-      return true;
-    }
-    if (fits_ != nullptr) fits_->Add(w);
-  }
   if (!e.any_ok) {
     if (e.furthest == ClassVerdict::kLoan) {
       Wait(wi, ReasonCode::kLoan,

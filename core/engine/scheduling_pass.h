@@ -191,16 +191,11 @@ class SchedulingPass {
   // The lowest priority of a live allocation a preemptor could evict at
   // the start of the pass (victims only leave it), or a huge value if none.
   int64_t LowestVictimPriority();
-  // A workload's place in the main phase's order, read in one scan: a
-  // comparator that read the workloads would touch two ~1 KB records per
-  // comparison, tens of thousands of times over a deep backlog. Ids are
-  // unique, so the order is total.
-  struct OrderKey {
-    int priority;
-    Time submit;
-    WorkloadId id;
-    uint32_t wi;
-  };
+  // A workload's place in the main phase's order (its start priority,
+  // index, submit time, id), compared by WaitingOrder::Before: a comparator
+  // that read the workloads would touch two ~1 KB records per comparison.
+  // Ids are unique, so the order is total.
+  using OrderKey = WaitingOrder::Entry;
   // After a stop: what the whole walk would still decide for workload `wi`
   // (id `id`) of the rest, a never-fits reject, added to `rejects`.
   void RejectIfNeverFits(uint32_t wi, WorkloadId id, std::vector<std::pair<OrderKey, RejectDecision>>& rejects);
@@ -210,6 +205,12 @@ class SchedulingPass {
 
   // Returns false when the workload was deferred to the borrow phase.
   bool ProcessStart(uint32_t wi, Phase phase);
+  // What a waiting workload gets before any capacity is looked at, in
+  // ProcessStart and in a stopped pass's check of the rest alike: a wait
+  // for approval, a wait at zero replicas, a reject (in `reject`: a bad pod
+  // size, or NeverFits), or on to placement.
+  enum class Screen { kAwaitingApproval, kScaledToZero, kRejected, kGoOn };
+  Screen ScreenStart(uint32_t wi, std::optional<RejectDecision>& reject);
   // What ProcessStart's outcome for a workload of the rest depends on once
   // the rest can only wait (RestCanOnlyWait), the pass explaining without
   // details: its eligibility, pod size, gang minimum, desired pods,
@@ -297,7 +298,9 @@ class SchedulingPass {
   placement::GangPlacer placer_;
 
   std::vector<int> alloc_of_;        // per workload: its allocation or -1
-  std::vector<int> held_gpus_;  // per queue, its own at the start of the pass (StartPriority)
+  // Per queue, its own GPUs at the start of the pass, as the State counts
+  // them (StartPriority).
+  std::vector<int> held_gpus_;
   // Per workload: the snapshot's digests, or own_digests_ made from the
   // records when the snapshot has none.
   const WorkloadDigest* digests_ = nullptr;
