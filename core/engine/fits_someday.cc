@@ -13,6 +13,8 @@ void FitsSomeday::Validate(const Snapshot& snapshot) {
   pools_ = snapshot.cluster.pools;
   queues_ = snapshot.queues;
   fits_.clear();
+  settled_lineage_ = 0;
+  unsettled_.clear();
 }
 
 void FitsSomeday::Add(const Workload& w) {
@@ -23,6 +25,22 @@ void FitsSomeday::Add(const Workload& w) {
   if (cluster_version_ == 0 || id >= kMaxKeptId || w.batch.deadline != kInfiniteFuture) return;
   if (id >= fits_.size()) fits_.resize(std::max<uint64_t>(id + 1, fits_.size() * 2), 0);
   fits_[id] = 1;
+}
+
+bool FitsSomeday::ToAsk(const WaitingOrder& order, std::vector<WaitingOrder::Inserted>& out) const {
+  if (settled_lineage_ == 0 || settled_lineage_ != order.log_lineage()) return false;
+  const std::optional<std::span<const WaitingOrder::Inserted>> inserted = order.InsertsFrom(settled_inserts_);
+  if (!inserted) return false;
+  out.insert(out.end(), unsettled_.begin(), unsettled_.end());
+  out.insert(out.end(), inserted->begin(), inserted->end());
+  return true;
+}
+
+void FitsSomeday::Settle(const WaitingOrder& order, std::vector<WaitingOrder::Inserted> unsettled) {
+  if (cluster_version_ == 0) return;  // keeps nothing
+  settled_lineage_ = order.log_lineage();
+  settled_inserts_ = order.inserts();
+  unsettled_ = std::move(unsettled);
 }
 
 }  // namespace tidal::engine

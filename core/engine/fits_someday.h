@@ -9,6 +9,7 @@
 #include "core/model/cluster.h"
 #include "core/model/queue.h"
 #include "core/model/snapshot.h"
+#include "core/model/waiting_order.h"
 #include "core/model/workload.h"
 
 namespace tidal::engine {
@@ -29,11 +30,25 @@ class FitsSomeday {
   }
   void Add(const Workload& w);
 
+  // The waiting work of `order` a pass must still ask about, as the order's
+  // log names it (appended to `out`, possibly twice, possibly gone): false
+  // when it cannot tell (it never settled this order, or forgot, or the log
+  // was trimmed past it), and then every waiting workload needs asking.
+  bool ToAsk(const WaitingOrder& order, std::vector<WaitingOrder::Inserted>& out) const;
+  // Every workload waiting in `order` now was asked about: those that are
+  // not kept are `unsettled` (as the log names them).
+  void Settle(const WaitingOrder& order, std::vector<WaitingOrder::Inserted> unsettled);
+
  private:
   uint64_t cluster_version_ = 0;  // 0: keeps nothing
   std::vector<Pool> pools_;
   std::vector<Queue> queues_;
   std::vector<uint8_t> fits_;  // by workload id
+  // Settle's: the order's log lineage (0: none), its insert count then,
+  // and what was not kept.
+  uint64_t settled_lineage_ = 0;
+  uint64_t settled_inserts_ = 0;
+  std::vector<WaitingOrder::Inserted> unsettled_;
 };
 
 }  // namespace tidal::engine

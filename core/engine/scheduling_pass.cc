@@ -261,6 +261,7 @@ Decisions SchedulingPass::Run() {
     }
     unplaced_listed_ = true;
   }
+  if (explain_waits_) out_.waits.reserve(unplaced_count_);
   ForcedStops();
   ShrinkServices();
   // ForcedStops and ShrinkServices take no capacity, so state_ is still the
@@ -560,11 +561,7 @@ void SchedulingPass::MainPhase() {
           stopped_early_ = true;
           std::vector<std::pair<Key, RejectDecision>> rejects;
           for (const Key& h : heap) RejectIfNeverFits(h.workload, h.id, rejects);
-          for (size_t g = 0; g < groups.size(); ++g) {
-            for (size_t i = next[g]; i < groups[g].entries.size(); ++i) {
-              RejectIfNeverFits(groups[g].entries[i].workload, groups[g].entries[i].id, rejects);
-            }
-          }
+          if (ordered_) AskTheRestOfTheOrder(next, rejects);
           std::sort(rejects.begin(), rejects.end(),
                     [&](const auto& x, const auto& y) { return before(x.first, y.first); });
           for (auto& [unused, reject] : rejects) out_.rejects.push_back(std::move(reject));
@@ -657,27 +654,83 @@ void SchedulingPass::RejectIfNeverFits(uint32_t wi, WorkloadId id,
   rejects.emplace_back(OrderKey{StartPriority(wi), wi, d.submit_time, d.id}, std::move(*reject));
 }
 
-void SchedulingPass::BorrowPhase() {
-  if (deferred_.empty()) return;
-  // Per queue FIFO of deferred work, in main-phase order.
-  std::map<uint32_t, std::vector<uint32_t>> by_queue;
-  for (uint32_t wi : deferred_) by_queue[snapshot_.workloads[wi].queue.value()].push_back(wi);
-  std::map<uint32_t, size_t> next;
-  // Repeatedly serve the queue with the smallest weighted borrowed share.
-  while (true) {
-    int best = -1;
-    double best_share = 0;
-    for (const auto& [q, items] : by_queue) {
-      if (next[q] >= items.size()) continue;
-      const double share = quota_.BorrowShare(QueueId(q));
-      if (best < 0 || share < best_share) {
-        best = static_cast<int>(q);
-        best_share = share;
+void SchedulingPass::AskTheRestOfTheOrder(const std::vector<size_t>& next,
+                                          std::vector<std::pair<OrderKey, RejectDecision>>& rejects) {
+  const WaitingOrder& order = snapshot_.waiting_order;
+  const std::span<const WaitingOrder::Group> groups = order.groups();
+  if (fits_ == nullptr) {
+    for (size_t g = 0; g < groups.size(); ++g) {
+      for (size_t i = next[g]; i < groups[g].entries.size(); ++i) {
+        RejectIfNeverFits(groups[g].entries[i].workload, groups[g].entries[i].id, rejects);
       }
     }
-    if (best < 0) break;
-    const uint32_t wi = by_queue[best][next[best]++];
-    ProcessStart(wi, Phase::kBorrow);
+    return;
+  }
+  // What was asked about before and found able to fit is kept: only what
+  // came since, or did not settle, is asked about, once each.
+  std::vector<WaitingOrder::Inserted> unsettled;
+  if (std::vector<WaitingOrder::Inserted> to_ask; fits_->ToAsk(order, to_ask)) {
+    std::vector<std::pair<WorkloadId, std::pair<size_t, size_t>>> found;
+    for (const WaitingOrder::Inserted& x : to_ask) {
+      if (const auto at = order.Locate(x)) found.emplace_back(x.entry.id, *at);
+    }
+    std::sort(found.begin(), found.end());
+    found.erase(std::unique(found.begin(), found.end()), found.end());
+    for (const auto& [id, at] : found) {
+      const auto [g, i] = at;
+      const WaitingOrder::Entry& e = groups[g].entries[i];
+      // Work before next[g] was walked, and asked about there.
+      if (i >= next[g]) RejectIfNeverFits(e.workload, e.id, rejects);
+      if (!fits_->Has(e.id)) {
+        unsettled.push_back({groups[g].queue, groups[g].borrowing_start_delta, groups[g].min_gpus, e});
+      }
+    }
+  } else {
+    for (size_t g = 0; g < groups.size(); ++g) {
+      for (size_t i = 0; i < groups[g].entries.size(); ++i) {
+        const WaitingOrder::Entry& e = groups[g].entries[i];
+        if (i >= next[g]) RejectIfNeverFits(e.workload, e.id, rejects);
+        if (!fits_->Has(e.id)) {
+          unsettled.push_back({groups[g].queue, groups[g].borrowing_start_delta, groups[g].min_gpus, e});
+        }
+      }
+    }
+  }
+  fits_->Settle(order, std::move(unsettled));
+}
+
+void SchedulingPass::BorrowPhase() {
+  if (deferred_.empty()) return;
+  // Per queue (in queue order), its FIFO of deferred work in main-phase
+  // order, the next item of it, and its weighted borrowed share.
+  struct QueueTurn {
+    uint32_t queue;
+    std::vector<size_t> items;  // positions in deferred_
+    size_t next = 0;
+    double share = 0;
+  };
+  std::vector<QueueTurn> turns;
+  {
+    std::map<uint32_t, std::vector<size_t>> by_queue;
+    for (size_t i = 0; i < deferred_.size(); ++i) by_queue[digests_[deferred_[i]].queue.value()].push_back(i);
+    for (auto& [q, items] : by_queue) turns.push_back({q, std::move(items)});
+  }
+  // Once the rest can only wait nothing is placed or preempted, so no share
+  // moves: they are read once.
+  const auto read_shares = [&] {
+    for (QueueTurn& t : turns) t.share = quota_.BorrowShare(QueueId(t.queue));
+  };
+  read_shares();
+  // Repeatedly serve the queue with the smallest weighted borrowed share.
+  while (true) {
+    QueueTurn* best = nullptr;
+    for (QueueTurn& t : turns) {
+      if (t.next < t.items.size() && (best == nullptr || t.share < best->share)) best = &t;
+    }
+    if (best == nullptr) break;
+    const size_t i = best->items[best->next++];
+    ProcessStart(deferred_[i], Phase::kBorrow, deferred_rest_keys_[i] ? &*deferred_rest_keys_[i] : nullptr);
+    if (!rest_only_waits_) read_shares();
   }
 }
 
@@ -820,22 +873,35 @@ const Eligibility& SchedulingPass::EligibilityOf(uint32_t wi) {
 }
 
 SchedulingPass::Screen SchedulingPass::ScreenStart(uint32_t wi, std::optional<RejectDecision>& reject) {
+  // From the digest: over a backlog thousands deep, the records are not
+  // read for work found able to fit before.
+  const WorkloadDigest& d = digests_[wi];
+  if (d.awaiting_approval || d.state == WorkloadState::kAwaitingApproval) return Screen::kAwaitingApproval;
   const Workload& w = snapshot_.workloads[wi];
-  if (w.priority.awaiting_approval || w.state == WorkloadState::kAwaitingApproval) return Screen::kAwaitingApproval;
-  if (w.gpus_per_pod <= 0 || w.gpus_per_pod > kMaxGpusPerNode) {
+  if (d.gpus_per_pod <= 0 || d.gpus_per_pod > kMaxGpusPerNode) {
     reject = BadGpusPerPod(w);
     return Screen::kRejected;
   }
-  if (w.kind == WorkloadKind::kInference && w.pods <= 0) return Screen::kScaledToZero;
+  if (d.kind == WorkloadKind::kInference && w.pods <= 0) return Screen::kScaledToZero;
   // One some pass found able to fit some day needs no asking again.
-  if (fits_ != nullptr && fits_->Has(w.id)) return Screen::kGoOn;
+  if (fits_ != nullptr && fits_->Has(d.id)) return Screen::kGoOn;
   reject = NeverFits(w, EligibilityOf(wi), std::max(1, w.min_pods) * w.gpus_per_pod);
   if (reject) return Screen::kRejected;
   if (fits_ != nullptr) fits_->Add(w);
   return Screen::kGoOn;
 }
 
-bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
+bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase, const RestKey* main_key) {
+  // Deferred once the rest could only wait, with as many reservations made
+  // as then: its key differs from the main phase's only by the phase.
+  if (main_key != nullptr && rest_only_waits_ && std::get<8>(*main_key) == static_cast<int>(reservations_.size())) {
+    RestKey key = *main_key;
+    std::get<10>(key) = phase;
+    if (const RestOutcome* known = FindRestOutcome(key); known != nullptr && known->reason) {
+      Wait(wi, *known->reason, [] { return std::string(); }, known->start);
+      return true;
+    }
+  }
   const Workload& w = snapshot_.workloads[wi];
   std::optional<RejectDecision> reject;
   switch (ScreenStart(wi, reject)) {
@@ -895,19 +961,18 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
                        static_cast<int>(reservations_.size()),
                        highest_placed_priority_ > StartPriority(wi),
                        phase};
-    if (const auto it = rest_outcomes_.find(*rest_key); it != rest_outcomes_.end()) {
-      if (!it->second.reason) {
-        deferred_.push_back(wi);
-        smallest_deferred_pod_gpus_ = std::min(smallest_deferred_pod_gpus_, g);
+    if (const RestOutcome* known = FindRestOutcome(*rest_key)) {
+      if (!known->reason) {
+        Defer(wi, g, rest_key);
         return false;
       }
-      Wait(wi, *it->second.reason, [] { return std::string(); }, it->second.start);
+      Wait(wi, *known->reason, [] { return std::string(); }, known->start);
       return true;
     }
   }
   // Waits for `reason`, noted for the workloads of the same RestKey.
   const auto wait = [&](ReasonCode reason, auto make_detail, std::optional<Time> start) {
-    if (rest_key) rest_outcomes_[*rest_key] = RestOutcome{reason, start};
+    if (rest_key && rest_outcomes_.size() < kMaxRestKeys) rest_outcomes_.push_back({*rest_key, {reason, start}});
     Wait(wi, reason, make_detail, start);
   };
   const int sizes[2] = {desired, min_pods};
@@ -941,9 +1006,8 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
   }
   if (!any_admitted) {
     if (want_borrow) {
-      if (rest_key) rest_outcomes_[*rest_key] = RestOutcome{};
-      deferred_.push_back(wi);
-      smallest_deferred_pod_gpus_ = std::min(smallest_deferred_pod_gpus_, g);
+      if (rest_key && rest_outcomes_.size() < kMaxRestKeys) rest_outcomes_.push_back({*rest_key, {}});
+      Defer(wi, g, rest_key);
       return false;
     }
     wait(ReasonCode::kQuota, [&] { return std::move(denied.detail); }, EstimateQuota(w.queue, min_pods * g));
@@ -999,6 +1063,22 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
     wait(f.reason, [&] { return f.detail; }, start);  // the shape's text, shared by its workloads
   }
   return true;
+}
+
+void SchedulingPass::Defer(uint32_t wi, int gpus_per_pod, const std::optional<RestKey>& rest_key) {
+  deferred_.push_back(wi);
+  deferred_rest_keys_.push_back(rest_key);
+  smallest_deferred_pod_gpus_ = std::min(smallest_deferred_pod_gpus_, gpus_per_pod);
+}
+
+const SchedulingPass::RestOutcome* SchedulingPass::FindRestOutcome(const RestKey& key) {
+  for (size_t n = 0, i = last_rest_key_; n < rest_outcomes_.size(); ++n, i = i + 1 == rest_outcomes_.size() ? 0 : i + 1) {
+    if (rest_outcomes_[i].first == key) {
+      last_rest_key_ = i;
+      return &rest_outcomes_[i].second;
+    }
+  }
+  return nullptr;
 }
 
 void SchedulingPass::ProcessServiceGrow(uint32_t wi) {

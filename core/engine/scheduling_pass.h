@@ -199,12 +199,15 @@ class SchedulingPass {
   // After a stop: what the whole walk would still decide for workload `wi`
   // (id `id`) of the rest, a never-fits reject, added to `rejects`.
   void RejectIfNeverFits(uint32_t wi, WorkloadId id, std::vector<std::pair<OrderKey, RejectDecision>>& rejects);
+  // After a stop over the waiting order: RejectIfNeverFits for each
+  // workload of the rest (in each group g, from next[g] on) that the
+  // fits-someday set has not settled, and what it then settles.
+  void AskTheRestOfTheOrder(const std::vector<size_t>& next,
+                            std::vector<std::pair<OrderKey, RejectDecision>>& rejects);
 
   void BorrowPhase();
   void GrowPhase();
 
-  // Returns false when the workload was deferred to the borrow phase.
-  bool ProcessStart(uint32_t wi, Phase phase);
   // What a waiting workload gets before any capacity is looked at, in
   // ProcessStart and in a stopped pass's check of the rest alike: a wait
   // for approval, a wait at zero replicas, a reject (in `reject`: a bad pod
@@ -225,6 +228,12 @@ class SchedulingPass {
     std::optional<ReasonCode> reason;  // none: deferred to the borrow phase
     std::optional<Time> start;
   };
+  // Returns false when the workload was deferred to the borrow phase.
+  // `main_key`: in the borrow phase, the workload's RestKey from the main
+  // phase, when it had one.
+  bool ProcessStart(uint32_t wi, Phase phase, const RestKey* main_key = nullptr);
+  // Defers workload `wi` (pods of `gpus_per_pod`) to the borrow phase.
+  void Defer(uint32_t wi, int gpus_per_pod, const std::optional<RestKey>& rest_key);
   const placement::Eligibility& EligibilityOf(uint32_t wi);
   void ProcessServiceGrow(uint32_t wi);
   std::optional<RejectDecision> NeverFits(const Workload& w, const placement::Eligibility& e,
@@ -327,6 +336,7 @@ class SchedulingPass {
   std::vector<std::pair<Time, std::pair<QueueId, std::vector<PodPlacement>>>> placed_releases_;
 
   std::vector<uint32_t> deferred_;  // borrowers, in main-phase order
+  std::vector<std::optional<RestKey>> deferred_rest_keys_;  // theirs, when they had one
   // Sorted out of the workloads in one scan, in index order: pending or
   // awaiting approval without an allocation; services with an allocation;
   // elastic training with an allocation; debug allocations.
@@ -354,7 +364,12 @@ class SchedulingPass {
   // The rest can only wait in a pass that explains without details: from
   // then on ProcessStart decides by RestKey, the first of a key for all.
   bool rest_only_waits_ = false;
-  std::map<RestKey, RestOutcome> rest_outcomes_;
+  // A pass has a few keys (about ten over Philly's backlog): a list,
+  // searched from the last one found, beats a tree or a hash.
+  std::vector<std::pair<RestKey, RestOutcome>> rest_outcomes_;
+  size_t last_rest_key_ = 0;
+  static constexpr size_t kMaxRestKeys = 64;  // past it, the rest is decided in full
+  const RestOutcome* FindRestOutcome(const RestKey& key);
   // For RestCanOnlyWait, from the scan in Init: the queues with waiting
   // work, and whether any allocation is terminating or has pods leaving, or
   // any pool is semi-dedicated.

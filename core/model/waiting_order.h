@@ -12,16 +12,25 @@
 // is the pass's order within it; a pass merges the groups' heads. Entries
 // name their workload's index in Snapshot::workloads, and whoever moves a
 // workload moves its entry (Move).
+//
+// The order also logs its inserts, so that whoever checks each waiting
+// workload once (engine::FitsSomeday: "can this ever fit?") asks only about
+// work inserted since it last looked, not about the whole backlog every
+// pass. The log keeps at most twice the order's size plus kMinLog inserts:
+// a reader that fell further behind is told so and checks everything.
 #ifndef TIDAL_CORE_MODEL_WAITING_ORDER_H_
 #define TIDAL_CORE_MODEL_WAITING_ORDER_H_
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "core/common/ids.h"
 #include "core/common/time.h"
+#include "core/model/change_stamp.h"
 #include "core/model/cluster.h"
 #include "core/model/workload_digest.h"
 
@@ -44,6 +53,14 @@ class WaitingOrder {
     std::vector<Entry> entries;  // by Before
     bool operator==(const Group&) const = default;
   };
+  // An insert as the log keeps it: its group and entry, as they were then.
+  struct Inserted {
+    QueueId queue;
+    int32_t borrowing_start_delta = 0;
+    int32_t min_gpus = 0;
+    Entry entry;  // its workload index may have moved since (Locate)
+  };
+  static constexpr size_t kMinLog = 1024;
 
   // Whether a workload of digest `d` is in the order: pending or awaiting
   // approval, without an allocation.
@@ -79,12 +96,31 @@ class WaitingOrder {
   // other sizes are not counted).
   int pods_of_gpus(int g) const { return by_gpus_per_pod_[g]; }
 
-  bool operator==(const WaitingOrder&) const = default;
+  // The log's numbering: no other order in this process, a copy of this
+  // one included, has this lineage, so that an insert count read from one
+  // order is never taken for another's.
+  uint64_t log_lineage() const { return log_lineage_.lineage(); }
+  // How many inserts there have been.
+  uint64_t inserts() const { return log_start_ + log_.size(); }
+  // The inserts from the `from`th on, oldest first; none when the log no
+  // longer reaches back that far.
+  std::optional<std::span<const Inserted>> InsertsFrom(uint64_t from) const;
+  // Where an insert's entry is now, as (group, position in it): none when
+  // it is no longer in the order as it was inserted (it left, or changed
+  // and was inserted again, which the log holds too).
+  std::optional<std::pair<size_t, size_t>> Locate(const Inserted& x) const;
+
+  // The same waiting work in the same order (the log is not compared).
+  bool operator==(const WaitingOrder& o) const {
+    return groups_ == o.groups_ && size_ == o.size_ && by_gpus_per_pod_ == o.by_gpus_per_pod_ && kept_ == o.kept_;
+  }
 
  private:
   static Entry EntryOf(const WorkloadDigest& d, uint32_t index) {
     return Entry{d.priority, index, d.submit_time, d.id};
   }
+  // The index of the first group not before (queue, delta, min_gpus).
+  size_t LowerGroup(QueueId queue, int32_t delta, int32_t min_gpus) const;
   // The group of `d`, made when `make` (else null when there is none).
   Group* GroupOf(const WorkloadDigest& d, bool make);
   // The entry of the workload of `d` (`index` may be stale).
@@ -96,6 +132,10 @@ class WaitingOrder {
   size_t size_ = 0;
   std::array<int32_t, kMaxGpusPerNode + 1> by_gpus_per_pod_{};
   bool kept_ = false;
+  std::vector<Inserted> log_;
+  uint64_t log_start_ = 0;  // how many inserts went before log_[0]
+  // Only its lineage is used: a copy gets a new one, a move keeps it.
+  ChangeStamp log_lineage_;
 };
 
 }  // namespace tidal

@@ -6,6 +6,7 @@
 
 #include "core/engine/fits_someday.h"
 #include "core/engine/scheduling_pass.h"
+#include "core/state/state.h"
 #include "tests/support/cluster_builder.h"
 
 namespace tidal {
@@ -132,6 +133,50 @@ TEST(StopEarlyTest, WhatFitsSomedayHoldsOnlyForItsClusterAndQueues) {
   fits.Validate(s);
   fits.Add(s.workloads.back());
   EXPECT_FALSE(fits.Has(s.workloads.back().id));
+}
+
+// Over the State's kept waiting order, a stopped pass asks "can this ever
+// fit?" only of work inserted since the fits-someday set last settled the
+// order, and of what it left unsettled; it still rejects all that the
+// whole walk rejects.
+TEST(StopEarlyTest, AStoppedPassAsksWhatCameOrStayedUnsettledSinceItLastSettled) {
+  const Snapshot full = FullWithABacklog();
+  state::State st(full.cluster, full.queues, full.projects);
+  st.AdvanceTo(kNow);
+  for (Workload w : full.workloads) {
+    w.state = WorkloadState::kPending;
+    ASSERT_TRUE(st.Apply(state::SubmitEdit{w}).ok()) << w.id.value();
+  }
+  for (const Allocation& a : full.allocations) ASSERT_TRUE(st.Apply(state::PlaceEdit{a.workload, a.pods}).ok());
+  // Last in line and awaiting approval: 32 GPUs of the cluster's 16, so
+  // never; asked only once it is approved.
+  Workload waits_for_an_admin = Job(98, QueueId(0), 4, 8, hours(1), 0, Time(seconds(600)));
+  waits_for_an_admin.state = WorkloadState::kAwaitingApproval;
+  waits_for_an_admin.priority.awaiting_approval = true;
+  ASSERT_TRUE(st.Apply(state::SubmitEdit{waits_for_an_admin}).ok());
+  engine::FitsSomeday fits;
+  const auto stopped_pass = [&] {
+    const Ran stopped = RunPass(st.snapshot(), /*explain=*/false, /*may_stop=*/true, &fits);
+    EXPECT_TRUE(stopped.stopped);
+    EXPECT_EQ(stopped.decisions, RunPass(st.snapshot(), false, false).decisions);
+    return stopped.decisions;
+  };
+  // The first pass asks about everything, and settles it.
+  EXPECT_TRUE(stopped_pass().rejects.empty());
+  EXPECT_TRUE(fits.Has(WorkloadId(69)));
+  EXPECT_FALSE(fits.Has(WorkloadId(98)));
+  // Inserted since: a job of 24 GPUs, rejected (a job that was asked about
+  // only when the whole backlog was would be let wait).
+  ASSERT_TRUE(st.Apply(state::SubmitEdit{Job(99, QueueId(0), 3, 8, hours(1), 0, Time(seconds(700)))}).ok());
+  Decisions d = stopped_pass();
+  ASSERT_EQ(d.rejects.size(), 1u);
+  EXPECT_EQ(d.rejects[0].workload, WorkloadId(99));
+  ASSERT_TRUE(st.Apply(state::ReleaseEdit{WorkloadId(99), WorkloadState::kFailed}).ok());
+  // Unsettled, and approved without being inserted again: still asked.
+  ASSERT_TRUE(st.Apply(state::ApproveEdit{WorkloadId(98)}).ok());
+  d = stopped_pass();
+  ASSERT_EQ(d.rejects.size(), 1u);
+  EXPECT_EQ(d.rejects[0].workload, WorkloadId(98));
 }
 
 }  // namespace

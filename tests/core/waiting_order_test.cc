@@ -119,6 +119,47 @@ TEST(WaitingOrderTest, KeptThroughRandomEditsEqualsOneBuiltWhole) {
   }
 }
 
+// The log names every insert, finds each entry where it is now, and is
+// trimmed to twice the order's size plus kMinLog; a copy numbers its log
+// apart from the original.
+TEST(WaitingOrderTest, TheLogNamesEachInsertAndFindsItWhereItIsNow) {
+  WaitingOrder order;
+  WorkloadDigest a = Waiting(1, 100, 5, 1, 8);
+  const WorkloadDigest b = Waiting(2, 200, 5, 1, 8);
+  order.Update(nullptr, &a, 0);
+  order.Update(nullptr, &b, 1);
+  EXPECT_EQ(order.inserts(), 2u);
+  const auto all = order.InsertsFrom(0);
+  ASSERT_TRUE(all.has_value());
+  ASSERT_EQ(all->size(), 2u);
+  const WaitingOrder::Inserted first = (*all)[0];
+  // Job 2 ranks first, so job 1 is the group's second entry.
+  EXPECT_EQ(order.Locate(first), std::make_pair(size_t{0}, size_t{1}));
+  // Moved to another index: found, with its new index.
+  order.Move(a, 7);
+  EXPECT_EQ(order.groups()[0].entries[order.Locate(first)->second].workload, 7u);
+  // A new priority inserts it again: the old insert no longer finds it.
+  WorkloadDigest raised = a;
+  raised.priority = 300;
+  order.Update(&a, &raised, 7);
+  EXPECT_FALSE(order.Locate(first).has_value());
+  EXPECT_EQ(order.InsertsFrom(2)->size(), 1u);
+  EXPECT_EQ(order.Locate((*order.InsertsFrom(2))[0]), std::make_pair(size_t{0}, size_t{0}));
+  EXPECT_FALSE(order.InsertsFrom(4).has_value());  // not yet
+  // A copy's log is another's: its lineage differs.
+  const WaitingOrder copy = order;
+  EXPECT_NE(copy.log_lineage(), order.log_lineage());
+  EXPECT_EQ(copy, order);
+  // Churn far past the bound: the oldest inserts are gone.
+  for (uint64_t id = 10; id < 10 + 2 * WaitingOrder::kMinLog; ++id) {
+    const WorkloadDigest d = Waiting(id, 0, 0, 1, 1);
+    order.Update(nullptr, &d, 2);
+    order.Update(&d, nullptr, 2);
+  }
+  EXPECT_FALSE(order.InsertsFrom(0).has_value());
+  EXPECT_TRUE(order.InsertsFrom(order.inserts())->empty());
+}
+
 // A 4-node cluster whose queue is guaranteed 24 GPUs, 16 of them held:
 // waiting work asking more than 8 GPUs at once would borrow, and carries a
 // borrowing delta of -200, so it ranks below work of lower stored priority
