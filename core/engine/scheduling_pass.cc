@@ -868,7 +868,7 @@ std::optional<RejectDecision> SchedulingPass::NeverFits(const Workload& w, const
 const Eligibility& SchedulingPass::EligibilityOf(uint32_t wi) {
   if (eligibility_of_.empty()) eligibility_of_.assign(snapshot_.workloads.size(), nullptr);
   const Eligibility*& e = eligibility_of_[wi];
-  if (e == nullptr) e = &eligibility_.For(snapshot_.workloads[wi]);
+  if (e == nullptr) e = &eligibility_.For(snapshot_.workloads[wi], digests_[wi]);
   return *e;
 }
 
@@ -894,10 +894,8 @@ SchedulingPass::Screen SchedulingPass::ScreenStart(uint32_t wi, std::optional<Re
 bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase, const RestKey* main_key) {
   // Deferred once the rest could only wait, with as many reservations made
   // as then: its key differs from the main phase's only by the phase.
-  if (main_key != nullptr && rest_only_waits_ && std::get<8>(*main_key) == static_cast<int>(reservations_.size())) {
-    RestKey key = *main_key;
-    std::get<10>(key) = phase;
-    if (const RestOutcome* known = FindRestOutcome(key); known != nullptr && known->reason) {
+  if (main_key != nullptr && rest_only_waits_ && main_key->reservations() == static_cast<int>(reservations_.size())) {
+    if (const RestOutcome* known = FindRestOutcome(main_key->InPhase(phase)); known != nullptr && known->reason) {
       Wait(wi, *known->reason, [] { return std::string(); }, known->start);
       return true;
     }
@@ -923,9 +921,12 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase, const RestKey* main_
     case Screen::kGoOn:
       break;
   }
-  const int g = w.gpus_per_pod;
-  const int min_pods = std::max(1, w.min_pods);
-  const int desired = std::max(min_pods, w.pods);
+  // From here on the record is read only to place, preempt or explain in
+  // full: the rest of an explained pass reads the digest.
+  const WorkloadDigest& d = digests_[wi];
+  const int g = d.gpus_per_pod;
+  const int min_pods = std::max(1, d.min_pods);
+  const int desired = std::max(min_pods, d.pods);
   const Eligibility& e = EligibilityOf(wi);
   if (!e.any_ok) {
     if (e.furthest == ClassVerdict::kLoan) {
@@ -949,18 +950,9 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase, const RestKey* main_
   // RestKey: the first workload of a key decides it for the others.
   std::optional<RestKey> rest_key;
   if (rest_only_waits_ &&
-      std::none_of(reservations_.begin(), reservations_.end(), [&](const Reservation& r) { return r.holder == w.id; })) {
-    rest_key = RestKey{e.key_id,
-                       g,
-                       min_pods,
-                       desired,
-                       static_cast<int>(w.constraints.topology.level),
-                       w.constraints.topology.required,
-                       usable,
-                       w.queue.value(),
-                       static_cast<int>(reservations_.size()),
-                       highest_placed_priority_ > StartPriority(wi),
-                       phase};
+      std::none_of(reservations_.begin(), reservations_.end(), [&](const Reservation& r) { return r.holder == d.id; })) {
+    rest_key = RestKey(e.key_id, g, min_pods, desired, d.topology, usable, d.queue,
+                       static_cast<int>(reservations_.size()), highest_placed_priority_ > StartPriority(wi), phase);
     if (const RestOutcome* known = FindRestOutcome(*rest_key)) {
       if (!known->reason) {
         Defer(wi, g, rest_key);
@@ -1066,6 +1058,12 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase, const RestKey* main_
 }
 
 void SchedulingPass::Defer(uint32_t wi, int gpus_per_pod, const std::optional<RestKey>& rest_key) {
+  // Once the rest can only wait, much of it may be deferred: room for all
+  // of it at once.
+  if (rest_key && deferred_rest_keys_.capacity() < unplaced_count_) {
+    deferred_.reserve(unplaced_count_);
+    deferred_rest_keys_.reserve(unplaced_count_);
+  }
   deferred_.push_back(wi);
   deferred_rest_keys_.push_back(rest_key);
   smallest_deferred_pod_gpus_ = std::min(smallest_deferred_pod_gpus_, gpus_per_pod);
@@ -1447,7 +1445,7 @@ bool SchedulingPass::TryReserve(uint32_t wi, const Eligibility& e, const Placeme
 }
 
 uint32_t SchedulingPass::UsableReservations(uint32_t wi) const {
-  const Workload& w = snapshot_.workloads[wi];
+  const WorkloadDigest& w = digests_[wi];
   uint32_t mask = 0;
   for (size_t i = 0; i < reservations_.size(); ++i) {
     const Reservation& r = reservations_[i];
@@ -1528,7 +1526,7 @@ void SchedulingPass::Explain(uint32_t wi, ReasonCode reason, std::string detail,
     detail += Str("; deadline at risk: starting at the estimated ", TimeText(*start), " it would finish ",
                   ToSeconds(*start + w.expected_duration - w.batch.deadline), " s after its deadline");
   }
-  out_.waits.push_back({snapshot_.workloads[wi].id, reason, std::move(detail), start});
+  out_.waits.push_back({digests_[wi].id, reason, std::move(detail), start});
 }
 
 int SchedulingPass::FreeUsableGpus() const {

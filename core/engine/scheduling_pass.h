@@ -223,7 +223,29 @@ class SchedulingPass {
   // (The workload's own reservation, as head, is excluded: its start is
   // that reservation's.) Nothing is placed or preempted from then on, so
   // the quota, capacity and timeline it is decided on stay as they are.
-  using RestKey = std::tuple<int, int, int, int, int, bool, uint32_t, uint32_t, int, bool, Phase>;
+  // Packed into three words: a pass compares it once per workload of the
+  // rest.
+  class RestKey {
+   public:
+    RestKey(int eligibility, int gpus_per_pod, int min_pods, int desired, TopologyConstraint topology,
+            uint32_t usable, QueueId queue, int reservations, bool higher_placed, Phase phase)
+        : a_(Pack(eligibility, min_pods)),
+          b_(Pack(desired, static_cast<int>(queue.value()))),
+          c_(uint64_t{usable} << 32 | uint64_t{static_cast<uint8_t>(gpus_per_pod)} << 16 |
+             uint64_t{static_cast<uint8_t>(topology.level)} << 8 | uint64_t{static_cast<uint8_t>(reservations)} << 3 |
+             uint64_t{topology.required} << 2 | uint64_t{higher_placed} << 1 | uint64_t{phase == Phase::kBorrow}) {}
+    int reservations() const { return static_cast<int>((c_ >> 3) & 0xff); }
+    RestKey InPhase(Phase phase) const {
+      RestKey k = *this;
+      k.c_ = (c_ & ~uint64_t{1}) | uint64_t{phase == Phase::kBorrow};
+      return k;
+    }
+    bool operator==(const RestKey&) const = default;
+
+   private:
+    static uint64_t Pack(int x, int y) { return uint64_t{static_cast<uint32_t>(x)} << 32 | static_cast<uint32_t>(y); }
+    uint64_t a_, b_, c_;
+  };
   struct RestOutcome {
     std::optional<ReasonCode> reason;  // none: deferred to the borrow phase
     std::optional<Time> start;

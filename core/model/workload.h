@@ -4,6 +4,7 @@
 #ifndef TIDAL_CORE_MODEL_WORKLOAD_H_
 #define TIDAL_CORE_MODEL_WORKLOAD_H_
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
@@ -15,15 +16,16 @@
 
 namespace tidal {
 
-enum class WorkloadKind { kTraining, kInference, kBatchInference, kDebug };
+enum class WorkloadKind : uint8_t { kTraining, kInference, kBatchInference, kDebug };
 std::string_view WorkloadKindName(WorkloadKind kind);  // "training", ...
 
-enum class TopologyLevel { kNone, kNvlink, kNode, kRack };
+enum class TopologyLevel : uint8_t { kNone, kNvlink, kNode, kRack };
 std::string_view TopologyLevelName(TopologyLevel level);
 
 struct TopologyConstraint {
   TopologyLevel level = TopologyLevel::kNone;
   bool required = false;  // false = preferred
+  bool operator==(const TopologyConstraint&) const = default;
 };
 
 struct PlacementConstraints {

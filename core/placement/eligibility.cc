@@ -65,18 +65,36 @@ bool QueueWithin(const std::vector<Queue>& queues, QueueId q, QueueId ancestor) 
   return false;
 }
 
+const Eligibility& EligibilityIndex::Plain(const Workload& w, bool inference, QueueId queue, bool may_borrow_shared) {
+  const uint32_t q = queue.value();
+  int* id = nullptr;
+  if (queue.valid() && q < snapshot_.queues.size()) {
+    if (plain_by_queue_.empty()) plain_by_queue_.assign(4 * snapshot_.queues.size(), -1);
+    id = &plain_by_queue_[4 * q + 2 * inference + may_borrow_shared];
+  } else {
+    id = &plain_ids_.try_emplace(std::make_tuple(inference, q, may_borrow_shared), -1).first->second;
+  }
+  if (*id < 0) {
+    *id = static_cast<int>(entries_.size());
+    entries_.push_back(std::make_unique<Eligibility>(Compute(w, *id, may_borrow_shared)));
+  }
+  return *entries_[*id];
+}
+
+const Eligibility& EligibilityIndex::For(const Workload& w, const WorkloadDigest& d) {
+  if (!d.plain_constraints) return For(w);
+  // MayBorrowShared is true whatever the template unless the work is
+  // preemptible training without checkpoints.
+  return Plain(w, d.kind == WorkloadKind::kInference, d.queue,
+               !d.preemptible_without_checkpoint || MayBorrowSharedPool(w));
+}
+
 const Eligibility& EligibilityIndex::For(const Workload& w) {
   const bool may_borrow_shared = MayBorrowSharedPool(w);
   const PlacementConstraints& c = w.constraints;
   if (c.required_gpu_models.empty() && c.preferred_gpu_models.empty() && c.node_selector.empty() &&
       c.tolerations.empty()) {
-    const auto plain = std::make_tuple(w.kind == WorkloadKind::kInference, w.queue.value(), may_borrow_shared);
-    auto it = plain_ids_.find(plain);
-    if (it == plain_ids_.end()) {
-      it = plain_ids_.emplace(plain, static_cast<int>(entries_.size())).first;
-      entries_.push_back(std::make_unique<Eligibility>(Compute(w, it->second, may_borrow_shared)));
-    }
-    return *entries_[it->second];
+    return Plain(w, w.kind == WorkloadKind::kInference, w.queue, may_borrow_shared);
   }
   AppendKey(key_, w);
   key_ += may_borrow_shared ? "|b" : "|n";

@@ -31,6 +31,7 @@
 
 #include "core/model/policy.h"
 #include "core/model/snapshot.h"
+#include "core/model/workload_digest.h"
 #include "core/placement/cluster_state.h"
 
 namespace tidal::placement {
@@ -83,10 +84,17 @@ class EligibilityIndex {
   // pool): the many workloads of one shape share one entry. The reference
   // stays valid as long as the index.
   const Eligibility& For(const Workload& w);
+  // The same, reading `w`'s digest `d` where it can: over a backlog
+  // thousands deep, the record is read only for work with constraints, or
+  // whose template lookup matters (WorkloadDigest::
+  // preemptible_without_checkpoint).
+  const Eligibility& For(const Workload& w, const WorkloadDigest& d);
   int size() const { return static_cast<int>(entries_.size()); }
 
  private:
   Eligibility Compute(const Workload& w, int key_id, bool may_borrow_shared) const;
+  // The entry of plain work (no constraints): `w` is read only to make it.
+  const Eligibility& Plain(const Workload& w, bool inference, QueueId queue, bool may_borrow_shared);
   bool MayBorrowSharedPool(const Workload& w) const;
 
   const Snapshot& snapshot_;
@@ -95,6 +103,9 @@ class EligibilityIndex {
   std::map<std::string, int> ids_;
   // The same for work with no constraints (most): (inference, queue, may
   // borrow the shared pool), no string to build.
+  // By queue (a known one), inference and may-borrow (4 per queue), or -1;
+  // plain_ids_ for an unknown queue.
+  std::vector<int> plain_by_queue_;
   std::map<std::tuple<bool, uint32_t, bool>, int> plain_ids_;
   std::vector<std::unique_ptr<Eligibility>> entries_;
   std::string key_;  // reused buffer

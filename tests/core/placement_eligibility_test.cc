@@ -181,6 +181,46 @@ TEST(EligibilityTest, TemplateRequiresCheckpointsToBorrowTheSharedPool) {
   EXPECT_TRUE(index.For(checkpoints).ok(1));
 }
 
+// A pass looks eligibility up through the digest (For(w, digest)), reading
+// the record only for constraints or a template lookup that matters: it
+// finds the entry the record finds, the template's checkpoint rule and
+// constraints included.
+TEST(EligibilityTest, TheDigestFindsTheEntryTheRecordFinds) {
+  Fixture f;
+  Snapshot s = f.b.Build();
+  s.lent_nodes = {false, true, false, false, false};
+  engine::ClusterState state(s);
+  PriorityTemplate tmpl;
+  tmpl.name = "strict";
+  tmpl.require_checkpoint_to_borrow = true;
+  const std::vector<PriorityTemplate> templates = {tmpl};
+  EligibilityIndex by_digest(s, state, &templates);
+  EligibilityIndex by_record(s, state, &templates);
+
+  Workload no_checkpoints = Job(1, f.vision, 1, 1, seconds(1));
+  no_checkpoints.training.checkpoint_interval = seconds(0);
+  Workload checkpoints = Job(2, f.vision, 1, 1, seconds(1));
+  checkpoints.training.checkpoint_interval = minutes(30);
+  Workload not_preemptible = no_checkpoints;
+  not_preemptible.id = WorkloadId(3);
+  not_preemptible.preemptible = false;
+  Workload service = Job(4, f.nlp, 1, 1, seconds(1));
+  service.kind = WorkloadKind::kInference;
+  Workload tolerant = Job(5, f.nlp, 1, 1, seconds(1));
+  tolerant.constraints.tolerations.push_back({"gpu", "a100"});
+  Workload unknown_queue = Job(6, QueueId(77), 1, 1, seconds(1));
+  for (const Workload& w : {no_checkpoints, checkpoints, not_preemptible, service, tolerant, unknown_queue}) {
+    const Eligibility& digest_found = by_digest.For(w, WorkloadDigest::Of(w, -1, nullptr));
+    const Eligibility& record_found = by_record.For(w);
+    EXPECT_EQ(digest_found.verdict, record_found.verdict) << "workload " << w.id.value();
+    EXPECT_EQ(digest_found.rank, record_found.rank) << "workload " << w.id.value();
+    EXPECT_EQ(digest_found.key_id, record_found.key_id) << "workload " << w.id.value();
+  }
+  // The shared node refuses the one without checkpoints only.
+  EXPECT_FALSE(by_digest.For(no_checkpoints, WorkloadDigest::Of(no_checkpoints, -1, nullptr)).ok(1));
+  EXPECT_TRUE(by_digest.For(not_preemptible, WorkloadDigest::Of(not_preemptible, -1, nullptr)).ok(1));
+}
+
 }  // namespace
 }  // namespace tidal::placement
 
