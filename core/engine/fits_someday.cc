@@ -37,7 +37,7 @@ bool FitsSomeday::ToAsk(const WaitingOrder& order, std::vector<WaitingOrder::Ins
 }
 
 void FitsSomeday::Settle(const WaitingOrder& order, std::vector<WaitingOrder::Inserted> unsettled) {
-  if (cluster_version_ == 0) return;  // keeps nothing
+  if (!keeps()) return;
   settled_lineage_ = order.log_lineage();
   settled_inserts_ = order.inserts();
   unsettled_ = std::move(unsettled);

@@ -29,6 +29,8 @@ class FitsSomeday {
     return id.value() < fits_.size() && fits_[id.value()] != 0;
   }
   void Add(const Workload& w);
+  // Whether it keeps anything (a cluster version to hold for).
+  bool keeps() const { return cluster_version_ != 0; }
 
   // The waiting work of `order` a pass must still ask about, as the order's
   // log names it (appended to `out`, possibly twice, possibly gone): false

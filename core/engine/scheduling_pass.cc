@@ -658,7 +658,7 @@ void SchedulingPass::AskTheRestOfTheOrder(const std::vector<size_t>& next,
                                           std::vector<std::pair<OrderKey, RejectDecision>>& rejects) {
   const WaitingOrder& order = snapshot_.waiting_order;
   const std::span<const WaitingOrder::Group> groups = order.groups();
-  if (fits_ == nullptr) {
+  if (fits_ == nullptr || !fits_->keeps()) {
     for (size_t g = 0; g < groups.size(); ++g) {
       for (size_t i = next[g]; i < groups[g].entries.size(); ++i) {
         RejectIfNeverFits(groups[g].entries[i].workload, groups[g].entries[i].id, rejects);

@@ -54,6 +54,7 @@ inline constexpr int kMaxReservations = 4;
 // Head reservations per pass (see HeadReservations), on top of
 // kMaxReservations: at most 8 reservations in all.
 inline constexpr int kMaxHeadReservations = 4;
+static_assert(kMaxReservations + kMaxHeadReservations < 32, "SchedulingPass::RestKey packs it in 5 bits");
 // A reservation search gives up after this many placement attempts.
 inline constexpr int kMaxReservationProbes = 64;
 // Victim searches per pass, highest-priority preemptors first; the rest try
@@ -224,7 +225,10 @@ class SchedulingPass {
   // that reservation's.) Nothing is placed or preempted from then on, so
   // the quota, capacity and timeline it is decided on stay as they are.
   // Packed into three words: a pass compares it once per workload of the
-  // rest.
+  // rest. The third holds the usable mask (bits 32-63), pod size (16-23),
+  // topology level (8-15), reservations made (3-7: at most
+  // kMaxReservations + kMaxHeadReservations), required (2), higher-priority
+  // work placed (1) and the phase (0).
   class RestKey {
    public:
     RestKey(int eligibility, int gpus_per_pod, int min_pods, int desired, TopologyConstraint topology,
@@ -232,9 +236,9 @@ class SchedulingPass {
         : a_(Pack(eligibility, min_pods)),
           b_(Pack(desired, static_cast<int>(queue.value()))),
           c_(uint64_t{usable} << 32 | uint64_t{static_cast<uint8_t>(gpus_per_pod)} << 16 |
-             uint64_t{static_cast<uint8_t>(topology.level)} << 8 | uint64_t{static_cast<uint8_t>(reservations)} << 3 |
+             uint64_t{static_cast<uint8_t>(topology.level)} << 8 | uint64_t{static_cast<uint8_t>(reservations & 0x1f)} << 3 |
              uint64_t{topology.required} << 2 | uint64_t{higher_placed} << 1 | uint64_t{phase == Phase::kBorrow}) {}
-    int reservations() const { return static_cast<int>((c_ >> 3) & 0xff); }
+    int reservations() const { return static_cast<int>((c_ >> 3) & 0x1f); }
     RestKey InPhase(Phase phase) const {
       RestKey k = *this;
       k.c_ = (c_ & ~uint64_t{1}) | uint64_t{phase == Phase::kBorrow};

@@ -159,16 +159,28 @@ namespace {
 // A template with require_checkpoint_to_borrow keeps preemptible training
 // that never checkpoints off the shared pool, even when it is lent; the same
 // job with checkpoints may borrow it.
-TEST(EligibilityTest, TemplateRequiresCheckpointsToBorrowTheSharedPool) {
+// The fixture's cluster with its shared node lent, and one template that
+// requires checkpoints to borrow it.
+struct StrictLentCluster {
   Fixture f;
-  Snapshot s = f.b.Build();
-  s.lent_nodes = {false, true, false, false, false};  // the shared node is lent
-  engine::ClusterState state(s);
-  PriorityTemplate tmpl;
-  tmpl.name = "strict";
-  tmpl.require_checkpoint_to_borrow = true;
-  const std::vector<PriorityTemplate> templates = {tmpl};
-  EligibilityIndex index(s, state, &templates);
+  Snapshot s = [this] {
+    Snapshot built = f.b.Build();
+    built.lent_nodes = {false, true, false, false, false};  // the shared node is lent
+    return built;
+  }();
+  engine::ClusterState state{s};
+  std::vector<PriorityTemplate> templates = [] {
+    PriorityTemplate tmpl;
+    tmpl.name = "strict";
+    tmpl.require_checkpoint_to_borrow = true;
+    return std::vector<PriorityTemplate>{tmpl};
+  }();
+};
+
+TEST(EligibilityTest, TemplateRequiresCheckpointsToBorrowTheSharedPool) {
+  StrictLentCluster c;
+  Fixture& f = c.f;
+  EligibilityIndex index(c.s, c.state, &c.templates);
 
   Workload no_checkpoints = Job(1, f.vision, 1, 1, seconds(1));
   no_checkpoints.training.checkpoint_interval = seconds(0);
@@ -186,16 +198,10 @@ TEST(EligibilityTest, TemplateRequiresCheckpointsToBorrowTheSharedPool) {
 // finds the entry the record finds, the template's checkpoint rule and
 // constraints included.
 TEST(EligibilityTest, TheDigestFindsTheEntryTheRecordFinds) {
-  Fixture f;
-  Snapshot s = f.b.Build();
-  s.lent_nodes = {false, true, false, false, false};
-  engine::ClusterState state(s);
-  PriorityTemplate tmpl;
-  tmpl.name = "strict";
-  tmpl.require_checkpoint_to_borrow = true;
-  const std::vector<PriorityTemplate> templates = {tmpl};
-  EligibilityIndex by_digest(s, state, &templates);
-  EligibilityIndex by_record(s, state, &templates);
+  StrictLentCluster c;
+  Fixture& f = c.f;
+  EligibilityIndex by_digest(c.s, c.state, &c.templates);
+  EligibilityIndex by_record(c.s, c.state, &c.templates);
 
   Workload no_checkpoints = Job(1, f.vision, 1, 1, seconds(1));
   no_checkpoints.training.checkpoint_interval = seconds(0);
