@@ -669,6 +669,14 @@ void SchedulingPass::AskTheRestOfTheOrder(const std::vector<size_t>& next,
   // What was asked about before and found able to fit is kept: only what
   // came since, or did not settle, is asked about, once each.
   std::vector<WaitingOrder::Inserted> unsettled;
+  const auto ask = [&](size_t g, size_t i) {
+    const WaitingOrder::Entry& e = groups[g].entries[i];
+    // Work before next[g] was walked, and asked about there.
+    if (i >= next[g]) RejectIfNeverFits(e.workload, e.id, rejects);
+    if (!fits_->Has(e.id)) {
+      unsettled.push_back({groups[g].queue, groups[g].borrowing_start_delta, groups[g].min_gpus, e});
+    }
+  };
   if (std::vector<WaitingOrder::Inserted> to_ask; fits_->ToAsk(order, to_ask)) {
     std::vector<std::pair<WorkloadId, std::pair<size_t, size_t>>> found;
     for (const WaitingOrder::Inserted& x : to_ask) {
@@ -676,24 +684,10 @@ void SchedulingPass::AskTheRestOfTheOrder(const std::vector<size_t>& next,
     }
     std::sort(found.begin(), found.end());
     found.erase(std::unique(found.begin(), found.end()), found.end());
-    for (const auto& [id, at] : found) {
-      const auto [g, i] = at;
-      const WaitingOrder::Entry& e = groups[g].entries[i];
-      // Work before next[g] was walked, and asked about there.
-      if (i >= next[g]) RejectIfNeverFits(e.workload, e.id, rejects);
-      if (!fits_->Has(e.id)) {
-        unsettled.push_back({groups[g].queue, groups[g].borrowing_start_delta, groups[g].min_gpus, e});
-      }
-    }
+    for (const auto& [id, at] : found) ask(at.first, at.second);
   } else {
     for (size_t g = 0; g < groups.size(); ++g) {
-      for (size_t i = 0; i < groups[g].entries.size(); ++i) {
-        const WaitingOrder::Entry& e = groups[g].entries[i];
-        if (i >= next[g]) RejectIfNeverFits(e.workload, e.id, rejects);
-        if (!fits_->Has(e.id)) {
-          unsettled.push_back({groups[g].queue, groups[g].borrowing_start_delta, groups[g].min_gpus, e});
-        }
-      }
+      for (size_t i = 0; i < groups[g].entries.size(); ++i) ask(g, i);
     }
   }
   fits_->Settle(order, std::move(unsettled));

@@ -34,6 +34,13 @@ struct PlacementConstraints {
   std::map<std::string, std::string> node_selector;  // label = value, all must match
   std::vector<Taint> tolerations;                     // value "" tolerates any value
   TopologyConstraint topology;
+
+  // No GPU model, selector or toleration: every such workload of a queue
+  // and kind is eligible for the same nodes, so eligibility is shared.
+  bool plain() const {
+    return required_gpu_models.empty() && preferred_gpu_models.empty() && node_selector.empty() &&
+           tolerations.empty();
+  }
 };
 
 enum class ModelSource { kLocalCache, kSharedStorage };
@@ -129,6 +136,11 @@ struct Workload {
   int min_gpus() const { return min_pods * gpus_per_pod; }
   bool is_gang() const { return min_pods > 1; }
   bool is_elastic() const { return max_pods > min_pods; }
+  // Preemptible training that never checkpoints: a template may keep it off
+  // the shared pool, since a return there loses all its work.
+  bool preemptible_without_checkpoint() const {
+    return kind == WorkloadKind::kTraining && preemptible && training.checkpoint_interval.count() <= 0;
+  }
 };
 
 }  // namespace tidal

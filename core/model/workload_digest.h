@@ -56,11 +56,8 @@ struct WorkloadDigest {
     d.leaving = a != nullptr && !a->leaving.empty();
     d.awaiting_approval = w.priority.awaiting_approval;
     d.topology = w.constraints.topology;
-    const PlacementConstraints& c = w.constraints;
-    d.plain_constraints = c.required_gpu_models.empty() && c.preferred_gpu_models.empty() &&
-                          c.node_selector.empty() && c.tolerations.empty();
-    d.preemptible_without_checkpoint = w.kind == WorkloadKind::kTraining && w.preemptible &&
-                                       w.training.checkpoint_interval.count() <= 0;
+    d.plain_constraints = w.constraints.plain();
+    d.preemptible_without_checkpoint = w.preemptible_without_checkpoint();
     d.priority = w.priority.value;
     d.borrowing_start_delta = w.priority.borrowing_start_delta;
     d.min_pods = w.min_pods;

@@ -91,9 +91,7 @@ const Eligibility& EligibilityIndex::For(const Workload& w, const WorkloadDigest
 
 const Eligibility& EligibilityIndex::For(const Workload& w) {
   const bool may_borrow_shared = MayBorrowSharedPool(w);
-  const PlacementConstraints& c = w.constraints;
-  if (c.required_gpu_models.empty() && c.preferred_gpu_models.empty() && c.node_selector.empty() &&
-      c.tolerations.empty()) {
+  if (w.constraints.plain()) {
     return Plain(w, w.kind == WorkloadKind::kInference, w.queue, may_borrow_shared);
   }
   AppendKey(key_, w);

@@ -162,8 +162,7 @@ StatusOr<Priority> DerivePriority(const std::vector<PriorityTemplate>& templates
 
 bool MayBorrowShared(const Workload& workload, const PriorityTemplate& tmpl) {
   if (!tmpl.require_checkpoint_to_borrow) return true;
-  return !(workload.kind == WorkloadKind::kTraining && workload.preemptible &&
-           workload.training.checkpoint_interval.count() <= 0);
+  return !workload.preemptible_without_checkpoint();
 }
 
 }  // namespace tidal
