@@ -210,6 +210,13 @@ class Run final : public state::StateObserver {
   Status error_;
 
   std::vector<Job> jobs_;
+  // Per job, the last reason its wait tally was told, kNoneTold before the
+  // first, kNotTallied for work whose waits are not tallied (not training,
+  // or started before).
+  static constexpr uint8_t kNoneTold = 0xfe;
+  static constexpr uint8_t kNotTallied = 0xff;
+  static_assert(static_cast<int>(ReasonCode::kCapacity) < kNoneTold);
+  std::vector<uint8_t> told_reason_;
   std::vector<ServiceTrack> services_;
   std::vector<bool> node_shared_;        // node in a shared pool
   std::vector<int> node_borrowed_pods_;  // non-inference pods on shared nodes
@@ -312,6 +319,7 @@ Status Run::Init() {
   series_.total_gpus = s.cluster.total_gpus();
 
   jobs_.resize(input_.workloads.size());
+  told_reason_.assign(input_.workloads.size(), kNoneTold);
   double last_arrival_s = 0;
   for (size_t i = 0; i < input_.workloads.size(); ++i) {
     const SimWorkload& sw = input_.workloads[i];
@@ -872,10 +880,19 @@ void Run::HandlePass() {
   ++cycles_;
   LogRejects(eng.rejects);
   for (const WaitDecision& w : eng.waits) {
+    // A reason the job's tally already has changes nothing (WaitTally):
+    // over a backlog thousands deep most are, and the byte per job read
+    // here saves reading the job and its tally.
+    uint8_t& told = told_reason_[w.workload.value() - 1];
+    if (told == static_cast<uint8_t>(w.reason) || told == kNotTallied) continue;
     Job& j = JobOf(w.workload);
-    if (j.kind != WorkloadKind::kTraining || j.first_start) continue;
+    if (j.kind != WorkloadKind::kTraining || j.first_start) {
+      told = kNotTallied;
+      continue;
+    }
     if (!j.wait_tally) j.wait_tally = std::make_unique<diagnosis::WaitTally>();
     j.wait_tally->Explain(now, w.reason);
+    told = static_cast<uint8_t>(w.reason);
   }
   CountRefused(machine_->ApplyDecisions(eng));
   ApplyDeferred();

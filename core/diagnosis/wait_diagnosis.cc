@@ -70,22 +70,23 @@ int MostGpusEverFree(const Snapshot& snapshot, const Workload& w) {
 }
 
 void WaitTally::Explain(Time at, ReasonCode reason) {
+  if (last_ == reason) return;
   ChargeTo(at);
   last_ = reason;
   since_ = at;
 }
 
 void WaitTally::ChargeTo(Time at) {
-  if (last_ && at > since_) seconds_[static_cast<int>(*last_)] += ToSeconds(at - since_);
+  if (last_ && at > since_) charged_[static_cast<int>(*last_)] += at - since_;
   if (at > since_) since_ = at;
 }
 
 std::optional<ReasonCode> WaitTally::Dominant() const {
   std::optional<ReasonCode> best;
-  double best_s = -1;
+  Duration best_charged = milliseconds(-1);
   for (int i = 0; i < kReasons; ++i) {
-    if (seconds_[i] > best_s && (seconds_[i] > 0 || (last_ && static_cast<int>(*last_) == i))) {
-      best_s = seconds_[i];
+    if (charged_[i] > best_charged && (charged_[i] > Duration::zero() || (last_ && static_cast<int>(*last_) == i))) {
+      best_charged = charged_[i];
       best = static_cast<ReasonCode>(i);
     }
   }

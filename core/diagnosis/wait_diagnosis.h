@@ -70,17 +70,20 @@ int MostGpusEverFree(const Snapshot& snapshot, const Workload& w);
 class WaitTally {
  public:
   // The engine gave `reason` at `at` (a pass that explained the wait). The
-  // time since the previous reason is charged to that previous reason.
+  // time since the previous reason is charged to that previous reason, when
+  // the reason changes or ChargeTo reads it: the same reason given again
+  // changes nothing, so a caller may skip telling it.
   void Explain(Time at, ReasonCode reason);
   // Charges up to `at` (the wait ended, or a report reads it now).
   void ChargeTo(Time at);
-  double seconds(ReasonCode reason) const { return seconds_[static_cast<int>(reason)]; }
+  double seconds(ReasonCode reason) const { return ToSeconds(charged_[static_cast<int>(reason)]); }
   // The reason charged the most; empty when nothing was charged.
   std::optional<ReasonCode> Dominant() const;
 
  private:
   static constexpr int kReasons = static_cast<int>(ReasonCode::kCapacity) + 1;
-  std::array<double, kReasons> seconds_{};
+  // In whole milliseconds: charged in one piece or in many, the same sum.
+  std::array<Duration, kReasons> charged_{};
   std::optional<ReasonCode> last_;
   Time since_;
 };

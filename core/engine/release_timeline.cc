@@ -5,9 +5,12 @@
 namespace tidal::engine {
 namespace {
 
-bool Earlier(const ReleaseEvent& a, const ReleaseEvent& b) {
-  return a.at != b.at ? a.at < b.at : a.seq < b.seq;
-}
+// A type, not a function pointer, so that the sort inlines it.
+struct Earlier {
+  bool operator()(const ReleaseEvent& a, const ReleaseEvent& b) const {
+    return a.at != b.at ? a.at < b.at : a.seq < b.seq;
+  }
+};
 
 }  // namespace
 
@@ -21,8 +24,9 @@ void ReleaseTimeline::Add(Time at, QueueId queue, const std::vector<PodPlacement
 const std::vector<ReleaseEvent>& ReleaseTimeline::events() {
   if (sorted_prefix_ < events_.size()) {
     const auto mid = events_.begin() + static_cast<std::ptrdiff_t>(sorted_prefix_);
-    std::sort(mid, events_.end(), Earlier);
-    std::inplace_merge(events_.begin(), mid, events_.end(), Earlier);
+    std::sort(mid, events_.end(), Earlier());
+    // Nothing sorted before: no merge, whose buffer is a heap allocation.
+    if (sorted_prefix_ > 0) std::inplace_merge(events_.begin(), mid, events_.end(), Earlier());
     sorted_prefix_ = events_.size();
   }
   return events_;

@@ -25,6 +25,9 @@ struct ReleaseEvent {
 
 class ReleaseTimeline {
  public:
+  ReleaseTimeline() = default;
+  // Room for the pods of about `allocations` allocations.
+  explicit ReleaseTimeline(size_t allocations) { events_.reserve(allocations * 2); }
   // When an allocation's end moves (it was preempted), the caller adds a new
   // event for it and skips the old one as stale while walking.
   void Add(Time at, QueueId queue, const std::vector<PodPlacement>& pods, int32_t alloc = -1);

@@ -630,13 +630,8 @@ int64_t SchedulingPass::LowestVictimPriority() {
     int64_t lowest = std::numeric_limits<int64_t>::max() / 2;
     for (uint32_t i = 0; i < snapshot_.allocations.size(); ++i) {
       if (alloc_state_[i] != AllocState::kLive || workload_of_[i] < 0) continue;
-      const Workload& v = snapshot_.workloads[workload_of_[i]];
-      const PreemptibilityClass pc = v.priority.preemptibility;
-      if (v.kind == WorkloadKind::kInference || pc == PreemptibilityClass::kNever ||
-          (pc == PreemptibilityClass::kPreemptible && !v.preemptible)) {
-        continue;
-      }
-      lowest = std::min<int64_t>(lowest, v.priority.value);
+      const WorkloadDigest& v = digests_[workload_of_[i]];
+      if (v.may_be_preempted) lowest = std::min<int64_t>(lowest, v.priority);
     }
     lowest_victim_priority_ = lowest;
   }
@@ -705,9 +700,21 @@ void SchedulingPass::BorrowPhase() {
   };
   std::vector<QueueTurn> turns;
   {
-    std::map<uint32_t, std::vector<size_t>> by_queue;
-    for (size_t i = 0; i < deferred_.size(); ++i) by_queue[digests_[deferred_[i]].queue.value()].push_back(i);
-    for (auto& [q, items] : by_queue) turns.push_back({q, std::move(items)});
+    // Queues are few and a queue's work comes in runs: the last one's turn
+    // is tried first, then the others'.
+    QueueTurn* last = nullptr;
+    for (size_t i = 0; i < deferred_.size(); ++i) {
+      const uint32_t q = digests_[deferred_[i]].queue.value();
+      if (last == nullptr || last->queue != q) {
+        last = nullptr;
+        for (QueueTurn& t : turns) {
+          if (t.queue == q) last = &t;
+        }
+        if (last == nullptr) last = &turns.emplace_back(QueueTurn{q, {}});
+      }
+      last->items.push_back(i);
+    }
+    std::sort(turns.begin(), turns.end(), [](const QueueTurn& x, const QueueTurn& y) { return x.queue < y.queue; });
   }
   // Once the rest can only wait nothing is placed or preempted, so no share
   // moves: they are read once.
@@ -723,7 +730,7 @@ void SchedulingPass::BorrowPhase() {
     }
     if (best == nullptr) break;
     const size_t i = best->items[best->next++];
-    ProcessStart(deferred_[i], Phase::kBorrow, deferred_rest_keys_[i] ? &*deferred_rest_keys_[i] : nullptr);
+    ProcessStart(deferred_[i], Phase::kBorrow, deferred_rest_keys_[i]);
     if (!rest_only_waits_) read_shares();
   }
 }
@@ -885,12 +892,15 @@ SchedulingPass::Screen SchedulingPass::ScreenStart(uint32_t wi, std::optional<Re
   return Screen::kGoOn;
 }
 
-bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase, const RestKey* main_key) {
+bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase, int main_key) {
   // Deferred once the rest could only wait, with as many reservations made
   // as then: its key differs from the main phase's only by the phase.
-  if (main_key != nullptr && rest_only_waits_ && main_key->reservations() == static_cast<int>(reservations_.size())) {
-    if (const RestOutcome* known = FindRestOutcome(main_key->InPhase(phase)); known != nullptr && known->reason) {
-      Wait(wi, *known->reason, [] { return std::string(); }, known->start);
+  if (main_key >= 0 && rest_only_waits_ &&
+      rest_outcomes_[main_key].first.reservations() == static_cast<int>(reservations_.size())) {
+    const int in_phase = FindRestOutcome(rest_outcomes_[main_key].first.InPhase(phase));
+    if (in_phase >= 0 && rest_outcomes_[in_phase].second.reason) {
+      const RestOutcome& known = rest_outcomes_[in_phase].second;
+      Wait(wi, *known.reason, [] { return std::string(); }, known.start);
       return true;
     }
   }
@@ -947,12 +957,13 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase, const RestKey* main_
       std::none_of(reservations_.begin(), reservations_.end(), [&](const Reservation& r) { return r.holder == d.id; })) {
     rest_key = RestKey(e.key_id, g, min_pods, desired, d.topology, usable, d.queue,
                        static_cast<int>(reservations_.size()), highest_placed_priority_ > StartPriority(wi), phase);
-    if (const RestOutcome* known = FindRestOutcome(*rest_key)) {
-      if (!known->reason) {
-        Defer(wi, g, rest_key);
+    if (const int found = FindRestOutcome(*rest_key); found >= 0) {
+      const RestOutcome& known = rest_outcomes_[found].second;
+      if (!known.reason) {
+        Defer(wi, g, found);
         return false;
       }
-      Wait(wi, *known->reason, [] { return std::string(); }, known->start);
+      Wait(wi, *known.reason, [] { return std::string(); }, known.start);
       return true;
     }
   }
@@ -992,8 +1003,12 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase, const RestKey* main_
   }
   if (!any_admitted) {
     if (want_borrow) {
-      if (rest_key && rest_outcomes_.size() < kMaxRestKeys) rest_outcomes_.push_back({*rest_key, {}});
-      Defer(wi, g, rest_key);
+      int key = -1;
+      if (rest_key && rest_outcomes_.size() < kMaxRestKeys) {
+        key = static_cast<int>(rest_outcomes_.size());
+        rest_outcomes_.push_back({*rest_key, {}});
+      }
+      Defer(wi, g, key);
       return false;
     }
     wait(ReasonCode::kQuota, [&] { return std::move(denied.detail); }, EstimateQuota(w.queue, min_pods * g));
@@ -1051,26 +1066,26 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase, const RestKey* main_
   return true;
 }
 
-void SchedulingPass::Defer(uint32_t wi, int gpus_per_pod, const std::optional<RestKey>& rest_key) {
+void SchedulingPass::Defer(uint32_t wi, int gpus_per_pod, int rest_key) {
   // Once the rest can only wait, much of it may be deferred: room for all
   // of it at once.
-  if (rest_key && deferred_rest_keys_.capacity() < unplaced_count_) {
+  if (rest_key >= 0 && deferred_rest_keys_.capacity() < unplaced_count_) {
     deferred_.reserve(unplaced_count_);
     deferred_rest_keys_.reserve(unplaced_count_);
   }
   deferred_.push_back(wi);
-  deferred_rest_keys_.push_back(rest_key);
+  deferred_rest_keys_.push_back(static_cast<int8_t>(rest_key));
   smallest_deferred_pod_gpus_ = std::min(smallest_deferred_pod_gpus_, gpus_per_pod);
 }
 
-const SchedulingPass::RestOutcome* SchedulingPass::FindRestOutcome(const RestKey& key) {
+int SchedulingPass::FindRestOutcome(const RestKey& key) {
   for (size_t n = 0, i = last_rest_key_; n < rest_outcomes_.size(); ++n, i = i + 1 == rest_outcomes_.size() ? 0 : i + 1) {
     if (rest_outcomes_[i].first == key) {
       last_rest_key_ = i;
-      return &rest_outcomes_[i].second;
+      return static_cast<int>(i);
     }
   }
-  return nullptr;
+  return -1;
 }
 
 void SchedulingPass::ProcessServiceGrow(uint32_t wi) {
@@ -1176,16 +1191,13 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
     }
     // Already shrinking: it is giving GPUs back, leave it be.
     if (removed_pods_.count(i) != 0) continue;
-    const Workload* v = nullptr;
+    const WorkloadDigest* v = nullptr;
     if (st == AllocState::kLive) {
       if (workload_of_[i] < 0) continue;
-      v = &snapshot_.workloads[workload_of_[i]];
-      if (v->id == w.id || v->kind == WorkloadKind::kInference) continue;
-      const PreemptibilityClass pc = v->priority.preemptibility;
-      if (pc == PreemptibilityClass::kNever) continue;
-      if (pc == PreemptibilityClass::kPreemptible && !v->preemptible) continue;
-      // Cheap rejection before looking at its pods.
-      const bool gap = preempting - v->priority.value >= cfg.min_priority_gap;
+      // Cheap rejection, from the digest, before looking at its pods.
+      v = &digests_[workload_of_[i]];
+      if (v->id == w.id || !v->may_be_preempted) continue;
+      const bool gap = preempting - v->priority >= cfg.min_priority_gap;
       if (gap && now_ - a.start_time < cfg.min_runtime) NoteTimeBound(a.start_time + cfg.min_runtime);
       const bool may_priority = gap && now_ - a.start_time >= cfg.min_runtime;
       const bool may_reclaim = within_guarantee && v->queue != w.queue;
@@ -1227,7 +1239,7 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
           quota_.CanReclaimFrom(v->queue, lose)) {
         return std::make_pair(PreemptCause::kReclaim, true);
       }
-      if (preempting - v->priority.value >= cfg.min_priority_gap &&
+      if (preempting - v->priority >= cfg.min_priority_gap &&
           now_ - a.start_time >= cfg.min_runtime &&
           (same_queue || !quota_.tracked(v->queue) || quota_.CanReclaimFrom(v->queue, lose))) {
         return std::make_pair(PreemptCause::kPriority, !same_queue);
@@ -1247,13 +1259,13 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
       c.gpus = 0;
       for (uint32_t k = 0; k < count; ++k) c.gpus += std::popcount(pods[k].gpus);
       c.lost_gpu_seconds = preemption::LostGpuSeconds(c.gpus, now_, checkpoint);
-      c.priority = v->priority.value;
+      c.priority = v->priority;
       c.start = a.start_time;
       c.cause = why.first;
       c.guard_queue = why.second;
       candidates.push_back(c);
     };
-    if (v->kind == WorkloadKind::kTraining && v->is_elastic()) {
+    if (v->kind == WorkloadKind::kTraining && v->elastic) {
       const int shrinkable = static_cast<int>(a.pods.size()) - std::max(1, v->min_pods);
       const auto why = shrinkable > 0 ? classify(std::popcount(a.pods.back().gpus)) : std::nullopt;
       for (int k = 0; why && k < shrinkable; ++k) {
@@ -1549,19 +1561,21 @@ Time SchedulingPass::EndOf(uint32_t alloc) const {
     return a.grace_deadline;
   }
   if (workload_of_[alloc] < 0) return kInfiniteFuture;
-  const Workload& w = snapshot_.workloads[workload_of_[alloc]];
-  if (w.expected_duration <= Duration::zero()) return kInfiniteFuture;
-  const Time end = a.start_time + w.expected_duration;
+  // From the digest: the timeline asks this of every allocation, and most
+  // passes build one.
+  const Duration expected = digests_[workload_of_[alloc]].expected_duration;
+  if (expected <= Duration::zero()) return kInfiniteFuture;
+  const Time end = a.start_time + expected;
   if (end > now_) NoteTimeBound(end);
   return std::max(now_, end);
 }
 
 const std::vector<ReleaseEvent>& SchedulingPass::Timeline() {
   if (!timeline_built_) {
-    timeline_ = ReleaseTimeline();
+    timeline_ = ReleaseTimeline(snapshot_.allocations.size() + placed_releases_.size());
     for (uint32_t i = 0; i < snapshot_.allocations.size(); ++i) {
       const Allocation& a = snapshot_.allocations[i];
-      const QueueId q = workload_of_[i] < 0 ? QueueId() : snapshot_.workloads[workload_of_[i]].queue;
+      const QueueId q = workload_of_[i] < 0 ? QueueId() : digests_[workload_of_[i]].queue;
       timeline_.Add(EndOf(i), q, a.pods, static_cast<int32_t>(i));
     }
     for (const auto& [at, held] : placed_releases_) timeline_.Add(at, held.first, held.second);

@@ -255,11 +255,12 @@ class SchedulingPass {
     std::optional<Time> start;
   };
   // Returns false when the workload was deferred to the borrow phase.
-  // `main_key`: in the borrow phase, the workload's RestKey from the main
-  // phase, when it had one.
-  bool ProcessStart(uint32_t wi, Phase phase, const RestKey* main_key = nullptr);
-  // Defers workload `wi` (pods of `gpus_per_pod`) to the borrow phase.
-  void Defer(uint32_t wi, int gpus_per_pod, const std::optional<RestKey>& rest_key);
+  // `main_key`: in the borrow phase, the index in rest_outcomes_ of the
+  // workload's RestKey from the main phase, or -1.
+  bool ProcessStart(uint32_t wi, Phase phase, int main_key = -1);
+  // Defers workload `wi` (pods of `gpus_per_pod`, RestKey `rest_key`, an
+  // index in rest_outcomes_ or -1) to the borrow phase.
+  void Defer(uint32_t wi, int gpus_per_pod, int rest_key);
   const placement::Eligibility& EligibilityOf(uint32_t wi);
   void ProcessServiceGrow(uint32_t wi);
   std::optional<RejectDecision> NeverFits(const Workload& w, const placement::Eligibility& e,
@@ -362,7 +363,7 @@ class SchedulingPass {
   std::vector<std::pair<Time, std::pair<QueueId, std::vector<PodPlacement>>>> placed_releases_;
 
   std::vector<uint32_t> deferred_;  // borrowers, in main-phase order
-  std::vector<std::optional<RestKey>> deferred_rest_keys_;  // theirs, when they had one
+  std::vector<int8_t> deferred_rest_keys_;  // theirs: in rest_outcomes_, or -1
   // Sorted out of the workloads in one scan, in index order: pending or
   // awaiting approval without an allocation; services with an allocation;
   // elastic training with an allocation; debug allocations.
@@ -395,7 +396,9 @@ class SchedulingPass {
   std::vector<std::pair<RestKey, RestOutcome>> rest_outcomes_;
   size_t last_rest_key_ = 0;
   static constexpr size_t kMaxRestKeys = 64;  // past it, the rest is decided in full
-  const RestOutcome* FindRestOutcome(const RestKey& key);
+  static_assert(kMaxRestKeys <= 127, "an index in rest_outcomes_ is an int8_t");
+  // The index in rest_outcomes_ of `key`, or -1.
+  int FindRestOutcome(const RestKey& key);
   // For RestCanOnlyWait, from the scan in Init: the queues with waiting
   // work, and whether any allocation is terminating or has pods leaving, or
   // any pool is semi-dedicated.

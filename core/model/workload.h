@@ -91,7 +91,7 @@ struct Priority {
   int borrowing_start_delta = 0;
 };
 
-enum class WorkloadState {
+enum class WorkloadState : uint8_t {
   kAwaitingApproval,
   kPending,
   kRunning,
@@ -136,6 +136,12 @@ struct Workload {
   int min_gpus() const { return min_pods * gpus_per_pod; }
   bool is_gang() const { return min_pods > 1; }
   bool is_elastic() const { return max_pods > min_pods; }
+  // Whether higher-priority work may take its GPUs: not a service, and its
+  // template's class allows it (a kPreemptible one only when preemptible).
+  bool may_be_preempted() const {
+    return kind != WorkloadKind::kInference && priority.preemptibility != PreemptibilityClass::kNever &&
+           (priority.preemptibility != PreemptibilityClass::kPreemptible || preemptible);
+  }
   // Preemptible training that never checkpoints: a template may keep it off
   // the shared pool, since a return there loses all its work.
   bool preemptible_without_checkpoint() const {

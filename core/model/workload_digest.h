@@ -15,8 +15,9 @@ namespace tidal {
 // placed service, placed elastic job, debug session) and count its GPUs
 // against its queue, with where its allocation is and whether pods of it are
 // leaving, what orders waiting work (its priority, submit time, id and
-// gang), and what decides a wait once the rest of a pass can only wait
-// (desired pods, topology, expected duration). A pass reads these 64 bytes
+// gang), what decides a wait once the rest of a pass can only wait
+// (desired pods, topology, expected duration), and whether it may be a
+// preemption victim. A pass reads these 64 bytes
 // per workload instead of each ~800-byte Workload and ~100-byte
 // Allocation: at 30,000 live workloads those walks were most of a
 // simulated week's time, and explaining a backlog thousands deep touched
@@ -36,6 +37,7 @@ struct WorkloadDigest {
   // Preemptible training without a checkpoint interval: the only work a
   // template's require_checkpoint_to_borrow keeps off the shared pool.
   bool preemptible_without_checkpoint = false;
+  bool may_be_preempted = false;  // Workload::may_be_preempted
   int32_t priority = 0;            // Priority::value
   int32_t borrowing_start_delta = 0;
   int32_t min_pods = 0;
@@ -58,6 +60,7 @@ struct WorkloadDigest {
     d.topology = w.constraints.topology;
     d.plain_constraints = w.constraints.plain();
     d.preemptible_without_checkpoint = w.preemptible_without_checkpoint();
+    d.may_be_preempted = w.may_be_preempted();
     d.priority = w.priority.value;
     d.borrowing_start_delta = w.priority.borrowing_start_delta;
     d.min_pods = w.min_pods;

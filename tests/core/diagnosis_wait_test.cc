@@ -45,6 +45,32 @@ TEST(WaitTallyTest, EachReasonHoldsUntilTheNextAndTheLongestDominates) {
   EXPECT_EQ(d.most_ever_gpus, 16);
 }
 
+// Told every 0.1 s for 300 s, or only at its changes: the same charges,
+// to the millisecond. Capacity 0-100 s (told 1,000 times), quota 100-300 s
+// (2,000 times): 100 s and 200 s exactly, where a sum of 1,000 doubles of
+// 0.1 would not be.
+TEST(WaitTallyTest, TheSameReasonToldAgainChangesNothing) {
+  WaitTally every, changes;
+  for (int ms = 0; ms < 300'000; ms += 100) {
+    every.Explain(Time(milliseconds(ms)), ms < 100'000 ? ReasonCode::kCapacity : ReasonCode::kQuota);
+  }
+  changes.Explain(At(0), ReasonCode::kCapacity);
+  changes.Explain(At(100), ReasonCode::kQuota);
+  every.ChargeTo(At(300));
+  changes.ChargeTo(At(300));
+  EXPECT_EQ(every.seconds(ReasonCode::kCapacity), 100.0);
+  EXPECT_EQ(every.seconds(ReasonCode::kQuota), 200.0);
+  for (ReasonCode r : {ReasonCode::kCapacity, ReasonCode::kQuota, ReasonCode::kPriority}) {
+    EXPECT_EQ(every.seconds(r), changes.seconds(r)) << ReasonCodeName(r);
+  }
+  EXPECT_EQ(every.Dominant(), ReasonCode::kQuota);
+  // Told again after the charge, nothing moves until the next charge.
+  every.Explain(At(300), ReasonCode::kQuota);
+  EXPECT_EQ(every.seconds(ReasonCode::kQuota), 200.0);
+  every.ChargeTo(At(400));
+  EXPECT_EQ(every.seconds(ReasonCode::kQuota), 300.0);
+}
+
 TEST(WaitTallyTest, NoExplanationIsNoReason) {
   WaitTally t;
   t.ChargeTo(At(100));

@@ -114,6 +114,32 @@ TEST(WorkloadDigestTest, APassDecidesTheSameWithOrWithoutThem) {
   EXPECT_NE(given.find("W4:"), std::string::npos) << given;
 }
 
+// Whether higher-priority work may take a workload's GPUs, as a pass reads
+// it from the digest for its victims: never a service or a class-kNever
+// workload; a kPreemptible one only when preemptible; a kReclaimable one
+// always.
+TEST(WorkloadDigestTest, ItSaysWhetherTheWorkMayBePreempted) {
+  struct Case {
+    WorkloadKind kind;
+    PreemptibilityClass cls;
+    bool preemptible;
+    bool may_be_preempted;
+  };
+  for (const Case& c : {Case{WorkloadKind::kTraining, PreemptibilityClass::kPreemptible, true, true},
+                        Case{WorkloadKind::kTraining, PreemptibilityClass::kPreemptible, false, false},
+                        Case{WorkloadKind::kTraining, PreemptibilityClass::kNever, true, false},
+                        Case{WorkloadKind::kDebug, PreemptibilityClass::kReclaimable, false, true},
+                        Case{WorkloadKind::kInference, PreemptibilityClass::kReclaimable, true, false}}) {
+    Workload w = Job(1, QueueId(0), 1, 1, hours(1));
+    w.kind = c.kind;
+    w.priority.preemptibility = c.cls;
+    w.preemptible = c.preemptible;
+    EXPECT_EQ(w.may_be_preempted(), c.may_be_preempted)
+        << static_cast<int>(c.kind) << " " << PreemptibilityClassName(c.cls) << " " << c.preemptible;
+    EXPECT_EQ(WorkloadDigest::Of(w, -1, nullptr).may_be_preempted, c.may_be_preempted);
+  }
+}
+
 #if !defined(NDEBUG) || defined(TIDAL_EXPENSIVE_CHECKS)
 TEST(WorkloadDigestTest, ChecksCatchADigestThatDisagrees) {
   StateMachine m = Machine();
