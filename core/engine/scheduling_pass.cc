@@ -147,13 +147,13 @@ void SchedulingPass::Init() {
     // every digest. (Where most work runs, the digests' scan in order is
     // the cheaper.)
     digests_ = snapshot.workload_digests.data();
-    alloc_of_.assign(ws.size(), -1);
     workload_of_.assign(n_allocs, -1);
     for (uint32_t ai = 0; ai < n_allocs; ++ai) {
       const uint32_t wi = snapshot.allocation_workloads[ai];
       TIDAL_CHECK(wi < ws.size()) << "allocation " << ai << " names workload index " << wi;
       const WorkloadDigest& d = digests_[wi];
-      alloc_of_[wi] = static_cast<int>(ai);
+      TIDAL_CHECK(d.allocation == static_cast<int>(ai))
+          << "allocation " << ai << " names workload index " << wi << ", whose digest names " << d.allocation;
       workload_of_[ai] = static_cast<int>(wi);
       if (d.state == WorkloadState::kTerminating) alloc_state_[ai] = AllocState::kTerminating;
       if (d.leaving) leaving.push_back(ai);
@@ -169,12 +169,10 @@ void SchedulingPass::Init() {
     unplaced_listed_ = false;
   } else if (given) {
     digests_ = snapshot.workload_digests.data();
-    alloc_of_.resize(ws.size());
     workload_of_.assign(n_allocs, -1);
     for (uint32_t wi = 0; wi < ws.size(); ++wi) {
       const WorkloadDigest& d = digests_[wi];
       const int ai = d.allocation;
-      alloc_of_[wi] = ai;
       if (ai >= 0) {
         TIDAL_CHECK(static_cast<size_t>(ai) < n_allocs) << "a workload digest names allocation " << ai;
         workload_of_[ai] = static_cast<int>(wi);
@@ -186,17 +184,17 @@ void SchedulingPass::Init() {
     std::sort(leaving.begin(), leaving.end());
   } else {
     workload_of_ = WorkloadsOfAllocations(snapshot, WorkloadIndex(ws));
-    alloc_of_.assign(ws.size(), -1);
+    std::vector<int> alloc_of(ws.size(), -1);
     for (uint32_t i = 0; i < n_allocs; ++i) {
       const Allocation& a = snapshot.allocations[i];
       if (a.terminating) alloc_state_[i] = AllocState::kTerminating;
       if (!a.leaving.empty()) leaving.push_back(i);
-      if (workload_of_[i] >= 0) alloc_of_[workload_of_[i]] = static_cast<int>(i);
+      if (workload_of_[i] >= 0) alloc_of[workload_of_[i]] = static_cast<int>(i);
     }
     own_digests_.reserve(ws.size());
-    for (uint32_t wi = 0; wi < ws.size(); ++wi) own_digests_.push_back(WorkloadDigest::Of(ws[wi], alloc_of_[wi], nullptr));
+    for (uint32_t wi = 0; wi < ws.size(); ++wi) own_digests_.push_back(WorkloadDigest::Of(ws[wi], alloc_of[wi], nullptr));
     digests_ = own_digests_.data();
-    for (uint32_t wi = 0; wi < ws.size(); ++wi) sort_out(wi, digests_[wi], alloc_of_[wi]);
+    for (uint32_t wi = 0; wi < ws.size(); ++wi) sort_out(wi, digests_[wi], alloc_of[wi]);
   }
   if (unplaced_listed_) unplaced_count_ = unplaced_.size();
 #if !defined(NDEBUG) || defined(TIDAL_EXPENSIVE_CHECKS)
@@ -204,7 +202,9 @@ void SchedulingPass::Init() {
     TIDAL_CHECK(workload_of_ == WorkloadsOfAllocations(snapshot, WorkloadIndex(ws)))
         << "the workload digests name other allocations than the workloads' ids do";
     for (uint32_t wi = 0; wi < ws.size(); ++wi) {
-      const int ai = alloc_of_[wi];
+      const int ai = digests_[wi].allocation;
+      TIDAL_CHECK(ai < 0 || (static_cast<size_t>(ai) < n_allocs && workload_of_[ai] == static_cast<int>(wi)))
+          << "the digest of workload " << ws[wi].id.value() << " names allocation " << ai << ", not its own";
       const Allocation* a = ai < 0 ? nullptr : &snapshot.allocations[ai];
       TIDAL_CHECK(snapshot.workload_digests[wi] == WorkloadDigest::Of(ws[wi], ai, a) &&
                   (a == nullptr || a->terminating == (ws[wi].state == WorkloadState::kTerminating)))
@@ -257,7 +257,7 @@ Decisions SchedulingPass::Run() {
              snapshot_.waiting_order.size() == unplaced_count_;
   if (!ordered_ && !unplaced_listed_) {
     for (uint32_t wi = 0; wi < snapshot_.workloads.size(); ++wi) {
-      if (alloc_of_[wi] < 0 && WaitingOrder::Waits(digests_[wi])) unplaced_.push_back(wi);
+      if (digests_[wi].allocation < 0 && WaitingOrder::Waits(digests_[wi])) unplaced_.push_back(wi);
     }
     unplaced_listed_ = true;
   }
@@ -335,7 +335,7 @@ void SchedulingPass::ForcedStops() {
 void SchedulingPass::ShrinkServices() {
   for (uint32_t wi : placed_services_) {
     const Workload& w = snapshot_.workloads[wi];
-    const int ai = alloc_of_[wi];
+    const int ai = digests_[wi].allocation;
     if (alloc_state_[ai] != AllocState::kLive) continue;
     const Allocation& a = snapshot_.allocations[ai];
     if (!a.leaving.empty()) continue;  // already scaling down
@@ -486,7 +486,7 @@ void SchedulingPass::MainPhase() {
     if (g >= 1 && g <= kMaxGpusPerNode) rest_pods_by_gpus[g] += sign;
   };
   for (uint32_t wi : placed_services_) {
-    const int ai = alloc_of_[wi];
+    const int ai = digests_[wi].allocation;
     if (alloc_state_[ai] == AllocState::kLive &&
         static_cast<int>(snapshot_.allocations[ai].pods.size()) < ws[wi].pods) {
       heap.push_back(key_of(wi));
@@ -509,18 +509,24 @@ void SchedulingPass::MainPhase() {
   for (size_t g = 0; g < groups.size(); ++g) heads.emplace_back(group_key(g), g);
   std::make_heap(heads.begin(), heads.end(), head_after);
   // The next workload in order, taken off its stream; nothing when none is
-  // left.
+  // left. `from_order`: set when it came from the waiting order, so it has
+  // no allocation.
+  bool from_order = false;
   const auto next_key = [&](bool take) -> std::optional<Key> {
     const bool from_heap = !heap.empty() && (heads.empty() || before(heap.front(), heads.front().first));
     if (!from_heap && heads.empty()) return std::nullopt;
     const Key k = from_heap ? heap.front() : heads.front().first;
     if (!take) return k;
+    from_order = !from_heap;
     if (from_heap) {
       std::pop_heap(heap.begin(), heap.end(), after);
       heap.pop_back();
     } else if (const size_t g = heads.front().second; ++next[g] < groups[g].entries.size()) {
       // The group's next entry replaces its head, sifted down: half the
-      // work of a pop and a push.
+      // work of a pop and a push. What is taken a few workloads on is
+      // fetched now: its entry and its digest.
+      __builtin_prefetch(groups[g].entries.data() + std::min(next[g] + 16, groups[g].entries.size() - 1));
+      __builtin_prefetch(digests_ + groups[g].entries[std::min(next[g] + 4, groups[g].entries.size() - 1)].workload);
       Head moving{group_key(g), g};
       size_t i = 0;
       for (size_t c = 1; c < heads.size(); i = c, c = 2 * c + 1) {
@@ -533,7 +539,9 @@ void SchedulingPass::MainPhase() {
       std::pop_heap(heads.begin(), heads.end(), head_after);
       heads.pop_back();
     }
-    count_pod(k.workload, -1);
+    // Counted only while RestCanOnlyWait may be asked: once the rest is
+    // decided by RestKey, this would be the first read of each digest.
+    if (!rest_only_waits_) count_pod(k.workload, -1);
     return k;
   };
   // A pass that explains nothing may stop once the rest can only wait.
@@ -541,17 +549,19 @@ void SchedulingPass::MainPhase() {
   // placed the rest is not only waiting, and on a large cluster with room
   // the question would cost more than it saves.
   // A pass that explains without details goes on instead, but from that
-  // point it decides the rest's waits by RestKey (ProcessStart).
+  // point it decides the rest's waits by RestKey (DecideByRestKey).
   const bool may_stop = stop_early_ && (!explain_waits_ || !wait_details_);
   bool ask = may_stop;
   int smallest_pod_gpus = 1;
-  while (const std::optional<Key> peeked = next_key(/*take=*/false)) {
+  while (true) {
     if (ask) {
+      const std::optional<Key> peeked = next_key(/*take=*/false);
+      if (!peeked) break;
       while (smallest_pod_gpus <= kMaxGpusPerNode && rest_pods_by_gpus[smallest_pod_gpus] == 0) ++smallest_pod_gpus;
       if (RestCanOnlyWait(peeked->priority, smallest_pod_gpus)) {
         if (explain_waits_) {
           // Without details: it goes on, deciding the rest's waits by
-          // RestKey (ProcessStart).
+          // RestKey (DecideByRestKey).
           rest_only_waits_ = true;
         } else {
           // What the rest would decide does not move with the clock but for
@@ -569,9 +579,13 @@ void SchedulingPass::MainPhase() {
         }
       }
     }
-    const uint32_t wi = next_key(/*take=*/true)->workload;
+    const std::optional<Key> taken = next_key(/*take=*/true);
+    if (!taken) break;
+    const uint32_t wi = taken->workload;
+    const bool placed_before = !from_order && digests_[wi].allocation >= 0;
+    if (rest_only_waits_ && !placed_before && DecideByRestKey(wi, taken->priority)) continue;
     const size_t placed = out_.places.size() + out_.resizes.size();
-    if (alloc_of_[wi] >= 0) {
+    if (placed_before) {
       ProcessServiceGrow(wi);
     } else {
       ProcessStart(wi, Phase::kMain);
@@ -616,7 +630,7 @@ bool SchedulingPass::RestCanOnlyWait(int next_priority, int smallest_pod_gpus) {
     if (reclaim) return false;
     // Deferred work ranks before the rest, so the first of it ranks highest.
     const int highest =
-        deferred_.empty() ? next_priority : std::max(next_priority, StartPriority(deferred_.front()));
+        deferred_.empty() ? next_priority : std::max(next_priority, StartPriority(deferred_.front().workload));
     if (static_cast<int64_t>(highest) - LowestVictimPriority() >= policy_.preemption.min_priority_gap) {
       return false;
     }
@@ -642,7 +656,7 @@ void SchedulingPass::RejectIfNeverFits(uint32_t wi, WorkloadId id,
                                        std::vector<std::pair<OrderKey, RejectDecision>>& rejects) {
   // Most of the rest passed before: its fits-someday byte says so without
   // reading its record.
-  if (alloc_of_[wi] >= 0 || (fits_ != nullptr && fits_->Has(id))) return;
+  if (digests_[wi].allocation >= 0 || (fits_ != nullptr && fits_->Has(id))) return;
   std::optional<RejectDecision> reject;
   if (ScreenStart(wi, reject) != Screen::kRejected) return;
   const WorkloadDigest& d = digests_[wi];
@@ -704,7 +718,7 @@ void SchedulingPass::BorrowPhase() {
     // is tried first, then the others'.
     QueueTurn* last = nullptr;
     for (size_t i = 0; i < deferred_.size(); ++i) {
-      const uint32_t q = digests_[deferred_[i]].queue.value();
+      const uint32_t q = deferred_[i].queue.value();
       if (last == nullptr || last->queue != q) {
         last = nullptr;
         for (QueueTurn& t : turns) {
@@ -729,8 +743,8 @@ void SchedulingPass::BorrowPhase() {
       if (t.next < t.items.size() && (best == nullptr || t.share < best->share)) best = &t;
     }
     if (best == nullptr) break;
-    const size_t i = best->items[best->next++];
-    ProcessStart(deferred_[i], Phase::kBorrow, deferred_rest_keys_[i]);
+    const Deferred& x = deferred_[best->items[best->next++]];
+    if (!WaitByMainPhaseKey(x)) ProcessStart(x.workload, Phase::kBorrow);
     if (!rest_only_waits_) read_shares();
   }
 }
@@ -741,7 +755,7 @@ void SchedulingPass::GrowPhase() {
   // (workload, its Place decision of this pass or -1 when it was running).
   std::vector<std::pair<uint32_t, int>> elastic;
   for (uint32_t wi : placed_elastic_) {
-    const int ai = alloc_of_[wi];
+    const int ai = digests_[wi].allocation;
     if (alloc_state_[ai] != AllocState::kLive) continue;
     const Workload& w = ws[wi];
     if (removed_pods_.count(static_cast<uint32_t>(ai)) != 0) continue;  // shrinking now
@@ -778,7 +792,7 @@ void SchedulingPass::GrowPhase() {
       }
       continue;
     }
-    const Allocation& a = snapshot_.allocations[alloc_of_[wi]];
+    const Allocation& a = snapshot_.allocations[digests_[wi].allocation];
     const int from = static_cast<int>(a.pods.size());
     ResizeDecision r;
     r.workload = w.id;
@@ -867,9 +881,13 @@ std::optional<RejectDecision> SchedulingPass::NeverFits(const Workload& w, const
 }
 
 const Eligibility& SchedulingPass::EligibilityOf(uint32_t wi) {
+  // Plain constraints find their entry by numbers, from the digest: cheaper
+  // than a pointer per workload to look up and keep.
+  const WorkloadDigest& d = digests_[wi];
+  if (d.plain_constraints && !d.preemptible_without_checkpoint) return eligibility_.For(snapshot_.workloads[wi], d);
   if (eligibility_of_.empty()) eligibility_of_.assign(snapshot_.workloads.size(), nullptr);
   const Eligibility*& e = eligibility_of_[wi];
-  if (e == nullptr) e = &eligibility_.For(snapshot_.workloads[wi], digests_[wi]);
+  if (e == nullptr) e = &eligibility_.For(snapshot_.workloads[wi], d);
   return *e;
 }
 
@@ -892,18 +910,55 @@ SchedulingPass::Screen SchedulingPass::ScreenStart(uint32_t wi, std::optional<Re
   return Screen::kGoOn;
 }
 
-bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase, int main_key) {
+bool SchedulingPass::WaitByMainPhaseKey(const Deferred& x) {
   // Deferred once the rest could only wait, with as many reservations made
   // as then: its key differs from the main phase's only by the phase.
-  if (main_key >= 0 && rest_only_waits_ &&
-      rest_outcomes_[main_key].first.reservations() == static_cast<int>(reservations_.size())) {
-    const int in_phase = FindRestOutcome(rest_outcomes_[main_key].first.InPhase(phase));
-    if (in_phase >= 0 && rest_outcomes_[in_phase].second.reason) {
-      const RestOutcome& known = rest_outcomes_[in_phase].second;
-      Wait(wi, *known.reason, [] { return std::string(); }, known.start);
-      return true;
-    }
+  if (x.rest_key < 0 || !rest_only_waits_) return false;
+  auto& [main_key, deferral] = rest_outcomes_[x.rest_key];
+  if (main_key.reservations() != static_cast<int>(reservations_.size())) return false;
+  if (deferral.in_borrow_phase < 0) {
+    const int found = FindRestOutcome(main_key.InPhase(Phase::kBorrow));
+    if (found < 0 || !rest_outcomes_[found].second.reason) return false;
+    deferral.in_borrow_phase = static_cast<int8_t>(found);
   }
+  WaitKnown(x.id, rest_outcomes_[deferral.in_borrow_phase].second);
+  return true;
+}
+
+bool SchedulingPass::DecideByRestKey(uint32_t wi, int start_priority) {
+  const WorkloadDigest& d = digests_[wi];
+  // What ScreenStart passes on without reading the record: work found able
+  // to fit before, with a valid pod size, not awaiting approval, not a
+  // service.
+  if (d.awaiting_approval || d.state == WorkloadState::kAwaitingApproval || d.gpus_per_pod <= 0 ||
+      d.gpus_per_pod > kMaxGpusPerNode || d.kind == WorkloadKind::kInference || fits_ == nullptr ||
+      !fits_->Has(d.id)) {
+    return false;
+  }
+  const Eligibility& e = EligibilityOf(wi);
+  if (!e.any_ok) return false;
+  for (const Reservation& r : reservations_) {
+    if (r.holder == d.id) return false;
+  }
+  const int found = FindRestOutcome(RestKeyOf(d, e, UsableReservations(wi, start_priority), start_priority, Phase::kMain));
+  if (found < 0) return false;
+  const RestOutcome& known = rest_outcomes_[found].second;
+  if (known.reason) {
+    WaitKnown(d.id, known);
+  } else {
+    Defer(wi, d, found);
+  }
+  return true;
+}
+
+SchedulingPass::RestKey SchedulingPass::RestKeyOf(const WorkloadDigest& d, const Eligibility& e, uint32_t usable,
+                                                  int start_priority, Phase phase) const {
+  const int min_pods = std::max(1, d.min_pods);
+  return RestKey(e.key_id, d.gpus_per_pod, min_pods, std::max(min_pods, d.pods), d.topology, usable, d.queue,
+                 static_cast<int>(reservations_.size()), highest_placed_priority_ > start_priority, phase);
+}
+
+bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
   const Workload& w = snapshot_.workloads[wi];
   std::optional<RejectDecision> reject;
   switch (ScreenStart(wi, reject)) {
@@ -955,21 +1010,20 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase, int main_key) {
   std::optional<RestKey> rest_key;
   if (rest_only_waits_ &&
       std::none_of(reservations_.begin(), reservations_.end(), [&](const Reservation& r) { return r.holder == d.id; })) {
-    rest_key = RestKey(e.key_id, g, min_pods, desired, d.topology, usable, d.queue,
-                       static_cast<int>(reservations_.size()), highest_placed_priority_ > StartPriority(wi), phase);
+    rest_key = RestKeyOf(d, e, usable, StartPriority(wi), phase);
     if (const int found = FindRestOutcome(*rest_key); found >= 0) {
       const RestOutcome& known = rest_outcomes_[found].second;
       if (!known.reason) {
-        Defer(wi, g, found);
+        Defer(wi, d, found);
         return false;
       }
-      Wait(wi, *known.reason, [] { return std::string(); }, known.start);
+      WaitKnown(d.id, known);
       return true;
     }
   }
   // Waits for `reason`, noted for the workloads of the same RestKey.
   const auto wait = [&](ReasonCode reason, auto make_detail, std::optional<Time> start) {
-    if (rest_key && rest_outcomes_.size() < kMaxRestKeys) rest_outcomes_.push_back({*rest_key, {reason, start}});
+    if (rest_key) AddRestOutcome(*rest_key, {reason, start});
     Wait(wi, reason, make_detail, start);
   };
   const int sizes[2] = {desired, min_pods};
@@ -1003,12 +1057,7 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase, int main_key) {
   }
   if (!any_admitted) {
     if (want_borrow) {
-      int key = -1;
-      if (rest_key && rest_outcomes_.size() < kMaxRestKeys) {
-        key = static_cast<int>(rest_outcomes_.size());
-        rest_outcomes_.push_back({*rest_key, {}});
-      }
-      Defer(wi, g, key);
+      Defer(wi, d, rest_key ? AddRestOutcome(*rest_key, {}) : -1);
       return false;
     }
     wait(ReasonCode::kQuota, [&] { return std::move(denied.detail); }, EstimateQuota(w.queue, min_pods * g));
@@ -1066,31 +1115,33 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase, int main_key) {
   return true;
 }
 
-void SchedulingPass::Defer(uint32_t wi, int gpus_per_pod, int rest_key) {
+void SchedulingPass::Defer(uint32_t wi, const WorkloadDigest& d, int rest_key) {
   // Once the rest can only wait, much of it may be deferred: room for all
   // of it at once.
-  if (rest_key >= 0 && deferred_rest_keys_.capacity() < unplaced_count_) {
-    deferred_.reserve(unplaced_count_);
-    deferred_rest_keys_.reserve(unplaced_count_);
-  }
-  deferred_.push_back(wi);
-  deferred_rest_keys_.push_back(static_cast<int8_t>(rest_key));
-  smallest_deferred_pod_gpus_ = std::min(smallest_deferred_pod_gpus_, gpus_per_pod);
+  if (rest_key >= 0 && deferred_.capacity() < unplaced_count_) deferred_.reserve(unplaced_count_);
+  deferred_.push_back({wi, d.queue, d.id, static_cast<int8_t>(rest_key)});
+  smallest_deferred_pod_gpus_ = std::min(smallest_deferred_pod_gpus_, d.gpus_per_pod);
 }
 
-int SchedulingPass::FindRestOutcome(const RestKey& key) {
-  for (size_t n = 0, i = last_rest_key_; n < rest_outcomes_.size(); ++n, i = i + 1 == rest_outcomes_.size() ? 0 : i + 1) {
-    if (rest_outcomes_[i].first == key) {
-      last_rest_key_ = i;
-      return static_cast<int>(i);
-    }
+int SchedulingPass::FindRestOutcome(const RestKey& key) const {
+  for (size_t slot = key.Hash() % kRestSlots;; slot = (slot + 1) % kRestSlots) {
+    const int i = rest_slots_[slot] - 1;
+    if (i < 0 || rest_outcomes_[i].first == key) return i;
   }
-  return -1;
+}
+
+int SchedulingPass::AddRestOutcome(const RestKey& key, RestOutcome outcome) {
+  if (rest_outcomes_.size() >= kMaxRestKeys) return -1;
+  size_t slot = key.Hash() % kRestSlots;
+  while (rest_slots_[slot] != 0) slot = (slot + 1) % kRestSlots;
+  rest_outcomes_.push_back({key, outcome});
+  rest_slots_[slot] = static_cast<int8_t>(rest_outcomes_.size());
+  return static_cast<int>(rest_outcomes_.size()) - 1;
 }
 
 void SchedulingPass::ProcessServiceGrow(uint32_t wi) {
   const Workload& w = snapshot_.workloads[wi];
-  const Allocation& a = snapshot_.allocations[alloc_of_[wi]];
+  const Allocation& a = snapshot_.allocations[digests_[wi].allocation];
   const Eligibility& e = EligibilityOf(wi);
   if (!e.any_ok || w.gpus_per_pod <= 0 || w.gpus_per_pod > kMaxGpusPerNode) return;
   const int from = static_cast<int>(a.pods.size());
@@ -1450,7 +1501,7 @@ bool SchedulingPass::TryReserve(uint32_t wi, const Eligibility& e, const Placeme
   return false;
 }
 
-uint32_t SchedulingPass::UsableReservations(uint32_t wi) const {
+uint32_t SchedulingPass::UsableReservations(uint32_t wi, int start_priority) const {
   const WorkloadDigest& w = digests_[wi];
   uint32_t mask = 0;
   for (size_t i = 0; i < reservations_.size(); ++i) {
@@ -1462,7 +1513,7 @@ uint32_t SchedulingPass::UsableReservations(uint32_t wi) const {
     // that ranks after the holder.
     const bool not_held_against =
         r.only_queue.valid() &&
-        (r.only_queue != w.queue || std::make_tuple(-StartPriority(wi), w.submit_time, w.id) <
+        (r.only_queue != w.queue || std::make_tuple(-start_priority, w.submit_time, w.id) <
                                         std::make_tuple(-r.rank, r.holder_submit, r.holder));
     if (r.holder == w.id || ends_before || not_held_against) mask |= 1u << i;
   }

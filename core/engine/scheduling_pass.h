@@ -155,7 +155,7 @@ class SchedulingPass {
   // start of the pass (Init); a placed one's is its stored value.
   int StartPriority(uint32_t wi) const {
     const WorkloadDigest& d = digests_[wi];
-    if (alloc_of_[wi] >= 0) return d.priority;
+    if (d.allocation >= 0) return d.priority;
     return d.priority + BorrowingShift(d.queue, d.min_pods * d.gpus_per_pod, d.borrowing_start_delta);
   }
   // What a waiting workload of `queue` with gang minimum `min_gpus` adds to
@@ -245,6 +245,16 @@ class SchedulingPass {
       return k;
     }
     bool operator==(const RestKey&) const = default;
+    // Mixes the three words (a multiply-xorshift per word): the keys of a
+    // pass differ in few bits, so each word is spread before it is folded.
+    size_t Hash() const {
+      uint64_t h = 0;
+      for (uint64_t w : {a_, b_, c_}) {
+        h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
+        h ^= h >> 29;
+      }
+      return static_cast<size_t>(h);
+    }
 
    private:
     static uint64_t Pack(int x, int y) { return uint64_t{static_cast<uint32_t>(x)} << 32 | static_cast<uint32_t>(y); }
@@ -253,14 +263,43 @@ class SchedulingPass {
   struct RestOutcome {
     std::optional<ReasonCode> reason;  // none: deferred to the borrow phase
     std::optional<Time> start;
+    // A deferral's: the index in rest_outcomes_ of the same key in the
+    // borrow phase, once found there (-1: not yet).
+    int8_t in_borrow_phase = -1;
+  };
+  // Work deferred to the borrow phase, with what that phase reads of it
+  // (its digest is not read again).
+  struct Deferred {
+    uint32_t workload;
+    QueueId queue;
+    WorkloadId id;
+    int8_t rest_key;  // its main-phase RestKey's index in rest_outcomes_, or -1
   };
   // Returns false when the workload was deferred to the borrow phase.
-  // `main_key`: in the borrow phase, the index in rest_outcomes_ of the
-  // workload's RestKey from the main phase, or -1.
-  bool ProcessStart(uint32_t wi, Phase phase, int main_key = -1);
-  // Defers workload `wi` (pods of `gpus_per_pod`, RestKey `rest_key`, an
-  // index in rest_outcomes_ or -1) to the borrow phase.
-  void Defer(uint32_t wi, int gpus_per_pod, int rest_key);
+  bool ProcessStart(uint32_t wi, Phase phase);
+  // The RestKey of workload `wi` of digest `d`, eligibility `e`, usable
+  // reservations `usable` and start priority `start_priority`.
+  RestKey RestKeyOf(const WorkloadDigest& d, const placement::Eligibility& e, uint32_t usable, int start_priority,
+                    Phase phase) const;
+  // Once the rest can only wait: decides workload `wi` of the rest (start
+  // priority `start_priority`) in the main phase from the outcome of its
+  // RestKey, read from the digest alone, and says whether it could. It
+  // cannot for work the screening of ProcessStart would stop or read the
+  // record for, for a reservation's holder, and for a key not decided yet:
+  // ProcessStart decides those.
+  bool DecideByRestKey(uint32_t wi, int start_priority);
+  // In the borrow phase, once the rest can only wait: waits deferred work
+  // `x` by the outcome of its main-phase key in this phase, and says
+  // whether it could (no reservation was made since, and the key in this
+  // phase was decided).
+  bool WaitByMainPhaseKey(const Deferred& x);
+  // The wait of a workload of the rest (id `id`) by a known outcome.
+  void WaitKnown(WorkloadId id, const RestOutcome& known) {
+    if (CountWait(*known.reason)) out_.waits.push_back({id, *known.reason, std::string(), known.start});
+  }
+  // Defers workload `wi` of digest `d` (RestKey `rest_key`, an index in
+  // rest_outcomes_ or -1) to the borrow phase.
+  void Defer(uint32_t wi, const WorkloadDigest& d, int rest_key);
   const placement::Eligibility& EligibilityOf(uint32_t wi);
   void ProcessServiceGrow(uint32_t wi);
   std::optional<RejectDecision> NeverFits(const Workload& w, const placement::Eligibility& e,
@@ -293,7 +332,9 @@ class SchedulingPass {
   void Preempt(uint32_t alloc, PreemptCause cause, WorkloadId preemptor, std::string detail);
 
   // Reservations whose nodes workload w may still use (bit r = reservation r).
-  uint32_t UsableReservations(uint32_t wi) const;
+  uint32_t UsableReservations(uint32_t wi) const { return UsableReservations(wi, StartPriority(wi)); }
+  // The same for a waiting workload of start priority `start_priority`.
+  uint32_t UsableReservations(uint32_t wi, int start_priority) const;
   const std::vector<uint8_t>* BlockedFor(uint32_t usable_mask);
   int FreeUsableGpus() const;
   int EligibleFree(const ClusterState& state, const placement::Eligibility& e) const;
@@ -333,7 +374,6 @@ class SchedulingPass {
   quota::QuotaTracker quota_;
   placement::GangPlacer placer_;
 
-  std::vector<int> alloc_of_;        // per workload: its allocation or -1
   // Per queue, its own GPUs at the start of the pass, as the State counts
   // them (StartPriority).
   std::vector<int> held_gpus_;
@@ -362,8 +402,7 @@ class SchedulingPass {
   bool timeline_built_ = false;
   std::vector<std::pair<Time, std::pair<QueueId, std::vector<PodPlacement>>>> placed_releases_;
 
-  std::vector<uint32_t> deferred_;  // borrowers, in main-phase order
-  std::vector<int8_t> deferred_rest_keys_;  // theirs: in rest_outcomes_, or -1
+  std::vector<Deferred> deferred_;  // borrowers, in main-phase order
   // Sorted out of the workloads in one scan, in index order: pending or
   // awaiting approval without an allocation; services with an allocation;
   // elastic training with an allocation; debug allocations.
@@ -389,16 +428,22 @@ class SchedulingPass {
   FitsSomeday* fits_ = nullptr;
   bool stopped_early_ = false;
   // The rest can only wait in a pass that explains without details: from
-  // then on ProcessStart decides by RestKey, the first of a key for all.
+  // then on the first workload of a RestKey decides it for all
+  // (DecideByRestKey, WaitByMainPhaseKey).
   bool rest_only_waits_ = false;
-  // A pass has a few keys (about ten over Philly's backlog): a list,
-  // searched from the last one found, beats a tree or a hash.
+  // A pass has a few keys (about twenty over Philly's backlog), each looked
+  // up once per workload of the rest and phase: a list, found through an
+  // open-addressed table of its indices plus one (0: empty).
   std::vector<std::pair<RestKey, RestOutcome>> rest_outcomes_;
-  size_t last_rest_key_ = 0;
   static constexpr size_t kMaxRestKeys = 64;  // past it, the rest is decided in full
   static_assert(kMaxRestKeys <= 127, "an index in rest_outcomes_ is an int8_t");
+  static constexpr size_t kRestSlots = 4 * kMaxRestKeys;  // at most a quarter full
+  std::array<int8_t, kRestSlots> rest_slots_{};
   // The index in rest_outcomes_ of `key`, or -1.
-  int FindRestOutcome(const RestKey& key);
+  int FindRestOutcome(const RestKey& key) const;
+  // Adds `key`'s outcome when there is room (kMaxRestKeys), and returns its
+  // index, or -1.
+  int AddRestOutcome(const RestKey& key, RestOutcome outcome);
   // For RestCanOnlyWait, from the scan in Init: the queues with waiting
   // work, and whether any allocation is terminating or has pods leaving, or
   // any pool is semi-dedicated.

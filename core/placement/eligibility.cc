@@ -70,7 +70,7 @@ const Eligibility& EligibilityIndex::Plain(const Workload& w, bool inference, Qu
   int* id = nullptr;
   if (queue.valid() && q < snapshot_.queues.size()) {
     if (plain_by_queue_.empty()) plain_by_queue_.assign(4 * snapshot_.queues.size(), -1);
-    id = &plain_by_queue_[4 * q + 2 * inference + may_borrow_shared];
+    id = &plain_by_queue_[PlainSlot(q, inference, may_borrow_shared)];
   } else {
     id = &plain_ids_.try_emplace(std::make_tuple(inference, q, may_borrow_shared), -1).first->second;
   }
@@ -81,7 +81,7 @@ const Eligibility& EligibilityIndex::Plain(const Workload& w, bool inference, Qu
   return *entries_[*id];
 }
 
-const Eligibility& EligibilityIndex::For(const Workload& w, const WorkloadDigest& d) {
+const Eligibility& EligibilityIndex::ForDigest(const Workload& w, const WorkloadDigest& d) {
   if (!d.plain_constraints) return For(w);
   // MayBorrowShared is true whatever the template unless the work is
   // preemptible training without checkpoints.

@@ -88,11 +88,26 @@ class EligibilityIndex {
   // thousands deep, the record is read only for work with constraints, or
   // whose template lookup matters (WorkloadDigest::
   // preemptible_without_checkpoint).
-  const Eligibility& For(const Workload& w, const WorkloadDigest& d);
+  // Inline for work that is plain and not preemptible without checkpoints
+  // whose entry is made: an explained pass asks this of every waiting
+  // workload.
+  const Eligibility& For(const Workload& w, const WorkloadDigest& d) {
+    if (d.plain_constraints && !d.preemptible_without_checkpoint && d.queue.valid()) {
+      const size_t slot = PlainSlot(d.queue.value(), d.kind == WorkloadKind::kInference, true);
+      if (slot < plain_by_queue_.size() && plain_by_queue_[slot] >= 0) return *entries_[plain_by_queue_[slot]];
+    }
+    return ForDigest(w, d);
+  }
   int size() const { return static_cast<int>(entries_.size()); }
 
  private:
   Eligibility Compute(const Workload& w, int key_id, bool may_borrow_shared) const;
+  // For(w, d) once its inline part found no entry.
+  const Eligibility& ForDigest(const Workload& w, const WorkloadDigest& d);
+  // The index in plain_by_queue_ of plain work of known queue `q`.
+  static size_t PlainSlot(uint32_t q, bool inference, bool may_borrow_shared) {
+    return 4 * size_t{q} + 2 * size_t{inference} + size_t{may_borrow_shared};
+  }
   // The entry of plain work (no constraints): `w` is read only to make it.
   const Eligibility& Plain(const Workload& w, bool inference, QueueId queue, bool may_borrow_shared);
   bool MayBorrowSharedPool(const Workload& w) const;
