@@ -210,9 +210,10 @@ class Run final : public state::StateObserver {
   Status error_;
 
   std::vector<Job> jobs_;
-  // Per job, the last reason its wait tally was told, kNoneTold before the
-  // first, kNotTallied for work whose waits are not tallied (not training,
-  // or started before).
+  // Per workload id (a job's index + 1), the last reason its job's wait
+  // tally was told, kNoneTold before the first, kNotTallied for work whose
+  // waits are not tallied (not training, or started before). The pass
+  // leaves out the waits it holds (ScheduleOptions::told_reasons).
   static constexpr uint8_t kNoneTold = 0xfe;
   static constexpr uint8_t kNotTallied = 0xff;
   static_assert(static_cast<int>(ReasonCode::kCapacity) < kNoneTold);
@@ -319,7 +320,7 @@ Status Run::Init() {
   series_.total_gpus = s.cluster.total_gpus();
 
   jobs_.resize(input_.workloads.size());
-  told_reason_.assign(input_.workloads.size(), kNoneTold);
+  told_reason_.assign(input_.workloads.size() + 1, kNoneTold);
   double last_arrival_s = 0;
   for (size_t i = 0; i < input_.workloads.size(); ++i) {
     const SimWorkload& sw = input_.workloads[i];
@@ -874,17 +875,18 @@ void Run::HandlePass() {
   // are the same either way.
   const bool explain = pending_training_ > 0 && now >= next_wait_explain_;
   if (explain) next_wait_explain_ = now + options_.wait_explain_interval;
-  const Decisions eng = scheduler_.Schedule(snap(), ScheduleOptions{.explain_waits = explain, .wait_details = false});
+  const Decisions eng = scheduler_.Schedule(
+      snap(), ScheduleOptions{.explain_waits = explain, .wait_details = false, .told_reasons = told_reason_});
   const auto wall1 = std::chrono::steady_clock::now();
   cycle_ms_.push_back(std::chrono::duration<double, std::milli>(wall1 - wall0).count());
   ++cycles_;
   LogRejects(eng.rejects);
+  // The pass left out each wait whose reason the job's tally has already:
+  // told again, it would change nothing (WaitTally), and over a backlog
+  // thousands deep almost every wait is one.
   for (const WaitDecision& w : eng.waits) {
-    // A reason the job's tally already has changes nothing (WaitTally):
-    // over a backlog thousands deep most are, and the byte per job read
-    // here saves reading the job and its tally.
-    uint8_t& told = told_reason_[w.workload.value() - 1];
-    if (told == static_cast<uint8_t>(w.reason) || told == kNotTallied) continue;
+    uint8_t& told = told_reason_[w.workload.value()];
+    if (told == kNotTallied) continue;
     Job& j = JobOf(w.workload);
     if (j.kind != WorkloadKind::kTraining || j.first_start) {
       told = kNotTallied;

@@ -5,11 +5,10 @@
 namespace tidal::engine {
 namespace {
 
-// A type, not a function pointer, so that the sort inlines it.
-struct Earlier {
-  bool operator()(const ReleaseEvent& a, const ReleaseEvent& b) const {
-    return a.at != b.at ? a.at < b.at : a.seq < b.seq;
-  }
+// The heap's order: std's heaps put the greatest first.
+template <typename Key>
+struct Later {
+  bool operator()(const Key& a, const Key& b) const { return b < a; }
 };
 
 }  // namespace
@@ -17,19 +16,30 @@ struct Earlier {
 void ReleaseTimeline::Add(Time at, QueueId queue, const std::vector<PodPlacement>& pods, int32_t alloc) {
   if (at == kInfiniteFuture) return;
   for (const PodPlacement& p : pods) {
-    events_.push_back({at, p.node, p.gpus, queue, static_cast<uint32_t>(events_.size()), alloc});
+    const Key k{at, static_cast<uint32_t>(events_.size())};
+    events_.push_back({at, p.node, p.gpus, queue, alloc});
+    if (ordered_.empty() || !(k < ordered_.back())) {
+      heap_.push_back(k);  // heaped when next read
+    } else {
+      ordered_.insert(std::upper_bound(ordered_.begin(), ordered_.end(), k), k);
+    }
   }
 }
 
-const std::vector<ReleaseEvent>& ReleaseTimeline::events() {
-  if (sorted_prefix_ < events_.size()) {
-    const auto mid = events_.begin() + static_cast<std::ptrdiff_t>(sorted_prefix_);
-    std::sort(mid, events_.end(), Earlier());
-    // Nothing sorted before: no merge, whose buffer is a heap allocation.
-    if (sorted_prefix_ > 0) std::inplace_merge(events_.begin(), mid, events_.end(), Earlier());
-    sorted_prefix_ = events_.size();
+void ReleaseTimeline::TakeInOrder(size_t n) {
+  const Later<Key> later;
+  if (heaped_ == 0) {
+    // The first read: one O(n) build.
+    std::make_heap(heap_.begin(), heap_.end(), later);
+  } else {
+    for (size_t i = heaped_ + 1; i <= heap_.size(); ++i) std::push_heap(heap_.begin(), heap_.begin() + i, later);
   }
-  return events_;
+  while (ordered_.size() < n && !heap_.empty()) {
+    std::pop_heap(heap_.begin(), heap_.end(), later);
+    ordered_.push_back(heap_.back());
+    heap_.pop_back();
+  }
+  heaped_ = heap_.size();
 }
 
 }  // namespace tidal::engine

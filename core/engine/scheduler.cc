@@ -131,6 +131,7 @@ void CheckTheShortcuts([[maybe_unused]] const engine::SchedulingPass& pass, [[ma
   engine::SchedulingPass whole(policy, snapshot, std::move(classes));
   whole.set_explain_waits(options.explain_waits);
   whole.set_wait_details(options.wait_details);
+  whole.set_told_reasons(options.told_reasons);
   whole.set_stop_when_only_waits_remain(false);
   whole.set_take_the_waiting_order(false);
   TIDAL_CHECK(whole.Run() == out) << "a pass at t=" << ToMillis(snapshot.now)
@@ -149,7 +150,8 @@ Decisions Scheduler::RunPass(const Snapshot& snapshot, ScheduleOptions options, 
       snapshot.allocation_gpus.size() != snapshot.allocations.size()) {
     engine::SchedulingPass pass(policy_, snapshot, classes);
     pass.set_explain_waits(options.explain_waits);
-    pass.set_wait_details(options.wait_details);
+  pass.set_wait_details(options.wait_details);
+  pass.set_told_reasons(options.told_reasons);
     Decisions out = pass.Run();
     *quiet_until = pass.quiet_until();
     CheckTheShortcuts(pass, out, policy_, snapshot, std::move(classes), options);
@@ -164,6 +166,7 @@ Decisions Scheduler::RunPass(const Snapshot& snapshot, ScheduleOptions options, 
   engine::SchedulingPass pass(policy_, snapshot, *kept);
   pass.set_explain_waits(options.explain_waits);
   pass.set_wait_details(options.wait_details);
+  pass.set_told_reasons(options.told_reasons);
   pass.set_fits_someday(fits.get());
   Decisions out = pass.Run();
   *quiet_until = pass.quiet_until();

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "core/model/decision.h"
 #include "core/model/policy.h"
@@ -29,6 +30,13 @@ struct ScheduleOptions {
   // reads only the reasons, and formatting a text per waiting workload was
   // a tenth of its explained passes.
   bool wait_details = true;
+  // With explain_waits and without wait_details: per WorkloadId value, the
+  // reason the caller already holds for that workload's wait (a ReasonCode
+  // as a byte; any other value holds none). A wait for the same reason is
+  // left out of Decisions::waits: over a deep backlog almost every wait
+  // repeats its last reason, and the simulator's wait tallies take only
+  // changes (diagnosis::WaitTally). The span must outlive the call.
+  std::span<const uint8_t> told_reasons;
 };
 
 // The only state kept between passes is a cache of node classes, keyed by

@@ -523,9 +523,9 @@ void SchedulingPass::MainPhase() {
       heap.pop_back();
     } else if (const size_t g = heads.front().second; ++next[g] < groups[g].entries.size()) {
       // The group's next entry replaces its head, sifted down: half the
-      // work of a pop and a push. What is taken a few workloads on is
-      // fetched now: its entry and its digest.
-      __builtin_prefetch(groups[g].entries.data() + std::min(next[g] + 16, groups[g].entries.size() - 1));
+      // work of a pop and a push. The digest of the group's workload four
+      // on is fetched now, to be there when it is taken (the entries come
+      // in order, which the hardware fetches ahead itself).
       __builtin_prefetch(digests_ + groups[g].entries[std::min(next[g] + 4, groups[g].entries.size() - 1)].workload);
       Head moving{group_key(g), g};
       size_t i = 0;
@@ -1476,14 +1476,12 @@ bool SchedulingPass::TryReserve(uint32_t wi, const Eligibility& e, const Placeme
   if (tracked && reserved_queue_[w.queue.value()]) return false;
   ClusterState hypo = state_;
   const std::vector<uint8_t>* blocked = BlockedFor(0);
-  const std::vector<ReleaseEvent>& events = Timeline();
+  ReleaseTimeline& timeline = Timeline();
   int probes = 0;
-  for (size_t i = 0; i < events.size();) {
-    const Time t = events[i].at;
-    for (; i < events.size() && events[i].at == t; ++i) {
-      if (!Stale(events[i]) && events[i].node.value() < static_cast<uint32_t>(hypo.node_count())) {
-        hypo.Release(events[i].node, events[i].gpus);
-      }
+  for (size_t i = 0; timeline.At(i) != nullptr;) {
+    const Time t = timeline.At(i)->at;
+    for (const ReleaseEvent* ev; (ev = timeline.At(i)) != nullptr && ev->at == t; ++i) {
+      if (!Stale(*ev) && ev->node.value() < static_cast<uint32_t>(hypo.node_count())) hypo.Release(ev->node, ev->gpus);
     }
     if (EligibleFree(hypo, e) < r.total_gpus()) continue;
     if (++probes > kMaxReservationProbes) break;
@@ -1573,6 +1571,7 @@ bool SchedulingPass::CountWait(ReasonCode reason) {
 }
 
 void SchedulingPass::Explain(uint32_t wi, ReasonCode reason, std::string detail, std::optional<Time> start) {
+  if (Told(digests_[wi].id, reason)) return;
   // A batch job is rejected for its deadline only when even starting now
   // misses it (certain). The estimated start is not a bound either way (work
   // may end early, preemption may make room, higher-priority work may come
@@ -1621,7 +1620,7 @@ Time SchedulingPass::EndOf(uint32_t alloc) const {
   return std::max(now_, end);
 }
 
-const std::vector<ReleaseEvent>& SchedulingPass::Timeline() {
+ReleaseTimeline& SchedulingPass::Timeline() {
   if (!timeline_built_) {
     timeline_ = ReleaseTimeline(snapshot_.allocations.size() + placed_releases_.size());
     for (uint32_t i = 0; i < snapshot_.allocations.size(); ++i) {
@@ -1632,19 +1631,20 @@ const std::vector<ReleaseEvent>& SchedulingPass::Timeline() {
     for (const auto& [at, held] : placed_releases_) timeline_.Add(at, held.first, held.second);
     timeline_built_ = true;
   }
-  return timeline_.events();
+  return timeline_;
 }
 
 std::optional<Time> SchedulingPass::EstimateFit(const Eligibility& e, int gpus) {
   auto [it, inserted] = fit_estimates_.try_emplace({e.key_id, gpus});
   if (!inserted) return it->second;
   int free = EligibleFree(state_, e);
-  for (const ReleaseEvent& ev : Timeline()) {
-    if (Stale(ev) || ev.node.value() >= static_cast<uint32_t>(state_.node_count())) continue;
-    if (!e.ok(state_.class_of(ev.node))) continue;
-    free += std::popcount(ev.gpus);
+  ReleaseTimeline& timeline = Timeline();
+  for (size_t i = 0; const ReleaseEvent* ev = timeline.At(i); ++i) {
+    if (Stale(*ev) || ev->node.value() >= static_cast<uint32_t>(state_.node_count())) continue;
+    if (!e.ok(state_.class_of(ev->node))) continue;
+    free += std::popcount(ev->gpus);
     if (free >= gpus) {
-      it->second = std::max(ev.at, now_);
+      it->second = std::max(ev->at, now_);
       break;
     }
   }
@@ -1654,10 +1654,11 @@ std::optional<Time> SchedulingPass::EstimateFit(const Eligibility& e, int gpus) 
 std::optional<Time> SchedulingPass::EstimateQuota(QueueId q, int gpus) {
   if (!quota_.tracked(q) || gpus > quota_.guarantee(q)) return std::nullopt;
   int usage = quota_.usage(q);
-  for (const ReleaseEvent& ev : Timeline()) {
-    if (Stale(ev) || !placement::QueueWithin(snapshot_.queues, ev.queue, q)) continue;
-    usage -= std::popcount(ev.gpus);
-    if (usage + gpus <= quota_.guarantee(q)) return std::max(ev.at, now_);
+  ReleaseTimeline& timeline = Timeline();
+  for (size_t i = 0; const ReleaseEvent* ev = timeline.At(i); ++i) {
+    if (Stale(*ev) || !placement::QueueWithin(snapshot_.queues, ev->queue, q)) continue;
+    usage -= std::popcount(ev->gpus);
+    if (usage + gpus <= quota_.guarantee(q)) return std::max(ev->at, now_);
   }
   return std::nullopt;
 }

@@ -31,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -76,6 +77,9 @@ class SchedulingPass {
   void set_explain_waits(bool explain) { explain_waits_ = explain; }
   // Whether each WaitDecision carries its detail text (ScheduleOptions).
   void set_wait_details(bool details) { wait_details_ = details; }
+  // Waits the caller already holds, left out (ScheduleOptions::
+  // told_reasons); read only without details.
+  void set_told_reasons(std::span<const uint8_t> told) { told_reasons_ = told; }
   // Whether a pass that explains nothing stops walking its waiting work
   // once the rest can only wait (RestCanOnlyWait). On by default; the test
   // builds run a pass that stopped again without, and compare.
@@ -295,7 +299,15 @@ class SchedulingPass {
   bool WaitByMainPhaseKey(const Deferred& x);
   // The wait of a workload of the rest (id `id`) by a known outcome.
   void WaitKnown(WorkloadId id, const RestOutcome& known) {
-    if (CountWait(*known.reason)) out_.waits.push_back({id, *known.reason, std::string(), known.start});
+    if (CountWait(*known.reason) && !Told(id, *known.reason)) {
+      out_.waits.push_back({id, *known.reason, std::string(), known.start});
+    }
+  }
+  // Whether the caller holds workload `id`'s wait for `reason` already
+  // (set_told_reasons), in a pass that explains without details.
+  bool Told(WorkloadId id, ReasonCode reason) const {
+    return !wait_details_ && id.value() < told_reasons_.size() &&
+           told_reasons_[id.value()] == static_cast<uint8_t>(reason);
   }
   // Defers workload `wi` of digest `d` (RestKey `rest_key`, an index in
   // rest_outcomes_ or -1) to the borrow phase.
@@ -338,7 +350,8 @@ class SchedulingPass {
   const std::vector<uint8_t>* BlockedFor(uint32_t usable_mask);
   int FreeUsableGpus() const;
   int EligibleFree(const ClusterState& state, const placement::Eligibility& e) const;
-  std::vector<ReleaseEvent> const& Timeline();
+  // The release timeline, built on first use.
+  ReleaseTimeline& Timeline();
   std::optional<Time> EstimateFit(const placement::Eligibility& e, int gpus);
   std::optional<Time> EstimateQuota(QueueId q, int gpus);
   bool IsBorrowedPlacement(const placement::Eligibility& e, const std::vector<PodPlacement>& pods) const;
@@ -423,6 +436,7 @@ class SchedulingPass {
   bool capacity_waits_ = false;
   bool explain_waits_ = true;
   bool wait_details_ = true;
+  std::span<const uint8_t> told_reasons_;
   bool stop_early_ = true;
   bool take_order_ = true;
   FitsSomeday* fits_ = nullptr;

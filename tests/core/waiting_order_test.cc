@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <span>
 #include <vector>
 
 #include "core/engine/scheduling_pass.h"
@@ -252,7 +253,7 @@ TEST(WaitingOrderTest, APassOverTheStatesSnapshotDecidesWhatOneOverItsRecordsDec
 // more can start, a pass that explains without details decides the waits
 // of the rest by key, and gives every workload the reason and estimated
 // start the whole walk gives it.
-TEST(WaitingOrderTest, WaitsExplainedWithoutDetailsHaveTheWholeWalksReasonsAndStarts) {
+Snapshot FullNodesAndABacklog() {
   Snapshot s = testing::SimpleCluster(1, 2);
   s.now = Time(hours(1));
   // Running at priority 100: nothing waiting may preempt them.
@@ -262,6 +263,11 @@ TEST(WaitingOrderTest, WaitsExplainedWithoutDetailsHaveTheWholeWalksReasonsAndSt
     s.workloads.push_back(Job(id, QueueId(0), 1 + static_cast<int>(id % 2), 1 << (id % 4), hours(1),
                               static_cast<int>(id % 3) * 10, Time(seconds(id))));
   }
+  return s;
+}
+
+TEST(WaitingOrderTest, WaitsExplainedWithoutDetailsHaveTheWholeWalksReasonsAndStarts) {
+  const Snapshot s = FullNodesAndABacklog();
   static const PolicyConfig kPolicy;
   const auto run = [&](bool details, bool* shortcut) {
     engine::SchedulingPass pass(kPolicy, s);
@@ -288,6 +294,37 @@ TEST(WaitingOrderTest, WaitsExplainedWithoutDetailsHaveTheWholeWalksReasonsAndSt
   }
   EXPECT_EQ(by_key.places, whole.places);
   EXPECT_EQ(by_key.rejects, whole.rejects);
+}
+
+// The caller holds the reasons of the even ids (and a stale one for id
+// 11): a pass without details leaves out exactly the waits it holds, and
+// decides the same; with details it leaves out nothing.
+TEST(WaitingOrderTest, WaitsTheCallerHoldsAreLeftOut) {
+  const Snapshot s = FullNodesAndABacklog();
+  static const PolicyConfig kPolicy;
+  const auto run = [&](bool details, std::span<const uint8_t> told) {
+    engine::SchedulingPass pass(kPolicy, s);
+    pass.set_explain_waits(true);
+    pass.set_wait_details(details);
+    pass.set_told_reasons(told);
+    return pass.Run();
+  };
+  const Decisions all = run(/*details=*/false, {});
+  ASSERT_EQ(all.waits.size(), 60u);
+  std::vector<uint8_t> told(100, 0xff);  // 0xff: no reason held
+  for (const WaitDecision& w : all.waits) {
+    if (w.workload.value() % 2 == 0) told[w.workload.value()] = static_cast<uint8_t>(w.reason);
+  }
+  told[11] = static_cast<uint8_t>(ReasonCode::kAwaitingApproval);  // not its reason
+  const Decisions left = run(/*details=*/false, told);
+  std::vector<WaitDecision> want;
+  for (const WaitDecision& w : all.waits) {
+    if (w.workload.value() % 2 == 1) want.push_back(w);
+  }
+  EXPECT_EQ(left.waits, want);  // odd ids only, id 11 included
+  EXPECT_EQ(left.places, all.places);
+  EXPECT_EQ(left.rejects, all.rejects);
+  EXPECT_EQ(run(/*details=*/true, told).waits.size(), 60u);
 }
 
 }  // namespace
