@@ -3,15 +3,6 @@
 #include <algorithm>
 
 namespace tidal::engine {
-namespace {
-
-// The heap's order: std's heaps put the greatest first.
-template <typename Key>
-struct Later {
-  bool operator()(const Key& a, const Key& b) const { return b < a; }
-};
-
-}  // namespace
 
 void ReleaseTimeline::Add(Time at, QueueId queue, const std::vector<PodPlacement>& pods, int32_t alloc) {
   if (at == kInfiniteFuture) return;
@@ -27,7 +18,8 @@ void ReleaseTimeline::Add(Time at, QueueId queue, const std::vector<PodPlacement
 }
 
 void ReleaseTimeline::TakeInOrder(size_t n) {
-  const Later<Key> later;
+  // The heap's order: std's heaps put the greatest first.
+  const auto later = [](const Key& a, const Key& b) { return b < a; };
   if (heaped_ == 0) {
     // The first read: one O(n) build.
     std::make_heap(heap_.begin(), heap_.end(), later);

@@ -45,7 +45,7 @@ class ReleaseTimeline {
   // event for it and skips the old one as stale while walking.
   void Add(Time at, QueueId queue, const std::vector<PodPlacement>& pods, int32_t alloc = -1);
   // The i-th event in (time, insertion) order, or null past the last.
-  // Valid until the next Add or At.
+  // Valid until the next Add.
   const ReleaseEvent* At(size_t i) {
     if (i >= ordered_.size()) TakeInOrder(i + 1);
     return i < ordered_.size() ? &events_[ordered_[i].seq] : nullptr;

@@ -150,8 +150,8 @@ Decisions Scheduler::RunPass(const Snapshot& snapshot, ScheduleOptions options, 
       snapshot.allocation_gpus.size() != snapshot.allocations.size()) {
     engine::SchedulingPass pass(policy_, snapshot, classes);
     pass.set_explain_waits(options.explain_waits);
-  pass.set_wait_details(options.wait_details);
-  pass.set_told_reasons(options.told_reasons);
+    pass.set_wait_details(options.wait_details);
+    pass.set_told_reasons(options.told_reasons);
     Decisions out = pass.Run();
     *quiet_until = pass.quiet_until();
     CheckTheShortcuts(pass, out, policy_, snapshot, std::move(classes), options);

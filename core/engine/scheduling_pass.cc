@@ -561,8 +561,9 @@ void SchedulingPass::MainPhase() {
       if (RestCanOnlyWait(peeked->priority, smallest_pod_gpus)) {
         if (explain_waits_) {
           // Without details: it goes on, deciding the rest's waits by
-          // RestKey (DecideByRestKey).
+          // RestKey (DecideByRestKey), and asks no more.
           rest_only_waits_ = true;
+          ask = false;
         } else {
           // What the rest would decide does not move with the clock but for
           // the never-fits rejects, whose checks note their own bounds: so

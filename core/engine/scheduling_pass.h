@@ -281,8 +281,8 @@ class SchedulingPass {
   };
   // Returns false when the workload was deferred to the borrow phase.
   bool ProcessStart(uint32_t wi, Phase phase);
-  // The RestKey of workload `wi` of digest `d`, eligibility `e`, usable
-  // reservations `usable` and start priority `start_priority`.
+  // The RestKey in `phase` of a waiting workload of digest `d`, eligibility
+  // `e`, usable reservations `usable` and start priority `start_priority`.
   RestKey RestKeyOf(const WorkloadDigest& d, const placement::Eligibility& e, uint32_t usable, int start_priority,
                     Phase phase) const;
   // Once the rest can only wait: decides workload `wi` of the rest (start
