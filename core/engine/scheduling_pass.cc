@@ -912,9 +912,10 @@ SchedulingPass::Screen SchedulingPass::ScreenStart(uint32_t wi, std::optional<Re
 }
 
 bool SchedulingPass::WaitByMainPhaseKey(const Deferred& x) {
-  // Deferred once the rest could only wait, with as many reservations made
-  // as then: its key differs from the main phase's only by the phase.
-  if (x.rest_key < 0 || !rest_only_waits_) return false;
+  // Deferred once the rest could only wait (only then has it a key), with
+  // as many reservations made as then: its key differs from the main
+  // phase's only by the phase.
+  if (x.rest_key < 0) return false;
   auto& [main_key, deferral] = rest_outcomes_[x.rest_key];
   if (main_key.reservations() != static_cast<int>(reservations_.size())) return false;
   if (deferral.in_borrow_phase < 0) {

@@ -17,11 +17,11 @@ namespace tidal {
 // leaving, what orders waiting work (its priority, submit time, id and
 // gang), what decides a wait once the rest of a pass can only wait
 // (desired pods, topology, expected duration), and whether it may be a
-// preemption victim. A pass reads these 64 bytes
-// per workload instead of each ~800-byte Workload and ~100-byte
-// Allocation: at 30,000 live workloads those walks were most of a
-// simulated week's time, and explaining a backlog thousands deep touched
-// several lines of each record.
+// preemption victim. A pass reads these 64 bytes per workload instead of
+// each ~800-byte Workload and ~100-byte Allocation: at 30,000 live
+// workloads those walks were most of a simulated week's time, and
+// explaining a backlog thousands deep touched several lines of each
+// record.
 struct WorkloadDigest {
   int32_t allocation = -1;  // index into Snapshot::allocations, or -1
   QueueId queue;
