@@ -896,6 +896,7 @@ SchedulingPass::Screen SchedulingPass::ScreenStart(uint32_t wi, std::optional<Re
   // From the digest: over a backlog thousands deep, the records are not
   // read for work found able to fit before.
   const WorkloadDigest& d = digests_[wi];
+  if (PassesScreenOnDigest(d)) return Screen::kGoOn;
   if (d.awaiting_approval || d.state == WorkloadState::kAwaitingApproval) return Screen::kAwaitingApproval;
   const Workload& w = snapshot_.workloads[wi];
   if (d.gpus_per_pod <= 0 || d.gpus_per_pod > kMaxGpusPerNode) {
@@ -929,27 +930,22 @@ bool SchedulingPass::WaitByMainPhaseKey(const Deferred& x) {
 
 bool SchedulingPass::DecideByRestKey(uint32_t wi, int start_priority) {
   const WorkloadDigest& d = digests_[wi];
-  // What ScreenStart passes on without reading the record: work found able
-  // to fit before, with a valid pod size, not awaiting approval, not a
-  // service.
-  if (d.awaiting_approval || d.state == WorkloadState::kAwaitingApproval || d.gpus_per_pod <= 0 ||
-      d.gpus_per_pod > kMaxGpusPerNode || d.kind == WorkloadKind::kInference || fits_ == nullptr ||
-      !fits_->Has(d.id)) {
-    return false;
-  }
+  if (!PassesScreenOnDigest(d)) return false;
   const Eligibility& e = EligibilityOf(wi);
-  if (!e.any_ok) return false;
-  for (const Reservation& r : reservations_) {
-    if (r.holder == d.id) return false;
-  }
+  if (!e.any_ok || HoldsAReservation(d.id)) return false;
   const int found = FindRestOutcome(RestKeyOf(d, e, UsableReservations(wi, start_priority), start_priority, Phase::kMain));
   if (found < 0) return false;
+  TakeKnownOutcome(wi, d, found);
+  return true;
+}
+
+bool SchedulingPass::TakeKnownOutcome(uint32_t wi, const WorkloadDigest& d, int found) {
   const RestOutcome& known = rest_outcomes_[found].second;
-  if (known.reason) {
-    WaitKnown(d.id, known);
-  } else {
+  if (!known.reason) {
     Defer(wi, d, found);
+    return false;
   }
+  WaitKnown(d.id, known);
   return true;
 }
 
@@ -1010,18 +1006,9 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
   // what follows depends on the workload only through the fields of a
   // RestKey: the first workload of a key decides it for the others.
   std::optional<RestKey> rest_key;
-  if (rest_only_waits_ &&
-      std::none_of(reservations_.begin(), reservations_.end(), [&](const Reservation& r) { return r.holder == d.id; })) {
+  if (rest_only_waits_ && !HoldsAReservation(d.id)) {
     rest_key = RestKeyOf(d, e, usable, StartPriority(wi), phase);
-    if (const int found = FindRestOutcome(*rest_key); found >= 0) {
-      const RestOutcome& known = rest_outcomes_[found].second;
-      if (!known.reason) {
-        Defer(wi, d, found);
-        return false;
-      }
-      WaitKnown(d.id, known);
-      return true;
-    }
+    if (const int found = FindRestOutcome(*rest_key); found >= 0) return TakeKnownOutcome(wi, d, found);
   }
   // Waits for `reason`, noted for the workloads of the same RestKey.
   const auto wait = [&](ReasonCode reason, auto make_detail, std::optional<Time> start) {

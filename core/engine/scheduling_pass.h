@@ -219,6 +219,19 @@ class SchedulingPass {
   // size, or NeverFits), or on to placement.
   enum class Screen { kAwaitingApproval, kScaledToZero, kRejected, kGoOn };
   Screen ScreenStart(uint32_t wi, std::optional<RejectDecision>& reject);
+  // Whether ScreenStart goes on by the digest alone, reading no record:
+  // work some pass found able to fit, with a valid pod size, not awaiting
+  // approval, not a service.
+  bool PassesScreenOnDigest(const WorkloadDigest& d) const {
+    return !d.awaiting_approval && d.state != WorkloadState::kAwaitingApproval && d.gpus_per_pod > 0 &&
+           d.gpus_per_pod <= kMaxGpusPerNode && d.kind != WorkloadKind::kInference && fits_ != nullptr &&
+           fits_->Has(d.id);
+  }
+  // Whether workload `id` holds a reservation (a head reservation): its
+  // start is that reservation's, so no RestKey decides it.
+  bool HoldsAReservation(WorkloadId id) const {
+    return std::any_of(reservations_.begin(), reservations_.end(), [&](const Reservation& r) { return r.holder == id; });
+  }
   // What ProcessStart's outcome for a workload of the rest depends on once
   // the rest can only wait (RestCanOnlyWait), the pass explaining without
   // details: its eligibility, pod size, gang minimum, desired pods,
@@ -309,6 +322,10 @@ class SchedulingPass {
     return !wait_details_ && id.value() < told_reasons_.size() &&
            told_reasons_[id.value()] == static_cast<uint8_t>(reason);
   }
+  // Gives workload `wi` of digest `d` the known outcome rest_outcomes_
+  // [found]: its wait, or a deferral to the borrow phase. Returns false
+  // when it was deferred (as ProcessStart does).
+  bool TakeKnownOutcome(uint32_t wi, const WorkloadDigest& d, int found);
   // Defers workload `wi` of digest `d` (RestKey `rest_key`, an index in
   // rest_outcomes_ or -1) to the borrow phase.
   void Defer(uint32_t wi, const WorkloadDigest& d, int rest_key);
