@@ -67,8 +67,10 @@ std::string ReadFrom(const std::string& path, int64_t offset, int64_t max) {
 // returns. A file smaller than the offset was rotated (RotatingLog): the
 // rest of path.1 comes first, then the fresh file from its start.
 std::string ReadNewLog(const std::string& path, int64_t* offset, int64_t max) {
+  const int64_t size = FileSize(path);
+  if (size == *offset) return {};  // nothing new, the common case: no open, no buffer
   size_t used = 0;
-  if (FileSize(path) < *offset) {
+  if (size < *offset) {
     const std::string raw = ReadFrom(path + ".1", *offset, max);
     std::string text = protocol::ValidUtf8Prefix(raw, &used);
     // All of path.1 read: on in the fresh file (a character split across
@@ -76,7 +78,7 @@ std::string ReadNewLog(const std::string& path, int64_t* offset, int64_t max) {
     *offset = static_cast<int64_t>(raw.size()) < max ? 0 : *offset + static_cast<int64_t>(used);
     return text;
   }
-  const std::string raw = ReadFrom(path, *offset, max);
+  const std::string raw = ReadFrom(path, *offset, std::min(max, size - *offset));
   std::string text = protocol::ValidUtf8Prefix(raw, &used);
   *offset += static_cast<int64_t>(used);
   return text;
@@ -849,6 +851,14 @@ bool ReplaceFile(const std::string& path, const std::string& text) {
 }  // namespace
 
 void Agent::WriteFiles() {
+  FilesShown shown;
+  shown.revisions.reserve(pods_.size() + retiring_.size());
+  for (const auto& [key, lp] : pods_) shown.revisions.push_back(lp.pod->revision());
+  shown.pods = pods_.size();
+  for (const LocalPod& lp : retiring_) shown.revisions.push_back(lp.pod->revision());
+  shown.failed_gpus = failed_gpus_;
+  if (shown == files_shown_) return;
+
   json pods = json::array();
   for (const PodView& v : PodsLocked()) {
     pods.push_back({{"workload", v.key.workload}, {"rank", v.key.rank},
@@ -861,9 +871,7 @@ void Agent::WriteFiles() {
   const std::string text =
       json{{"node", config_.name}, {"agent_pid", getpid()}, {"failed_gpus", failed},
            {"pods", pods}}.dump(1) + "\n";
-  if (text != pods_file_text_ && ReplaceFile(config_.work_dir + "/pods.json", text)) {
-    pods_file_text_ = text;
-  }
+  const bool pods_written = ReplaceFile(config_.work_dir + "/pods.json", text);
 
   json saved = json::array(), saved_retiring = json::array();
   for (const auto& [key, lp] : pods_) {
@@ -874,8 +882,8 @@ void Agent::WriteFiles() {
   }
   const std::string state =
       json{{"node", config_.name}, {"pods", saved}, {"retiring", saved_retiring}}.dump() + "\n";
-  if (state != state_file_text_ && ReplaceFile(config_.work_dir + "/agent-state.json", state)) {
-    state_file_text_ = state;
+  if (ReplaceFile(config_.work_dir + "/agent-state.json", state) && pods_written) {
+    files_shown_ = std::move(shown);
   }
 }
 

@@ -233,8 +233,16 @@ class Agent {
   int64_t heartbeats_sent_ = 0;
   int64_t lease_touched_ms_ = 0;
   bool restored_ = false;
-  std::string pods_file_text_;
-  std::string state_file_text_;
+  // What the files last written show: each pod's revision (pods_, then
+  // retiring_) and the failed GPUs. Unset until both files are written; a
+  // tick that changed none of it writes nothing.
+  struct FilesShown {
+    std::vector<uint64_t> revisions;
+    size_t pods = 0;  // revisions[0, pods) are pods_'s
+    std::set<int> failed_gpus;
+    bool operator==(const FilesShown&) const = default;
+  };
+  std::optional<FilesShown> files_shown_;
 };
 
 int64_t WallClockMs();

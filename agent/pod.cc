@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -67,9 +68,37 @@ std::string_view Pod::PhaseName(Phase phase) {
   return "unknown";
 }
 
+namespace {
+
+uint64_t NewRevision() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+class Pod::RevisionGuard {
+ public:
+  explicit RevisionGuard(Pod& pod) : pod_(pod), before_(pod.Showing()) {}
+  ~RevisionGuard() {
+    if (pod_.Showing() != before_) pod_.revision_ = NewRevision();
+  }
+  RevisionGuard(const RevisionGuard&) = delete;
+  RevisionGuard& operator=(const RevisionGuard&) = delete;
+
+ private:
+  Pod& pod_;
+  const Shown before_;
+};
+
 Pod::Pod(PodSpec spec, PodOptions options)
     : spec_(std::move(spec)), options_(std::move(options)),
-      notice_file_(options_.pod_dir + "/preempt-notice.json") {}
+      notice_file_(options_.pod_dir + "/preempt-notice.json"), revision_(NewRevision()) {}
+
+Pod::Shown Pod::Showing() const {
+  return {phase_, pid(), workload_pid(), launch_ms_, notice_.has_value(), kill_deadline_ms_, killed_at_deadline_,
+          checkpoint_at_notice_ms_};
+}
 
 PodEvent Pod::Event(std::string phase, int64_t now_ms) const {
   PodEvent e;
@@ -173,6 +202,7 @@ void Pod::Detach() {
 }
 
 bool Pod::TryLaunch(int64_t now_ms, std::vector<PodEvent>& events) {
+  const RevisionGuard guard(*this);
   if (phase_ != Phase::kWaitingForSlot) return true;
   if (options_.start_limiter != nullptr && !options_.start_limiter->TryAcquire()) return false;
   holds_slot_ = true;
@@ -222,6 +252,7 @@ bool Pod::TryLaunch(int64_t now_ms, std::vector<PodEvent>& events) {
 }
 
 void Pod::Stop(const StopNotice& notice, int64_t now_ms, std::vector<PodEvent>& events) {
+  const RevisionGuard guard(*this);
   if (notice_ || phase_ == Phase::kExited) return;
   notice_ = notice;
   notice_received_ms_ = now_ms;
@@ -280,6 +311,7 @@ void Pod::FinishExit(const ExitStatus& status, int64_t now_ms, std::vector<PodEv
 }
 
 void Pod::Tick(int64_t now_ms, std::vector<PodEvent>& events) {
+  const RevisionGuard guard(*this);
   if (!process_ || phase_ == Phase::kExited) return;
   if (auto status = process_->Poll()) {
     // The leader is gone; whatever it left in its group goes with it.

@@ -92,6 +92,10 @@ class Pod {
   // What a restarted agent needs to adopt this pod; null before launch and
   // after exit (nothing to adopt).
   nlohmann::json SaveState() const;
+  // A number no other pod or state of a pod in this process has had: it
+  // changes whenever what SaveState or the agent's pod list shows of this
+  // pod changes, so the agent rewrites its files only then, not each tick.
+  uint64_t revision() const { return revision_; }
   // Leaves the process running for the next agent (no signal, no event).
   void Detach();
   const std::string& notice_file() const { return notice_file_; }
@@ -120,6 +124,22 @@ class Pod {
   void FinishExit(const ExitStatus& status, int64_t now_ms, std::vector<PodEvent>& events);
   PodEvent Event(std::string phase, int64_t now_ms) const;
 
+  // What SaveState and the pod list show that can change after
+  // construction (the rest is the spec and the options).
+  struct Shown {
+    Phase phase;
+    pid_t pid, workload_pid;
+    int64_t launch_ms;
+    bool noticed;
+    int64_t kill_deadline_ms;
+    bool killed_at_deadline;
+    int64_t checkpoint_at_notice_ms;
+    bool operator==(const Shown&) const = default;
+  };
+  Shown Showing() const;
+  // Held by each mutator: on leaving, a new revision if what is shown changed.
+  class RevisionGuard;
+
   PodSpec spec_;
   PodOptions options_;
   std::string notice_file_;
@@ -132,6 +152,7 @@ class Pod {
   int64_t kill_deadline_ms_ = 0;
   bool killed_at_deadline_ = false;
   int64_t checkpoint_at_notice_ms_ = 0;
+  uint64_t revision_;
 };
 
 }  // namespace tidal::agent

@@ -1,3 +1,4 @@
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -36,6 +37,11 @@ using nlohmann::json;
 using tidal::testing::ReadWholeFile;
 using tidal::testing::WaitUntil;
 using std::chrono::milliseconds;
+
+ino_t ReadInode(const fs::path& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
+}
 
 // Records what the agent sends, decoded with the server's protocol decoders
 // (so a field the agent drops or misnames fails here), and answers
@@ -303,6 +309,36 @@ TEST_F(AgentTest, XidForcesAnImmediateHeartbeatMarkingTheGpuUnhealthy) {
   EXPECT_EQ(agent_->failed_gpus(), std::set<int>({3}));
   EXPECT_NE(ReadWholeFile(dir_ / "work/pods.json").find("\"failed_gpus\": [\n  3\n ]"),
             std::string::npos);
+}
+
+// The agent's files are rewritten (a new file renamed over the old one,
+// so a new inode) when what they show changes, not on every tick: 256
+// agents rewriting theirs each tick took most of their CPU on one host.
+TEST_F(AgentTest, FilesAreRewrittenOnlyWhenWhatTheyShowChanges) {
+  auto inodes = [&] {
+    return std::pair(ReadInode(dir_ / "work/pods.json"), ReadInode(dir_ / "work/agent-state.json"));
+  };
+  server_.pods = {TrainPod(0, {"sh", "-c", "trap '' TERM; sleep 30"}, {0})};
+  ASSERT_TRUE(StepUntil([&] { return server_.PhaseEvents("running").size() == 1; }));
+  agent_->Step(WallClockMs());
+  const auto running = inodes();
+  EXPECT_NE(ReadWholeFile(dir_ / "work/pods.json").find("\"phase\": \"running\""), std::string::npos);
+  for (int i = 0; i < 10; ++i) {
+    agent_->Step(WallClockMs());
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(inodes(), running);
+  // A stop notice changes the pod's state (it ignores SIGTERM, so it stops
+  // at the grace deadline): both files are written again.
+  const int64_t now = WallClockMs();
+  server_.pods[0].desired_run = false;
+  server_.pods[0].notice = StopNotice{"priority", now, now + 300, SIGTERM};
+  ASSERT_TRUE(StepUntil([&] { return inodes().second != running.second; }));
+  EXPECT_NE(inodes().first, running.first);
+  EXPECT_NE(ReadWholeFile(dir_ / "work/agent-state.json").find("\"notice\""), std::string::npos);
+  ASSERT_TRUE(StepUntil([&] { return agent_->Pods().empty(); }));
+  agent_->Step(WallClockMs());
+  EXPECT_EQ(ReadWholeFile(dir_ / "work/pods.json").find("\"workload\""), std::string::npos);
 }
 
 TEST_F(AgentTest, UnsentEventsAreKeptAndResentInOrder) {

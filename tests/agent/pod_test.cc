@@ -176,6 +176,46 @@ TEST(PodStopTest, StopBeforeLaunchNeverStartsTheProcess) {
   fs::remove_all(dir);
 }
 
+// The revision moves exactly when what the agent's files show of the pod
+// changes (launch, notice, grace deadline, exit), never on a tick that
+// changes nothing, and no two pods share one.
+TEST(PodRevisionTest, MovesOnlyWhenWhatIsShownChanges) {
+  fs::path dir = TempDir("revision");
+  Pod pod(ShellPod("trap '' TERM; echo up; sleep 30"), Options(dir));
+  Pod other(ShellPod("true", 8), Options(dir / "other"));
+  EXPECT_NE(pod.revision(), other.revision());
+  std::vector<PodEvent> events;
+  uint64_t seen = pod.revision();
+  auto moved = [&] {
+    const bool m = pod.revision() != seen;
+    seen = pod.revision();
+    return m;
+  };
+  pod.Tick(WallClockMs(), events);  // not launched: nothing to show
+  EXPECT_FALSE(moved());
+  pod.TryLaunch(WallClockMs(), events);
+  EXPECT_TRUE(moved());
+  pod.TryLaunch(WallClockMs(), events);  // launched already: a no-op
+  EXPECT_FALSE(moved());
+  for (int i = 0; i < 500 && ReadWholeFile(dir / "pod/stdout.log") != "up\n"; ++i) {
+    pod.Tick(WallClockMs(), events);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_FALSE(moved());  // running ticks show nothing new
+  const int64_t notice_ms = WallClockMs();
+  pod.Stop(StopNotice{"reclaim", 0, 200, SIGTERM}, notice_ms, events);
+  EXPECT_TRUE(moved());
+  pod.Stop(StopNotice{"reclaim", 0, 200, SIGTERM}, notice_ms, events);  // later notices are ignored
+  EXPECT_FALSE(moved());
+  pod.Tick(notice_ms + 200, events);  // the grace deadline: SIGKILL, killed_at_deadline
+  EXPECT_TRUE(moved());
+  RunUntilExit(pod, 5000);
+  ASSERT_EQ(pod.phase(), Pod::Phase::kExited);
+  EXPECT_TRUE(moved());
+  EXPECT_NE(pod.revision(), other.revision());
+  fs::remove_all(dir);
+}
+
 TEST(PodReadinessTest, StartSlotHeldUntilReadyAndColdStartMeasured) {
   fs::path dir = TempDir("ready");
   auto port = PickFreePort();
