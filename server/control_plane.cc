@@ -595,14 +595,16 @@ StatusOr<SubmitResult> ControlPlane::Submit(const Principal& who, const SubmitRe
   return result;
 }
 
-void ControlPlane::SubmitAsync(const Principal& who, const SubmitRequest& request, SubmitCallback done) {
-  auto result = std::make_shared<SubmitResult>();
-  StatusOr<uint64_t> seq = EnqueueSubmit(who, request, result.get());
+void ControlPlane::SubmitAsync(const Principal& who, const SubmitRequest& request, const SubmitEncoder& encode,
+                               SubmitCallback done) {
+  SubmitResult result;
+  StatusOr<uint64_t> seq = EnqueueSubmit(who, request, &result);
   if (!seq.ok()) return done(seq.status());
-  store_->WhenDurable(*seq, [this, result, done = std::move(done)](Status durable) {
+  EncodedSubmit reply{encode(result), result.replayed};
+  store_->WhenDurable(*seq, [this, reply = std::move(reply), done = std::move(done)](Status durable) mutable {
     if (!durable.ok()) return done(durable);
-    if (!result->replayed) Kick();
-    done(std::move(*result));
+    if (!reply.replayed) Kick();
+    done(std::move(reply));
   });
 }
 

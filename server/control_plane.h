@@ -118,11 +118,20 @@ class ControlPlane {
   Status FlushJournalSnapshot();
 
   StatusOr<SubmitResult> Submit(const Principal& who, const SubmitRequest& request);
-  // Submit without waiting: `done` gets the result once it is durable (on
-  // the store's writer thread), or the refusal at once. The HTTP layer's
-  // submit route, so that no handler thread sleeps on the fsync.
-  using SubmitCallback = std::function<void(StatusOr<SubmitResult>)>;
-  void SubmitAsync(const Principal& who, const SubmitRequest& request, SubmitCallback done);
+  // Submit without waiting, the HTTP layer's submit route: no handler
+  // thread sleeps on the fsync. `encode` turns the result into the reply's
+  // text on the caller's thread while the store commits; `done` gets that
+  // text once it is durable, on the store's writer thread (which every
+  // durable change waits behind, so it only hands the text on), or the
+  // refusal at once.
+  struct EncodedSubmit {
+    std::string text;
+    bool replayed = false;
+  };
+  using SubmitEncoder = std::function<std::string(SubmitResult&)>;
+  using SubmitCallback = std::function<void(StatusOr<EncodedSubmit>)>;
+  void SubmitAsync(const Principal& who, const SubmitRequest& request, const SubmitEncoder& encode,
+                   SubmitCallback done);
   StatusOr<nlohmann::json> Get(const Principal& who, uint64_t id) const;
   StatusOr<nlohmann::json> List(const Principal& who, const ListFilter& filter) const;
   StatusOr<nlohmann::json> Cancel(const Principal& who, uint64_t id);

@@ -108,17 +108,26 @@ const std::vector<ApiRoute>& ApiRoutes() {
 
 namespace {
 
-void Reply(HttpResponse& res, const StatusOr<json>& r, int ok_status = 200) {
-  if (r.ok()) {
+// A reply's JSON text. An asynchronous route encodes it where its answer
+// is made: a submit's on its handler thread, while the store commits.
+StatusOr<std::string> Encoded(const StatusOr<json>& r) {
+  if (!r.ok()) return r.status();
+  return protocol::DumpReserved(*r);
+}
+
+void Reply(HttpResponse& res, StatusOr<std::string> text, int ok_status) {
+  if (text.ok()) {
     res.status = ok_status;
     // set_content would copy the body once more.
-    res.body = protocol::DumpReserved(*r);
+    res.body = std::move(*text);
     res.set_header("Content-Type", "application/json");
   } else {
-    res.status = HttpStatusFor(r.status().code());
-    res.set_content(ErrorBody(r.status()), "application/json");
+    res.status = HttpStatusFor(text.status().code());
+    res.set_content(ErrorBody(text.status()), "application/json");
   }
 }
+
+void Reply(HttpResponse& res, const StatusOr<json>& r, int ok_status = 200) { Reply(res, Encoded(r), ok_status); }
 
 StatusOr<json> ParseBody(const HttpRequest& req, size_t limit) {
   if (req.body.size() > limit) {
@@ -395,7 +404,7 @@ void HttpApi::Routes() {
   // thread. The caller's seat is given back when the handler returns: seats
   // share the handler threads, and a request waiting for its fsync holds
   // none (else a lone tenant's submits in flight would exceed its share).
-  using Finisher = std::function<void(const StatusOr<json>&, int ok_status)>;
+  using Finisher = std::function<void(StatusOr<std::string> json_text, int ok_status)>;
   // Only the leader serves them (a follower's view takes no writes, and
   // parks no watch), so its control plane outlives them.
   using AsyncBody = std::function<void(const Req&, const Principal&, Admission&, const Finisher&)>;
@@ -415,10 +424,10 @@ void HttpApi::Routes() {
         std::lock_guard lock(async_mu_);
         ++async_in_flight_;
       }
-      Finisher finish = [this, route_name, method, start, admission, reply](const StatusOr<json>& out,
+      Finisher finish = [this, route_name, method, start, admission, reply](StatusOr<std::string> json_text,
                                                                              int ok_status) {
         Res res;
-        Reply(res, out, ok_status);
+        Reply(res, std::move(json_text), ok_status);
         Finish(route_name, method, start, *admission, res);
         reply(std::move(res));
         std::lock_guard lock(async_mu_);
@@ -471,10 +480,13 @@ void HttpApi::Routes() {
         if (!key.ok()) return finish(key.status(), 200);
         StatusOr<json> body = ParseBody(req, limit);
         if (!body.ok()) return finish(body.status(), 200);
-        leader_->SubmitAsync(p, SubmitRequest{{std::move(*body)}, *key, false}, [finish](StatusOr<SubmitResult> r) {
-          if (!r.ok()) return finish(r.status(), 200);
-          finish(std::move(r->workloads.front()), r->replayed ? 200 : 201);
-        });
+        leader_->SubmitAsync(
+            p, SubmitRequest{{std::move(*body)}, *key, false},
+            [](SubmitResult& r) { return protocol::DumpReserved(r.workloads.front()); },
+            [finish](StatusOr<ControlPlane::EncodedSubmit> r) {
+              if (!r.ok()) return finish(r.status(), 200);
+              finish(std::move(r->text), r->replayed ? 200 : 201);
+            });
       });
   // Workloads submitted together: admitted all or none, in one store change
   // (protocol/workload_batch.h). Each draws a token of the submit rate.
@@ -489,11 +501,15 @@ void HttpApi::Routes() {
         StatusOr<protocol::WorkloadBatch> batch = protocol::WorkloadBatchFromJson(*body);
         if (!batch.ok()) return finish(batch.status(), 200);
         if (Status s = TakeBatchSubmits(p, batch->workloads.size(), &admission); !s.ok()) return finish(s, 200);
-        leader_->SubmitAsync(p, SubmitRequest{std::move(batch->workloads), *key, true},
-                             [finish](StatusOr<SubmitResult> r) {
-          if (!r.ok()) return finish(r.status(), 200);
-          finish(protocol::WorkloadBatchToJson({std::move(r->workloads)}), r->replayed ? 200 : 201);
-        });
+        leader_->SubmitAsync(
+            p, SubmitRequest{std::move(batch->workloads), *key, true},
+            [](SubmitResult& r) {
+              return protocol::DumpReserved(protocol::WorkloadBatchToJson({std::move(r.workloads)}));
+            },
+            [finish](StatusOr<ControlPlane::EncodedSubmit> r) {
+              if (!r.ok()) return finish(r.status(), 200);
+              finish(std::move(r->text), r->replayed ? 200 : 201);
+            });
       });
   add("GET", "/v1/workloads", route("/v1/workloads", [=, this](const Req& req, const Principal& p, ControlPlane& cp, int*) -> StatusOr<json> {
     TIDAL_RETURN_IF_ERROR(user_or_admin(p));
@@ -655,9 +671,9 @@ void HttpApi::Routes() {
           params = InvalidArgument(fmt::format("version: longer than {} characters", protocol::kMaxVersionLength));
         }
         if (!params.ok()) return finish(params, 200);
-        if (wait_ms == 0) return finish(leader_->NodePods(p, req.path_params[0]), 200);
+        if (wait_ms == 0) return finish(Encoded(leader_->NodePods(p, req.path_params[0])), 200);
         leader_->WatchNodePods(p, req.path_params[0], version, std::chrono::milliseconds(wait_ms),
-                          [finish](StatusOr<json> out) { finish(out, 200); });
+                          [finish](StatusOr<json> out) { finish(Encoded(out), 200); });
       });
   add("POST", "/v1/agent/nodes/{node}/pods/status", route("/v1/agent/nodes/{node}/pods/status", [=, this](const Req& req, const Principal& p, ControlPlane& cp, int*) -> StatusOr<json> {
     TIDAL_ASSIGN_OR_RETURN(json body, ParseBody(req, limit));
