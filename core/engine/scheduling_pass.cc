@@ -1049,7 +1049,7 @@ bool SchedulingPass::ProcessStart(uint32_t wi, Phase phase) {
       Defer(wi, d, rest_key ? AddRestOutcome(*rest_key, {}) : -1);
       return false;
     }
-    wait(ReasonCode::kQuota, [&] { return std::move(denied.detail); }, EstimateQuota(w.queue, min_pods * g));
+    wait(ReasonCode::kQuota, [&] { return quota_.DeniedDetail(w.queue, denied); }, EstimateQuota(w.queue, min_pods * g));
     return true;
   }
 

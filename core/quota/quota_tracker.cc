@@ -60,6 +60,7 @@ void QuotaTracker::InitQueues(const Snapshot& snapshot) {
 
 void QuotaTracker::AddAllocation(QueueId q, int gpus, bool terminating) {
   if (!tracked(q)) return;
+  ++usage_version_;
   ForEachAncestor(q, [&](uint32_t x) {
     usage_[x] += gpus;
     if (!terminating) live_[x] += gpus;
@@ -77,6 +78,7 @@ double QuotaTracker::BorrowShare(QueueId q) const {
 
 void QuotaTracker::Add(QueueId q, int gpus) {
   if (!tracked(q)) return;
+  ++usage_version_;
   ForEachAncestor(q, [&](uint32_t x) {
     usage_[x] += gpus;
     live_[x] += gpus;
@@ -132,6 +134,10 @@ QuotaVerdict QuotaTracker::Check(QueueId q, int gpus, int free_gpus) const {
   v.guarantee_gpus = guarantee_[qi];
   v.guarantee_left_gpus = std::max(0, guarantee_[qi] - usage_[qi]);
   if (usage_[qi] + gpus <= guarantee_[qi]) return v;
+  if (last_check_ && last_check_->q == q && last_check_->gpus == gpus && last_check_->free_gpus == free_gpus &&
+      last_check_->usage_version == usage_version_) {
+    return last_check_->verdict;
+  }
 
   // a) borrowing limits along the ancestry.
   int limit_room = std::numeric_limits<int>::max();
@@ -153,14 +159,14 @@ QuotaVerdict QuotaTracker::Check(QueueId q, int gpus, int free_gpus) const {
   v.may_borrow_gpus = std::max(0, std::min(limit_room, lendable) - own_left);
   // With nothing protected, a shortage of free GPUs is a capacity problem
   // for placement to report, not a quota one.
-  if (gpus <= limit_room && (protect == 0 || gpus <= lendable)) {
-    v.admission = Admission::kBorrow;
-    return v;
-  }
-  v.admission = Admission::kDenied;
-  v.detail = explain::Str("quota: needs ", gpus, " GPUs, queue ", name(q), " has ", own_left, " of ",
-                          guarantee_[qi], " left and may borrow ", v.may_borrow_gpus);
+  v.admission = gpus <= limit_room && (protect == 0 || gpus <= lendable) ? Admission::kBorrow : Admission::kDenied;
+  last_check_ = LastCheck{q, gpus, free_gpus, usage_version_, v};
   return v;
+}
+
+std::string QuotaTracker::DeniedDetail(QueueId q, const QuotaVerdict& v) const {
+  return explain::Str("quota: needs ", v.needed_gpus, " GPUs, queue ", name(q), " has ", v.guarantee_left_gpus,
+                      " of ", v.guarantee_gpus, " left and may borrow ", v.may_borrow_gpus);
 }
 
 }  // namespace tidal::quota

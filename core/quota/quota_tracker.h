@@ -20,6 +20,8 @@
 #ifndef TIDAL_CORE_QUOTA_QUOTA_TRACKER_H_
 #define TIDAL_CORE_QUOTA_QUOTA_TRACKER_H_
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,7 +37,6 @@ struct QuotaVerdict {
   int guarantee_left_gpus = 0;  // max(0, g - u)
   int guarantee_gpus = 0;
   int may_borrow_gpus = 0;
-  std::string detail;  // set when denied
 };
 
 class QuotaTracker {
@@ -58,6 +59,9 @@ class QuotaTracker {
 
   // `free_gpus` is the number of free GPUs on usable nodes right now.
   QuotaVerdict Check(QueueId q, int gpus, int free_gpus) const;
+  // Why a denied verdict of q's was denied, with its numbers: formatted
+  // only where a wait's detail is wanted.
+  std::string DeniedDetail(QueueId q, const QuotaVerdict& v) const;
   // The most a queue can ever hold (its guarantee plus borrowing limits),
   // or -1 when unbounded.
   int MaxEverGpus(QueueId q) const;
@@ -97,6 +101,19 @@ class QuotaTracker {
   // every waiting workload of every pass, allocates nothing (a tracker is
   // one pass's, on one thread).
   mutable std::vector<uint8_t> on_path_;
+  // Moves with every change of usage: a Check answers from the last
+  // question's verdict while it is the same question of the same usage (a
+  // backlog asks it once per waiting workload, in runs of one queue and
+  // size, and a borrower's walks the whole queue tree).
+  uint64_t usage_version_ = 0;
+  struct LastCheck {
+    QueueId q;
+    int gpus = -1;
+    int free_gpus = -1;
+    uint64_t usage_version = 0;
+    QuotaVerdict verdict;
+  };
+  mutable std::optional<LastCheck> last_check_;
 };
 
 }  // namespace tidal::quota

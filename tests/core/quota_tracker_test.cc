@@ -34,8 +34,35 @@ TEST(QuotaTrackerTest, WithinGuaranteeThenBorrowThenDenied) {
   // GPUs, 4 of them its own guarantee, so it may borrow 8.
   const QuotaVerdict v = quota.Check(nlp, 16, 100);
   EXPECT_EQ(v.admission, Admission::kDenied);
-  EXPECT_EQ(v.detail, "quota: needs 16 GPUs, queue nlp has 4 of 32 left and may borrow 8");
+  EXPECT_EQ(quota.DeniedDetail(nlp, v), "quota: needs 16 GPUs, queue nlp has 4 of 32 left and may borrow 8");
   EXPECT_EQ(quota.MaxEverGpus(nlp), 40);
+}
+
+// Check answers a repeated question from its last verdict: a change of
+// usage in between must give a fresh one.
+TEST(QuotaTrackerTest, ARepeatedQuestionIsAnsweredAgainOnceUsageMoves) {
+  ClusterBuilder b;
+  const QueueId nlp = b.AddQueue("nlp", 32, QueueId(), 1.0, kUnlimited, /*borrowing_limit=*/8);
+  const QueueId other = b.AddQueue("other", 0);
+  Snapshot s = b.Build();
+  Use(s, nlp, 28, 1);
+  QuotaTracker quota(s);
+  // 28 + 8 = 36 <= 32 + 8: borrow, twice (the second from the memo).
+  EXPECT_EQ(quota.Check(nlp, 8, 100).admission, Admission::kBorrow);
+  EXPECT_EQ(quota.Check(nlp, 8, 100).admission, Admission::kBorrow);
+  // Another queue's question in between changes nothing.
+  EXPECT_EQ(quota.Check(other, 8, 100).admission, Admission::kBorrow);
+  EXPECT_EQ(quota.Check(nlp, 8, 100).admission, Admission::kBorrow);
+  // 36 + 8 = 44 > 40 once 8 more are placed: denied, may borrow 40 - 36 = 4.
+  quota.Add(nlp, 8);
+  const QuotaVerdict v = quota.Check(nlp, 8, 100);
+  EXPECT_EQ(v.admission, Admission::kDenied);
+  EXPECT_EQ(v.may_borrow_gpus, 4);
+  // Fewer free GPUs is another question: with 4 free and nothing protected
+  // the answer stays the limit's.
+  EXPECT_EQ(quota.Check(nlp, 4, 4).admission, Admission::kBorrow);
+  quota.AddAllocation(nlp, 4, /*terminating=*/false);
+  EXPECT_EQ(quota.Check(nlp, 4, 4).admission, Admission::kDenied);  // 40 + 4 > 40
 }
 
 TEST(QuotaTrackerTest, ParentGuaranteeBoundsChildren) {
