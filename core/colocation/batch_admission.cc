@@ -27,9 +27,9 @@ std::unordered_map<WorkloadId, const Allocation*> AllocationIndex(const Snapshot
 // a pass over tens of thousands of training jobs cheap.
 std::vector<const Workload*> ById(const Snapshot& snapshot, WorkloadKind kind, WorkloadState state) {
   std::vector<const Workload*> out;
-  for (const Workload& w : snapshot.workloads) {
-    if (w.kind == kind && w.state == state) out.push_back(&w);
-  }
+  snapshot.ForEachOfKind(kind, [&](const Workload& w) {
+    if (w.state == state) out.push_back(&w);
+  });
   std::sort(out.begin(), out.end(),
             [](const Workload* a, const Workload* b) { return a->id < b->id; });
   return out;
@@ -56,13 +56,12 @@ std::vector<WorkloadId> BatchEdfOrder(const Snapshot& snapshot) {
     WorkloadId id;
   };
   std::vector<Entry> entries;
-  for (const Workload& w : snapshot.workloads) {
-    if (w.kind != WorkloadKind::kBatchInference) continue;
-    if (w.state != WorkloadState::kPending && w.state != WorkloadState::kRunning) continue;
+  snapshot.ForEachOfKind(WorkloadKind::kBatchInference, [&](const Workload& w) {
+    if (w.state != WorkloadState::kPending && w.state != WorkloadState::kRunning) return;
     auto it = allocations.find(w.id);
     const Allocation* a = it == allocations.end() ? nullptr : it->second;
     entries.push_back({w.batch.deadline, BatchSlack(w, a, snapshot.now), w.id});
-  }
+  });
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
     return std::tie(a.deadline, a.slack, a.id) < std::tie(b.deadline, b.slack, b.id);
   });

@@ -135,15 +135,15 @@ ColocationPlan ColocationController::Prepare(const Snapshot& snapshot) {
 
   // The active services, in id order.
   std::vector<const Workload*> by_id;
-  for (const Workload& w : snapshot.workloads) {
-    if (w.kind == WorkloadKind::kInference && Active(w)) by_id.push_back(&w);
-  }
+  snapshot.ForEachOfKind(WorkloadKind::kInference, [&](const Workload& w) {
+    if (Active(w)) by_id.push_back(&w);
+  });
   std::sort(by_id.begin(), by_id.end(),
             [](const Workload* a, const Workload* b) { return a->id < b->id; });
   ColocationPlan out;
   // Lookups by id through one flat index (ids are dense) instead of hash maps
   // rebuilt every pass.
-  const engine::WorkloadIndex index(snapshot.workloads);
+  const engine::WorkloadIndex index(snapshot);
   std::vector<const Allocation*> allocation_of(snapshot.workloads.size(), nullptr);
   for (const Allocation& a : snapshot.allocations) {
     const int wi = index.Find(a.workload);

@@ -45,12 +45,11 @@ LoanCalendar PlanLoanCalendar(const ColocationController& controller, const Snap
   base.queues = snapshot.queues;
   base.projects = snapshot.projects;
   base.workloads = snapshot.workloads;
-  const engine::WorkloadIndex index(snapshot.workloads);
+  const engine::WorkloadIndex index(snapshot);
   std::vector<const Workload*> services;
-  for (const Workload& w : snapshot.workloads) {
-    const bool active = w.state == WorkloadState::kPending || w.state == WorkloadState::kRunning;
-    if (w.kind == WorkloadKind::kInference && active) services.push_back(&w);
-  }
+  snapshot.ForEachOfKind(WorkloadKind::kInference, [&](const Workload& w) {
+    if (w.state == WorkloadState::kPending || w.state == WorkloadState::kRunning) services.push_back(&w);
+  });
   std::sort(services.begin(), services.end(),
             [](const Workload* a, const Workload* b) { return a->id < b->id; });
   // Inference allocations go last, one per service in `services` order (or

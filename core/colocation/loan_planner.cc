@@ -57,7 +57,7 @@ class Packer {
       : snapshot_(snapshot), previously_lent_(previously_lent) {
     const size_t n = snapshot.cluster.nodes.size();
     nodes_.resize(n);
-    const engine::WorkloadIndex workloads(snapshot.workloads);
+    const engine::WorkloadIndex workloads(snapshot);
     for (size_t i = 0; i < n; ++i) {
       const Node& node = snapshot.cluster.nodes[i];
       NodeState& s = nodes_[i];

@@ -19,7 +19,7 @@ std::vector<std::vector<Borrower>> BorrowersOn(
     const Snapshot& snapshot, const std::vector<NodeId>& nodes,
     const std::map<std::pair<WorkloadId, NodeId>, Time>& noticed) {
   std::vector<std::vector<Borrower>> out(nodes.size());
-  const engine::WorkloadIndex index(snapshot.workloads);
+  const engine::WorkloadIndex index(snapshot);
   for (const Allocation& a : snapshot.allocations) {
     if (a.terminating) continue;
     const int wi = index.Find(a.workload);

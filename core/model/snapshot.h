@@ -89,6 +89,19 @@ struct Snapshot {
   bool is_lent(NodeId n) const {
     return n.value() < lent_nodes.size() && lent_nodes[n.value()];
   }
+
+  // Calls f(w) for each workload of `kind`, in order. With digests the
+  // others are skipped without reading their records: the co-location
+  // planner looks for services and batch jobs among a training backlog tens
+  // of thousands deep every pass.
+  template <typename F>
+  void ForEachOfKind(WorkloadKind kind, F f) const {
+    const bool digests = workload_digests.size() == workloads.size();
+    for (size_t i = 0; i < workloads.size(); ++i) {
+      if (digests && workload_digests[i].kind != kind) continue;
+      if (workloads[i].kind == kind) f(workloads[i]);
+    }
+  }
 };
 
 }  // namespace tidal

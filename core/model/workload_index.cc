@@ -5,20 +5,30 @@
 namespace tidal::engine {
 
 WorkloadIndex::WorkloadIndex(const std::vector<Workload>& workloads) {
-  if (workloads.empty()) return;
   // One pass over the (large) workload records; the rest reads this copy.
   std::vector<uint64_t> ids;
   ids.reserve(workloads.size());
-  uint64_t lo = workloads.front().id.value();
-  uint64_t hi = lo;
-  for (const Workload& w : workloads) {
-    const uint64_t id = w.id.value();
-    ids.push_back(id);
-    lo = std::min(lo, id);
-    hi = std::max(hi, id);
+  for (const Workload& w : workloads) ids.push_back(w.id.value());
+  Build(ids);
+}
+
+WorkloadIndex::WorkloadIndex(const Snapshot& snapshot) {
+  if (snapshot.workload_digests.size() != snapshot.workloads.size()) {
+    *this = WorkloadIndex(snapshot.workloads);
+    return;
   }
-  const uint64_t span = hi - lo + 1;
-  dense_ = span <= 16 * static_cast<uint64_t>(workloads.size()) + 4096;
+  std::vector<uint64_t> ids;
+  ids.reserve(snapshot.workload_digests.size());
+  for (const WorkloadDigest& d : snapshot.workload_digests) ids.push_back(d.id.value());
+  Build(ids);
+}
+
+void WorkloadIndex::Build(const std::vector<uint64_t>& ids) {
+  if (ids.empty()) return;
+  const auto [lo_it, hi_it] = std::minmax_element(ids.begin(), ids.end());
+  const uint64_t lo = *lo_it;
+  const uint64_t span = *hi_it - lo + 1;
+  dense_ = span <= 16 * static_cast<uint64_t>(ids.size()) + 4096;
   if (dense_) {
     min_ = lo;
     flat_.assign(span, -1);
@@ -28,7 +38,7 @@ WorkloadIndex::WorkloadIndex(const std::vector<Workload>& workloads) {
     }
     return;
   }
-  sparse_.reserve(workloads.size());
+  sparse_.reserve(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) sparse_.emplace(WorkloadId(ids[i]), static_cast<int>(i));
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/common/ids.h"
+#include "core/model/snapshot.h"
 #include "core/model/workload.h"
 
 namespace tidal::engine {
@@ -22,6 +23,10 @@ namespace tidal::engine {
 class WorkloadIndex {
  public:
   explicit WorkloadIndex(const std::vector<Workload>& workloads);
+  // The same, reading the ids from the snapshot's workload digests when it
+  // has them (64 bytes each, in one run) rather than from the records (a
+  // cache miss each over a backlog tens of thousands deep).
+  explicit WorkloadIndex(const Snapshot& snapshot);
 
   // The index of `id`, or -1 when it is not in the snapshot.
   int Find(WorkloadId id) const {
@@ -35,6 +40,9 @@ class WorkloadIndex {
   }
 
  private:
+  // Builds from the ids in workload order.
+  void Build(const std::vector<uint64_t>& ids);
+
   bool dense_ = true;
   uint64_t min_ = 0;
   std::vector<int> flat_;

@@ -46,6 +46,42 @@ TEST(WorkloadIndexTest, ADuplicateIdFindsTheFirst) {
   EXPECT_EQ(sparse.Find(WorkloadId(3)), 0);
 }
 
+// From a snapshot with digests the ids are read from the digests; without
+// them (or with a stale count) from the records: the same index either way.
+TEST(WorkloadIndexTest, ASnapshotsDigestsGiveTheSameIndexAsItsRecords) {
+  Snapshot s;
+  s.workloads = WithIds({12, 10, 11, 15, 10});
+  const WorkloadIndex from_records(s);
+  for (const Workload& w : s.workloads) s.workload_digests.push_back(WorkloadDigest::Of(w, -1, nullptr));
+  const WorkloadIndex from_digests(s);
+  for (uint64_t id = 8; id <= 17; ++id) {
+    EXPECT_EQ(from_digests.Find(WorkloadId(id)), from_records.Find(WorkloadId(id))) << id;
+  }
+  EXPECT_EQ(from_digests.Find(WorkloadId(10)), 1);  // a duplicate: the first
+  // A digest whose id is not its record's shows which one was read.
+  s.workload_digests[0].id = WorkloadId(13);
+  EXPECT_EQ(WorkloadIndex(s).Find(WorkloadId(13)), 0);
+  s.workload_digests.pop_back();  // not parallel: the records are read
+  EXPECT_EQ(WorkloadIndex(s).Find(WorkloadId(12)), 0);
+}
+
+// ForEachOfKind gives the workloads of one kind in order, with digests or
+// without.
+TEST(SnapshotTest, ForEachOfKindGivesThatKindInOrderWithOrWithoutDigests) {
+  Snapshot s;
+  s.workloads = WithIds({1, 2, 3, 4});
+  s.workloads[1].kind = WorkloadKind::kInference;
+  s.workloads[3].kind = WorkloadKind::kInference;
+  auto ids = [&] {
+    std::vector<uint64_t> out;
+    s.ForEachOfKind(WorkloadKind::kInference, [&](const Workload& w) { out.push_back(w.id.value()); });
+    return out;
+  };
+  EXPECT_EQ(ids(), (std::vector<uint64_t>{2, 4}));
+  for (const Workload& w : s.workloads) s.workload_digests.push_back(WorkloadDigest::Of(w, -1, nullptr));
+  EXPECT_EQ(ids(), (std::vector<uint64_t>{2, 4}));
+}
+
 // The node-class cache must follow cluster_version: a cordoned node with a new
 // version takes no work; the same decisions come out with caching off (0).
 TEST(SchedulerClassCacheTest, FollowsClusterVersion) {
