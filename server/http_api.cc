@@ -471,6 +471,13 @@ void HttpApi::Routes() {
                     "text/plain; version=0.0.4");
   });
 
+  // A durable submit's answer: 201, or 200 for an Idempotency-Key retry.
+  const auto answer_submit = [](const Finisher& finish) {
+    return [finish](StatusOr<ControlPlane::EncodedSubmit> r) {
+      if (!r.ok()) return finish(r.status(), 200);
+      finish(std::move(r->text), r->replayed ? 200 : 201);
+    };
+  };
   // Answered from the store's writer thread once durable: no handler thread
   // sleeps on the fsync.
   async_handlers["POST /v1/workloads"] = async_route(
@@ -483,10 +490,7 @@ void HttpApi::Routes() {
         leader_->SubmitAsync(
             p, SubmitRequest{{std::move(*body)}, *key, false},
             [](SubmitResult& r) { return protocol::DumpReserved(r.workloads.front()); },
-            [finish](StatusOr<ControlPlane::EncodedSubmit> r) {
-              if (!r.ok()) return finish(r.status(), 200);
-              finish(std::move(r->text), r->replayed ? 200 : 201);
-            });
+            answer_submit(finish));
       });
   // Workloads submitted together: admitted all or none, in one store change
   // (protocol/workload_batch.h). Each draws a token of the submit rate.
@@ -506,10 +510,7 @@ void HttpApi::Routes() {
             [](SubmitResult& r) {
               return protocol::DumpReserved(protocol::WorkloadBatchToJson({std::move(r.workloads)}));
             },
-            [finish](StatusOr<ControlPlane::EncodedSubmit> r) {
-              if (!r.ok()) return finish(r.status(), 200);
-              finish(std::move(r->text), r->replayed ? 200 : 201);
-            });
+            answer_submit(finish));
       });
   add("GET", "/v1/workloads", route("/v1/workloads", [=, this](const Req& req, const Principal& p, ControlPlane& cp, int*) -> StatusOr<json> {
     TIDAL_RETURN_IF_ERROR(user_or_admin(p));
