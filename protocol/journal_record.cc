@@ -160,7 +160,7 @@ json NodeJson(const Node& n) {
 json WorkloadJson(const Workload& w) {
   json tolerations = json::array();
   for (const Taint& t : w.constraints.tolerations) tolerations.push_back({{"key", t.key}, {"value", t.value}});
-  return {
+  json j = {
       {"id", w.id.value()},
       {"name", w.name},
       {"tenant", w.tenant},
@@ -197,6 +197,8 @@ json WorkloadJson(const Workload& w) {
       {"debug", {{"max_runtime_ms", w.debug.max_runtime.count()}}},
       {"priority", PriorityJson(w.priority)},
   };
+  if (w.spare_pods > 0) j["spare_pods"] = w.spare_pods;
+  return j;
 }
 
 json EditJson(const Edit& edit) {
@@ -214,6 +216,7 @@ json EditJson(const Edit& edit) {
                    j["pods"] = e.pods;
                    j["min_pods"] = e.min_pods;
                    j["max_pods"] = e.max_pods;
+                   if (e.spare_pods > 0) j["spare_pods"] = e.spare_pods;
                  },
                  [&](const state::PlaceEdit& e) {
                    j["workload"] = e.workload.value();
@@ -518,11 +521,12 @@ StatusOr<Workload> ReadWorkload(const json& v, const std::string& path) {
                              "kind",        "state",       "gpus_per_pod", "pods",     "min_pods",
                              "max_pods",    "preemptible", "expected_duration_ms", "submit_time_ms",
                              "constraints", "training",    "inference", "batch",       "debug",
-                             "priority",    "requeues"};
+                             "priority",    "requeues",    "spare_pods"};
   TIDAL_ASSIGN_OR_RETURN(ObjectReader r, Open(v, path, kKeys));
   for (std::string_view k : kKeys) {
-    // Journals written before requeues were counted have none.
-    if (k != "submit_time_ms" && k != "requeues" && !r.Has(k)) return r.Missing(k);
+    // Journals written before requeues were counted have none; spare_pods
+    // is written only when there are some.
+    if (k != "submit_time_ms" && k != "requeues" && k != "spare_pods" && !r.Has(k)) return r.Missing(k);
   }
   Workload w;
   TIDAL_RETURN_IF_ERROR(ReadWorkloadId(r, "id", &w.id));
@@ -537,6 +541,7 @@ StatusOr<Workload> ReadWorkload(const json& v, const std::string& path) {
   TIDAL_RETURN_IF_ERROR(r.Int("pods", &w.pods, 0, kMaxPods));
   TIDAL_RETURN_IF_ERROR(r.Int("min_pods", &w.min_pods, 0, kMaxPods));
   TIDAL_RETURN_IF_ERROR(r.Int("max_pods", &w.max_pods, 0, kMaxPods));
+  if (r.Has("spare_pods")) TIDAL_RETURN_IF_ERROR(r.Int("spare_pods", &w.spare_pods, 0, w.pods));
   TIDAL_RETURN_IF_ERROR(r.Bool("preemptible", &w.preemptible));
   TIDAL_RETURN_IF_ERROR(ReadDuration(r, "expected_duration_ms", &w.expected_duration));
   TIDAL_RETURN_IF_ERROR(ReadNullableTime(r, v, "submit_time_ms", &w.submit_time));
@@ -675,7 +680,7 @@ Keys EditFields(std::string_view name) {
   if (name == "submit" || name == "approve") return {"workload"};
   if (name == "requeue") return {"workload", "cause"};
   if (name == "set_priority") return {"workload", "priority"};
-  if (name == "set_target") return {"workload", "pods", "min_pods", "max_pods"};
+  if (name == "set_target") return {"workload", "pods", "min_pods", "max_pods", "spare_pods"};
   if (name == "register_node") return {"node", "zones", "racks"};
   if (name == "place") return {"workload", "pods", "borrowed"};
   if (name == "grow") return {"workload", "pods"};
@@ -697,9 +702,11 @@ Keys EditFields(std::string_view name) {
 
 StatusOr<Edit> ReadEdit(const ObjectReader& r, const json& j, std::string_view name) {
   // Every listed field is required but a requeue's or release's `cause`
-  // (absent = reported); a deadline may be null (none).
+  // (absent = reported) and a target's `spare_pods` (absent = none, as
+  // journals before spares wrote it); a deadline may be null (none).
   for (std::string_view k : EditFields(name)) {
     if (k == "cause" && (name == "requeue" || name == "release")) continue;
+    if (k == "spare_pods") continue;
     if (!Present(j, k)) return r.Missing(k);
     if (j.at(k).is_null() && k != "grace_deadline_ms" && k != "until_ms" && k != "reclaim_at_ms" &&
         k != "ready_at_ms") {
@@ -728,6 +735,9 @@ StatusOr<Edit> ReadEdit(const ObjectReader& r, const json& j, std::string_view n
     TIDAL_RETURN_IF_ERROR(r.Int("pods", &e.pods, 0, static_cast<int>(kMaxJournalPods)));
     TIDAL_RETURN_IF_ERROR(r.Int("min_pods", &e.min_pods, 0, static_cast<int>(kMaxJournalPods)));
     TIDAL_RETURN_IF_ERROR(r.Int("max_pods", &e.max_pods, 0, static_cast<int>(kMaxJournalPods)));
+    if (r.Has("spare_pods")) {
+      TIDAL_RETURN_IF_ERROR(r.Int("spare_pods", &e.spare_pods, 0, e.pods));
+    }
     return Edit(e);
   }
   if (name == "place") {
@@ -1033,6 +1043,10 @@ void WriteWorkload(JsonWriter& out, const Workload& w) {
   out.Uint(w.queue.value());
   out.Key("requeues");
   out.Int(w.requeues);
+  if (w.spare_pods > 0) {
+    out.Key("spare_pods");
+    out.Int(w.spare_pods);
+  }
   out.Key("state");
   out.String(NameOf(kStates, w.state));
   out.Key("submit_time_ms");

@@ -366,7 +366,8 @@ void ControlPlane::React(state::EditOrigin origin, const state::Edit& edit) {
             SyncRecord(*r);
           } else if constexpr (std::is_same_v<E, state::SetTargetEdit>) {
             if (origin == state::EditOrigin::kColocation) {
-              AddAudit(*applying_.m, "autoscaler", "scale", r, {{"from", r->w.pods}, {"to", e.pods}}, now);
+              AddAudit(*applying_.m, "autoscaler", "scale", r,
+                       {{"from", r->w.pods}, {"to", e.pods}, {"spares", e.spare_pods}}, now);
             }
             // The state opened a scale-up (or, twice in one instant, raised
             // its goal): the record follows it, for the scale-up diagnosis

@@ -146,6 +146,7 @@ void AddServerFields(const WorkloadRecord& r, const Catalog& catalog, const Wait
   put("budget_gpu_hours", r.run.budget_gpu_hours, r.run.budget_gpu_hours == 0);
   put("approved", r.w.top_tier_approved, !r.w.top_tier_approved);
   put("requeues", r.w.requeues, r.w.requeues == 0);
+  put("spare_pods", r.w.spare_pods, r.w.spare_pods == 0);
   put("allocation", r.allocation ? AllocationToJson(*r.allocation, catalog) : json(nullptr), !r.allocation);
   put("stop", NoticeToJson(r.stop), !r.stop);
   put("shrink", NoticeToJson(r.shrink_notice), !r.shrink_notice);
@@ -411,6 +412,7 @@ StatusOr<WorkloadRecord> RecordFromJson(const json& j, const Catalog& catalog) {
     r.run.budget_gpu_hours = j.value("budget_gpu_hours", 0.0);
     r.w.top_tier_approved = j.value("approved", false);
     r.w.requeues = j.value("requeues", 0);
+    r.w.spare_pods = std::clamp(j.value("spare_pods", 0), 0, r.w.pods);
     const json alloc_json = j.value("allocation", json());
     if (alloc_json.is_object()) {
       const json& a = alloc_json;

@@ -965,7 +965,8 @@ void Run::AfterPrepare() {
     Job& j = jobs_[s.job];
     const Workload* w = LiveWorkload(j);
     if (w == nullptr) continue;
-    const int desired = w->pods;
+    // What the service asks for: its spares (predictive) are not demand.
+    const int desired = w->pods - w->spare_pods;
     if (desired > s.desired && s.desired == 0) {
       // The first target is the deployment, not a scale-up.
       LogEvent(fmt::format("\"event\":\"deploy\",\"workload\":{},\"replicas\":{}", j.name_json,

@@ -63,6 +63,7 @@ Status ColocationController::Restore(ColocationMemory memory) {
   noticed_ = std::move(memory.noticed);
   known_services_ = std::move(memory.known_services);
   memo_.clear();
+  need_cache_.clear();
   return Status::Ok();
 }
 
@@ -81,17 +82,38 @@ QueueLatency ColocationController::ModelServiceLatency(const InferenceSpec& spec
   return ModelLatency(rps, spec.replica_capacity_rps, ready_replicas);
 }
 
+int ColocationController::Need(const Workload& w, double rps) const {
+  NeedCache& c = need_cache_[w.id];
+  if (c.capacity_rps != w.inference.replica_capacity_rps || c.target != w.inference.target_p99) {
+    c = NeedCache{w.inference.replica_capacity_rps, w.inference.target_p99};
+  }
+  for (const auto& [at, need] : c.entries) {
+    if (at == rps) return need;
+  }
+  const int need = RequiredReplicas(w.inference, rps, config_.headroom);
+  if (c.entries.size() < kNeedCacheSize) {
+    c.entries.emplace_back(rps, need);
+  } else {
+    c.entries[c.next] = {rps, need};
+    c.next = (c.next + 1) % kNeedCacheSize;
+  }
+  return need;
+}
+
 std::vector<double> ColocationController::FittedMargins(const Snapshot& snapshot,
                                                        const std::vector<const Workload*>& services,
-                                                       Duration tick) const {
+                                                       Duration tick,
+                                                       const std::vector<bool>& lent) const {
   std::vector<double> margins;
   for (const Workload* w : services) margins.push_back(forecaster_.Margin(w->id));
   // GPUs for inference: the healthy GPUs of reserved and shared nodes that
   // take work.
   int capacity = 0;
-  for (const Node& n : snapshot.cluster.nodes) {
+  for (size_t i = 0; i < snapshot.cluster.nodes.size(); ++i) {
+    const Node& n = snapshot.cluster.nodes[i];
     const PoolKind kind = snapshot.cluster.pool(n.pool).kind;
     if ((kind != PoolKind::kInferenceReserved && kind != PoolKind::kShared) || !n.takes_work()) continue;
+    if (kind == PoolKind::kShared && i < lent.size() && lent[i]) continue;
     capacity += n.gpu_count - std::popcount(n.failed_gpus & n.all_gpus());
   }
   // The GPUs all services need with the margins scaled to 1 + f x (m - 1).
@@ -107,7 +129,7 @@ std::vector<double> ColocationController::FittedMargins(const Snapshot& snapshot
       const int hi = std::max(lo, w.max_pods);
       // A target the autoscaler holds (its scale-down delay) keeps its GPUs
       // whatever this pass's need.
-      const int need = std::clamp(RequiredReplicas(w.inference, rps, config_.headroom), lo, hi);
+      const int need = std::clamp(Need(w, rps), lo, hi);
       gpus += std::max(need, autoscaler_.Target(w.id).value_or(0)) * std::max(1, w.gpus_per_pod);
     }
     return gpus;
@@ -123,6 +145,99 @@ std::vector<double> ColocationController::FittedMargins(const Snapshot& snapshot
   }
   for (double& m : margins) m = 1 + fits * (m - 1);
   return margins;
+}
+
+std::vector<int> ColocationController::SpareReplicas(
+    const Snapshot& snapshot, const std::vector<const Allocation*>& allocation_of,
+    const std::vector<const Workload*>& services, const std::vector<double>& base,
+    const std::vector<std::pair<WorkloadId, int>>& targets) const {
+  std::vector<int> none(services.size(), 0);
+  // Free GPUs per inference-reserved node that takes work.
+  std::vector<int> slot_of(snapshot.cluster.nodes.size(), -1);
+  std::vector<int> free;
+  for (size_t i = 0; i < snapshot.cluster.nodes.size(); ++i) {
+    const Node& n = snapshot.cluster.nodes[i];
+    if (snapshot.cluster.pool(n.pool).kind != PoolKind::kInferenceReserved || !n.takes_work()) continue;
+    slot_of[i] = static_cast<int>(free.size());
+    free.push_back(n.gpu_count - std::popcount(n.failed_gpus & n.all_gpus()));
+  }
+  if (free.empty()) return none;
+  const auto slot = [&](const PodPlacement& p) {
+    return p.node.value() < slot_of.size() ? slot_of[p.node.value()] : -1;
+  };
+  for (const Allocation& a : snapshot.allocations) {
+    for (const PodPlacement& p : a.pods) {
+      if (const int k = slot(p); k >= 0) free[k] -= std::popcount(p.gpus & ~snapshot.cluster.node(p.node).failed_gpus);
+    }
+  }
+  // A service's pods above its target are the spares of the last pass (the
+  // newest pods, which a scale-down removes first): their room counts again.
+  // Replicas still to place come first.
+  std::vector<int> pending;  // GPUs per pod, one entry per replica to place
+  for (size_t k = 0; k < services.size(); ++k) {
+    const Allocation* a = allocation_of[static_cast<size_t>(services[k] - snapshot.workloads.data())];
+    const int running = a == nullptr || a->terminating ? 0 : static_cast<int>(a->pods.size());
+    const int target = targets[k].second;
+    for (int i = target; i < running; ++i) {
+      const PodPlacement& p = a->pods[static_cast<size_t>(i)];
+      if (const int s = slot(p); s >= 0) free[s] += std::popcount(p.gpus & ~snapshot.cluster.node(p.node).failed_gpus);
+    }
+    for (int i = running; i < target; ++i) pending.push_back(std::max(1, services[k]->gpus_per_pod));
+  }
+  // First fit, largest pods first; false if some pod finds no room.
+  const auto pack = [](std::vector<int>& room, std::vector<int> pods) {
+    std::sort(pods.rbegin(), pods.rend());
+    bool all = true;
+    for (int gpus : pods) {
+      auto it = std::find_if(room.begin(), room.end(), [&](int r) { return r >= gpus; });
+      if (it == room.end()) {
+        all = false;
+      } else {
+        *it -= gpus;
+      }
+    }
+    return all;
+  };
+  pack(free, pending);
+  if (std::all_of(free.begin(), free.end(), [](int g) { return g <= 0; })) return none;
+  // Only a service that may use every reserved node gets spares, so that a
+  // spare never waits for room it cannot use.
+  std::vector<bool> may(services.size(), true);
+  for (size_t k = 0; k < services.size(); ++k) {
+    for (size_t i = 0; i < slot_of.size() && may[k]; ++i) {
+      if (slot_of[i] >= 0) may[k] = InferenceMayUseNode(services[k]->constraints, snapshot.cluster.nodes[i]);
+    }
+  }
+  // The spares each service gets when sized for x times its load.
+  const auto spares_at = [&](double x) {
+    std::vector<int> extra(services.size(), 0);
+    for (size_t k = 0; k < services.size(); ++k) {
+      if (!may[k]) continue;
+      const Workload& w = *services[k];
+      const int lo = std::max(0, w.min_pods);
+      const int hi = std::max(lo, w.max_pods);
+      const int need = std::clamp(Need(w, x * base[k]), lo, hi);
+      extra[k] = std::max(0, need - targets[k].second);
+    }
+    return extra;
+  };
+  const auto fits = [&](double x) {
+    const std::vector<int> extra = spares_at(x);
+    std::vector<int> pods;
+    for (size_t k = 0; k < services.size(); ++k) pods.insert(pods.end(), extra[k], std::max(1, services[k]->gpus_per_pod));
+    std::vector<int> room = free;
+    return pack(room, pods);
+  };
+  double lo = 1, hi = kMaxSpareFactor;
+  if (fits(hi)) {
+    lo = hi;
+  } else {
+    for (int i = 0; i < 10; ++i) {
+      const double mid = (lo + hi) / 2;
+      (fits(mid) ? lo : hi) = mid;
+    }
+  }
+  return spares_at(lo);
 }
 
 ColocationPlan ColocationController::Prepare(const Snapshot& snapshot) {
@@ -150,19 +265,54 @@ ColocationPlan ColocationController::Prepare(const Snapshot& snapshot) {
     if (wi >= 0 && allocation_of[wi] == nullptr) allocation_of[wi] = &a;
   }
 
+  // Borrowed work still running on a shared node proves a loan,
+  // even if this controller did not make it (a restarted server).
+  std::vector<bool> previously_lent(node_count, false);
+  for (size_t i = 0; i < node_count && i < lent_.size(); ++i) previously_lent[i] = lent_[i];
+  const auto is_shared = [&](NodeId n) {
+    return n.value() < node_count &&
+           snapshot.cluster.pool(snapshot.cluster.node(n).pool).kind == PoolKind::kShared;
+  };
+  const auto workload_of = [&](WorkloadId id) -> const Workload* {
+    const int wi = index.Find(id);
+    return wi < 0 ? nullptr : &snapshot.workloads[wi];
+  };
+  const auto is_inference = [&](WorkloadId id) {
+    const Workload* w = workload_of(id);
+    return w != nullptr && w->kind == WorkloadKind::kInference;
+  };
+  // Notices whose grace has passed are forgotten.
+  std::erase_if(noticed_, [&](const auto& entry) { return entry.second <= now; });
+  for (const Allocation& a : snapshot.allocations) {
+    if (a.terminating || is_inference(a.workload)) continue;
+    for (const PodPlacement& p : a.pods) {
+      // A pod shrunk off a returned node is leaving, not proof of a loan.
+      if (std::find(a.leaving.begin(), a.leaving.end(), p) != a.leaving.end()) continue;
+      if (is_shared(p.node) && noticed_.count({a.workload, p.node}) == 0) {
+        previously_lent[p.node.value()] = true;
+      }
+    }
+  }
+
   // 1. Autoscale, and what each service needs over the look-ahead.
   ColocationStatus status;
   status.at = now;
   status.mode = config_.mode;
   status.lookahead = config_.forecast_horizon;
-  const std::vector<double> margins = predictive ? FittedMargins(snapshot, by_id, tick)
+  // The margins the loans plan for fit the whole inference pools; those the
+  // replicas and the urgent returns use fit what is not lent now, so that a
+  // margin alone never forces a return: it waits for a cheap moment.
+  const std::vector<double> margins = predictive ? FittedMargins(snapshot, by_id, tick, {})
                                                 : std::vector<double>(by_id.size(), 1.0);
+  const std::vector<double> margins_now =
+      predictive ? FittedMargins(snapshot, by_id, tick, previously_lent) : margins;
   std::vector<InferenceDemand> demand;
   // Per service (parallel to `demand`), the short look-ahead of
   // return_timing.h, and the least slack any service leaves a return.
   std::vector<Duration> soon_lookahead;
   Duration slack = Duration::max();
   std::set<WorkloadId> services;
+  std::vector<double> spare_base;
   for (size_t k = 0; k < by_id.size(); ++k) {
     const Workload* w = by_id[k];
     services.insert(w->id);
@@ -176,10 +326,11 @@ ColocationPlan ColocationController::Prepare(const Snapshot& snapshot) {
     // load recently outran the short forecast; load_forecaster.h).
     const double margin = margins[k];
     const double scale_forecast =
-        predictive ? margin * std::max(current, forecaster_.PeakForecast(w->id, now, now + cold + tick))
+        predictive ? margins_now[k] * std::max(current, forecaster_.PeakForecast(w->id, now, now + cold + tick))
                    : 0.0;
     const int desired = autoscaler_.Update(*w, current, scale_forecast, now);
     out.targets.emplace_back(w->id, desired);
+    spare_base.push_back(scale_forecast);
 
     const double peak =
         predictive ? margin * std::max(current, forecaster_.PeakForecast(w->id, now, now + lookahead))
@@ -237,39 +388,12 @@ ColocationPlan ColocationController::Prepare(const Snapshot& snapshot) {
     if (services.count(*it) == 0) {
       autoscaler_.Forget(*it);
       memo_.erase(*it);
+      need_cache_.erase(*it);
     }
   }
   known_services_ = std::move(services);
 
-  // 2. Loans. Borrowed work still running on a shared node proves a loan,
-  // even if this controller did not make it (a restarted server).
-  std::vector<bool> previously_lent(node_count, false);
-  for (size_t i = 0; i < node_count && i < lent_.size(); ++i) previously_lent[i] = lent_[i];
-  const auto is_shared = [&](NodeId n) {
-    return n.value() < node_count &&
-           snapshot.cluster.pool(snapshot.cluster.node(n).pool).kind == PoolKind::kShared;
-  };
-  const auto workload_of = [&](WorkloadId id) -> const Workload* {
-    const int wi = index.Find(id);
-    return wi < 0 ? nullptr : &snapshot.workloads[wi];
-  };
-  const auto is_inference = [&](WorkloadId id) {
-    const Workload* w = workload_of(id);
-    return w != nullptr && w->kind == WorkloadKind::kInference;
-  };
-  // Notices whose grace has passed are forgotten.
-  std::erase_if(noticed_, [&](const auto& entry) { return entry.second <= now; });
-  for (const Allocation& a : snapshot.allocations) {
-    if (a.terminating || is_inference(a.workload)) continue;
-    for (const PodPlacement& p : a.pods) {
-      // A pod shrunk off a returned node is leaving, not proof of a loan.
-      if (std::find(a.leaving.begin(), a.leaving.end(), p) != a.leaving.end()) continue;
-      if (is_shared(p.node) && noticed_.count({a.workload, p.node}) == 0) {
-        previously_lent[p.node.value()] = true;
-      }
-    }
-  }
-
+  // 2. Loans.
   needed_at_.resize(node_count);
   std::vector<bool> held(node_count, false);
   for (size_t i = 0; i < node_count; ++i) {
@@ -285,9 +409,9 @@ ColocationPlan ColocationController::Prepare(const Snapshot& snapshot) {
       const int lo = std::max(0, w.min_pods);
       const int hi = std::max(lo, w.max_pods);
       const double peak =
-          margins[i] * std::max(forecaster_.LastObserved(w.id),
-                                              forecaster_.PeakForecast(w.id, now, now + soon_lookahead[i]));
-      const int need = std::clamp(RequiredReplicas(w.inference, peak, config_.headroom), lo, hi);
+          margins_now[i] * std::max(forecaster_.LastObserved(w.id),
+                                    forecaster_.PeakForecast(w.id, now, now + soon_lookahead[i]));
+      const int need = std::clamp(Need(w, peak), lo, hi);
       soon[i].replicas = std::max(out.targets[i].second, need);  // targets parallel demand
     }
     const LoanPlan urgent = PlanLoans(config_.mode, snapshot, previously_lent, soon, held);
@@ -302,6 +426,14 @@ ColocationPlan ColocationController::Prepare(const Snapshot& snapshot) {
       plan.claimed_by.erase(n);
       status.deferred.push_back(n);
     }
+  }
+  if (predictive) {
+    const std::vector<int> spares = SpareReplicas(snapshot, allocation_of, by_id, spare_base, out.targets);
+    for (size_t k = 0; k < spares.size(); ++k) {
+      out.targets[k].second += spares[k];
+      status.services[k].spare_replicas = spares[k];
+    }
+    out.spares = spares;
   }
   out.lent_nodes = plan.lent_nodes;
   lent_ = plan.lent_nodes;

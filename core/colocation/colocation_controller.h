@@ -22,7 +22,21 @@
 //     targets at full margin (each at least the target the autoscaler
 //     still holds) would not fit, every margin is scaled to
 //     1 + f x (m - 1) with the largest f in [0, 1] that fits (bisection to
-//     1/1024; f = 0 asks what reactive would).
+//     1/1024; f = 0 asks what reactive would). The replica targets (and the
+//     urgent returns of step 2) count only the shared nodes not lent now:
+//     a margin is insurance, and insurance never forces a return at a loss;
+//     the loans plan for the full margin, so its nodes come back at a cheap
+//     moment (return_timing.h) and the targets rise as they do.
+//     Spares (predictive): the inference-reserved pool is never lent, so
+//     its free GPUs cost no one anything; every service that may use all
+//     reserved nodes is sized again for x times the load it was sized
+//     for, with the largest x in
+//     [1, kMaxSpareFactor] whose extra replicas all fit (first fit, largest
+//     pods first) on the reserved pool's free GPUs after the replicas still
+//     to place (bisection). A step the forecast and the margin missed then
+//     finds replicas already warm. Spares are not demand: they never call a
+//     node back, and a pass that needs their room takes it (the pods above
+//     a target are the newest, which a scale-down removes first).
 //  2. Loans: sets `snapshot.lent_nodes` (sized to the cluster) from
 //     PlanLoans. The demand is the current targets (static/reactive) or, in
 //     predictive mode, the larger of the target and the forecast need over
@@ -77,7 +91,8 @@ struct ServiceStatus {
   std::string name;
   double current_rps = 0;
   double forecast_peak_rps = 0;   // over the look-ahead
-  int desired_replicas = 0;       // the autoscaler's target (= pods)
+  int desired_replicas = 0;       // the autoscaler's target
+  int spare_replicas = 0;         // predictive: spares on the reserved pool (pods = desired + spare)
   int running_replicas = 0;       // pods in its allocation
   int forecast_replicas = 0;      // replicas the look-ahead needs
   Duration cold_start{0};
@@ -103,8 +118,10 @@ struct ColocationStatus {
 
 // What one Prepare decided.
 struct ColocationPlan {
-  // Each active service's replica target, in id order.
+  // Each active service's replica target, in id order, and (parallel, in
+  // predictive mode) how many of them are spares.
   std::vector<std::pair<WorkloadId, int>> targets;
+  std::vector<int> spares;
   // The whole loan state after this plan, indexed by NodeId.
   std::vector<bool> lent_nodes;
   // Notices (preempts) and shrinks (resizes) for returned capacity, and
@@ -166,7 +183,21 @@ class ColocationController {
   // forecaster's margin, scaled down where the targets it asks for would not
   // fit the inference pools (see the file comment).
   std::vector<double> FittedMargins(const Snapshot& snapshot,
-                                    const std::vector<const Workload*>& services, Duration tick) const;
+                                    const std::vector<const Workload*>& services, Duration tick,
+                                    const std::vector<bool>& lent) const;
+
+  // Per service of `services` (active inference, in id order, with their
+  // autoscaler `targets` and the load `base` they were sized for), the spare
+  // replicas the inference-reserved pool's free GPUs take (see the file
+  // comment).
+  std::vector<int> SpareReplicas(const Snapshot& snapshot,
+                                 const std::vector<const Allocation*>& allocation_of,
+                                 const std::vector<const Workload*>& services,
+                                 const std::vector<double>& base,
+                                 const std::vector<std::pair<WorkloadId, int>>& targets) const;
+  // Spares size a service for at most this multiple of its load: twice the
+  // learned margin's cap.
+  static constexpr double kMaxSpareFactor = 4.0;
 
   ColocationConfig config_;
   Duration grace_;
@@ -196,6 +227,18 @@ class ColocationController {
     double p99_ms = 0;
   };
   std::unordered_map<WorkloadId, ServiceMemo> memo_;
+  // RequiredReplicas(spec, rps, headroom) per service: the margin fits and
+  // the spares bisect over loads that repeat from pass to pass while the
+  // forecast holds, and each call is a bisection of the latency model.
+  struct NeedCache {
+    double capacity_rps = 0;
+    Duration target{0};
+    std::vector<std::pair<double, int>> entries;  // (rps, replicas)
+    size_t next = 0;  // the entry replaced next once full
+  };
+  static constexpr size_t kNeedCacheSize = 64;
+  int Need(const Workload& service, double rps) const;
+  mutable std::unordered_map<WorkloadId, NeedCache> need_cache_;
   ColocationStatus status_;
 };
 

@@ -115,6 +115,10 @@ struct Workload {
   int pods = 1;       // desired (training replicas, inference current target)
   int min_pods = 1;   // gang minimum; == pods for a rigid gang
   int max_pods = 1;   // > pods only for an elastic job
+  // Inference in predictive mode: of `pods`, the spares the co-location
+  // controller keeps on the reserved pool's free GPUs (not demand: a
+  // scale-up is opened and judged on pods - spare_pods).
+  int spare_pods = 0;
   bool preemptible = true;
   Duration expected_duration = milliseconds(0);  // at full size; 0 = unknown
 

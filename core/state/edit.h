@@ -45,14 +45,15 @@ struct SetPriorityEdit {
 };
 
 // The autoscaler's replica target for an inference service, or an owner's
-// resize of an elastic job (which may move its bounds too). A target that
-// rises above the current one of a running inference service opens a
-// scale-up (State::scale_up), or raises the open one's goal.
+// resize of an elastic job (which may move its bounds too). A demand (pods
+// less spares) that rises above the current one of a running inference
+// service opens a scale-up (State::scale_up), or raises the open one's goal.
 struct SetTargetEdit {
   WorkloadId workload;
   int pods = 0;
   int min_pods = 0;  // 0 = unchanged
   int max_pods = 0;  // 0 = unchanged
+  int spare_pods = 0;  // of pods, spares (Workload::spare_pods)
 };
 
 // A pending workload starts on these pods, all at once (a gang is never

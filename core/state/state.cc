@@ -470,26 +470,33 @@ Status State::ApplyEdit(const SetTargetEdit& e) {
   if (e.pods < 0 || e.min_pods < 0 || e.max_pods < 0) {
     return InvalidArgument("set_target: pods must be >= 0");
   }
+  if (e.spare_pods < 0 || e.spare_pods > e.pods) {
+    return InvalidArgument("set_target: spare_pods must be in 0..pods");
+  }
   Workload& w = snap_.workloads[i];
   const int min_pods = e.min_pods > 0 ? e.min_pods : w.min_pods;
   const int max_pods = e.max_pods > 0 ? e.max_pods : w.max_pods;
   if (min_pods > max_pods) return InvalidArgument("set_target: min_pods above max_pods");
-  const int before = w.pods;
+  const int demand_before = w.pods - w.spare_pods;
+  const int demand = e.pods - e.spare_pods;
   w.pods = e.pods;
   w.min_pods = min_pods;
   w.max_pods = max_pods;
+  w.spare_pods = e.spare_pods;
   SyncDigest(i);
   // A running service asked for more replicas: a scale-up, timed until they
   // are ready (PendingScaleUp: each rise its own). Placing a service that
-  // holds nothing is its deployment, not a scale-up.
+  // holds nothing is its deployment, not a scale-up. Spares are not asked
+  // for: a rise of spares alone opens nothing, and a rise of demand that
+  // ready spares cover is ready at once.
   if (const Allocation* a = allocation(e.workload);
-      w.kind == WorkloadKind::kInference && a != nullptr && e.pods > before) {
+      w.kind == WorkloadKind::kInference && a != nullptr && demand > demand_before) {
     auto [it, opened] = scale_ups_.try_emplace({e.workload.value(), snap_.now});
     PendingScaleUp& su = it->second;
     if (opened) {
-      su = PendingScaleUp{e.workload, static_cast<int>(a->pods.size()), e.pods, snap_.now};
+      su = PendingScaleUp{e.workload, static_cast<int>(a->pods.size()), demand, snap_.now};
     } else {
-      su.to = std::max(su.to, e.pods);
+      su.to = std::max(su.to, demand);
     }
   }
   CheckScaleUpReady(e.workload);
@@ -503,7 +510,7 @@ void State::CheckScaleUpReady(WorkloadId id) {
   for (auto it = ScaleUpsBegin(id); it != scale_ups_.end() && it->first.first == id.value(); ++it) {
     PendingScaleUp& su = it->second;
     // A target lowered meanwhile lowers what counts as capacity.
-    if (su.ready_at == kInfiniteFuture && ready >= std::min(su.to, w->pods)) su.ready_at = snap_.now;
+    if (su.ready_at == kInfiniteFuture && ready >= std::min(su.to, w->pods - w->spare_pods)) su.ready_at = snap_.now;
   }
 }
 

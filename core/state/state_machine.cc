@@ -106,10 +106,12 @@ ApplyOutcome StateMachine::ApplyDecisionsFrom(const Decisions& d, EditOrigin ori
 
 ApplyOutcome StateMachine::ApplyPlan(const ColocationPlan& plan) {
   ApplyOutcome out;
-  for (const auto& [id, pods] : plan.targets) {
+  for (size_t k = 0; k < plan.targets.size(); ++k) {
+    const auto& [id, pods] = plan.targets[k];
+    const int spares = k < plan.spares.size() ? plan.spares[k] : 0;
     const Workload* w = state_.workload(id);
-    if (w == nullptr || w->pods == pods) continue;
-    SetTargetEdit e{id, pods};
+    if (w == nullptr || (w->pods == pods && w->spare_pods == spares)) continue;
+    SetTargetEdit e{id, pods, 0, 0, spares};
     if (Apply(e, EditOrigin::kColocation).ok()) out.applied.push_back(e);
   }
   const Snapshot& s = state_.snapshot();

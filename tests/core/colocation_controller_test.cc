@@ -315,7 +315,12 @@ TEST(ColocationControllerTest, AutoscalesAndReportsModelledLatency) {
 // full margin, 240 rps: 29 replicas = 58 GPUs > 40, so the margin is scaled
 // to 1 + f: floor(14.4 (1 + f)) + 1 <= 20 for f < 0.3889;
 // bisection to 1/1024 gives f = 398/1024, 166.6 rps, 20 replicas = 40 GPUs.
-TEST(ColocationControllerTest, TheMarginSizesReplicasUpToWhatThePoolsHold) {
+// The load steps from 30 to 100 rps at minute 60: the short forecast
+// (untrusted, under a day of history: the last hour's maximum x 1.2 = 36)
+// missed it by 100 / 36 > 2, so the margin is 2, its cap. The forecast is
+// now 120 (100 x 1.2). At margin 2 the service would need
+// floor(2 x 120 x 1.2 / 10) + 1 = 29 replicas of 2 GPUs; the pools hold 40.
+TEST(ColocationControllerTest, TheMarginSizesReplicasUpToWhatIsNotLentAndCallsTheRestBack) {
   ColocationController predictive(Policy(ColocationMode::kPredictive));
   ColocationController reactive(Policy(ColocationMode::kReactive));
   for (int m = 0; m <= 64; ++m) {
@@ -326,12 +331,85 @@ TEST(ColocationControllerTest, TheMarginSizesReplicasUpToWhatThePoolsHold) {
   EXPECT_DOUBLE_EQ(predictive.forecaster().Margin(kService), 2.0);
   Snapshot s = StepScenario();
   s.now = At(minutes(64));
+  // The four shared nodes are lent (each runs a borrowed job): the replicas
+  // may use the reserved node's 8 GPUs only, which the margin-free target
+  // already overflows, so the margin is not used for them:
+  // floor(120 x 1.2 / 10) + 1 = 15. Reactive sizes for the 100 rps now:
+  // floor(100 x 1.2 / 10) + 1 = 13.
   const ColocationPlan p = predictive.Prepare(s);
   ASSERT_EQ(p.targets.size(), 1u);
-  EXPECT_EQ(p.targets[0].second, 20);
+  EXPECT_EQ(p.targets[0].second, 15);
   const ColocationPlan r = reactive.Prepare(s);
   ASSERT_EQ(r.targets.size(), 1u);
   EXPECT_EQ(r.targets[0].second, 13);
+  // The loans plan for the margin, fitted to all 40 GPUs (20 replicas): all
+  // four shared nodes come back. Their jobs never checkpoint, so waiting
+  // would only lose more: they get notice now.
+  EXPECT_EQ(p.lent_nodes, std::vector<bool>(5, false));
+  EXPECT_EQ(p.decisions.preempts.size(), 4u);
+  // Once the borrowers are gone, the replicas get the margin up to what the
+  // pools hold: 20 replicas = 40 GPUs.
+  Snapshot after = StepScenario();
+  std::erase_if(after.allocations, [](const Allocation& a) { return a.workload != kService; });
+  std::erase_if(after.workloads, [](const Workload& w) { return w.id != kService; });
+  after.now = At(minutes(65));
+  predictive.ObserveLoad(kService, after.now, 100);
+  const ColocationPlan later = predictive.Prepare(after);
+  ASSERT_EQ(later.targets.size(), 1u);
+  EXPECT_EQ(later.targets[0].second, 20);
+}
+
+// One reserved and one shared node of 8 GPUs; 1-GPU replicas of 10 rps
+// without a latency target, so n x the sized load L needs
+// floor(n x L x 1.2 / 10) + 1 replicas. The load is 20 rps for an hour; the
+// forecast is not trusted yet (under a day), so L = 20 x 1.2 = 24: the
+// autoscaler's target is floor(24 x 1.2 / 10) + 1 = 3, running on the
+// reserved node, whose other 5 GPUs are free. Spares: the largest n <= 4
+// whose replicas beyond 3 fit in 5 GPUs: floor(2.88 n) + 1 <= 8, so 5 spares
+// and 8 replicas. The shared node stays lent to its borrower: spares never
+// call a node back. Reactive sizes for the 20 rps now, and keeps no spares.
+TEST(ColocationControllerTest, PredictiveKeepsSparesOnTheReservedPoolsFreeGpusOnly) {
+  Snapshot s = ColocationSnapshot(1, 1, 0);
+  Workload svc = InferenceService(kService.value(), 1, 10, 1, 64);
+  svc.pods = 3;
+  AddRunning(s, svc, {{N(0), Gpus(0, 1)}, {N(0), Gpus(1, 1)}, {N(0), Gpus(2, 1)}}, At(Duration(0)), At(Duration(0)));
+  AddRunning(s, TrainingJob(101, 8, 1), {{N(1), Gpus(0, 8)}}, At(Duration(0)), At(Duration(0)));
+  ColocationController predictive(Policy(ColocationMode::kPredictive));
+  ColocationController reactive(Policy(ColocationMode::kReactive));
+  for (int m = 0; m <= 60; ++m) {
+    predictive.ObserveLoad(kService, At(minutes(m)), 20);
+    reactive.ObserveLoad(kService, At(minutes(m)), 20);
+  }
+  s.now = At(minutes(60));
+  const ColocationPlan p = predictive.Prepare(s);
+  ASSERT_EQ(p.targets.size(), 1u);
+  EXPECT_EQ(p.targets[0].second, 8);
+  ASSERT_EQ(predictive.status().services.size(), 1u);
+  EXPECT_EQ(predictive.status().services[0].desired_replicas, 3);
+  EXPECT_EQ(predictive.status().services[0].spare_replicas, 5);
+  EXPECT_EQ(p.lent_nodes, (std::vector<bool>{false, true}));
+  EXPECT_TRUE(p.decisions.preempts.empty());
+  const ColocationPlan r = reactive.Prepare(s);
+  ASSERT_EQ(r.targets.size(), 1u);
+  EXPECT_EQ(r.targets[0].second, 3);
+
+  // Once the spares run, their own GPUs count as room again: the count
+  // holds.
+  Snapshot running = s;
+  for (Allocation& a : running.allocations) {
+    if (a.workload != kService) continue;
+    for (int g = 3; g < 8; ++g) a.pods.push_back({N(0), Gpus(g, 1)});
+  }
+  running.now = At(minutes(60) + seconds(10));
+  predictive.ObserveLoad(kService, running.now, 20);
+  EXPECT_EQ(predictive.Prepare(running).targets[0].second, 8);
+
+  // Other work on the reserved node leaves the spares less room: with 2 of
+  // its GPUs taken, 3 spares.
+  AddRunning(s, TrainingJob(102, 2, 1), {{N(0), Gpus(6, 2)}}, At(Duration(0)), At(Duration(0)));
+  s.now = At(minutes(60) + seconds(20));
+  predictive.ObserveLoad(kService, s.now, 20);
+  EXPECT_EQ(predictive.Prepare(s).targets[0].second, 6);
 }
 
 TEST(ColocationControllerTest, BatchRejectsComeOutOfPrepare) {

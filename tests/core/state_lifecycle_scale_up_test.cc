@@ -34,9 +34,9 @@ StateMachine Machine() {
 
 void Ok(StateMachine& m, const Edit& e) { ASSERT_TRUE(m.Apply(e).ok()) << state::EditName(e); }
 
-// A service of one 1-GPU replica on node 0 GPU 0, ready, at t=0; its target
-// rises to 3 at t=60 s: a scale-up from 1 to 3, requested at 60 s.
-StateMachine ScalingService() {
+// A service of one 1-GPU replica on node 0 GPU 0, ready, at t=0; the clock
+// at t=60 s.
+StateMachine RunningService() {
   StateMachine m = Machine();
   Workload w = Job(1, QueueId(0), 1, 1, Duration(0));
   w.kind = WorkloadKind::kInference;
@@ -44,6 +44,13 @@ StateMachine ScalingService() {
   Ok(m, state::PlaceEdit{W(1), {Pod(0)}});
   Ok(m, state::ReplicaReadyEdit{W(1), Pod(0)});
   m.AdvanceTo(At(seconds(60)));
+  return m;
+}
+
+// RunningService, whose target rises to 3 at t=60 s: a scale-up from 1 to
+// 3, requested at 60 s.
+StateMachine ScalingService() {
+  StateMachine m = RunningService();
   Ok(m, state::SetTargetEdit{W(1), 3});
   Ok(m, state::GrowEdit{W(1), {Pod(1), Pod(2)}});
   return m;
@@ -61,6 +68,26 @@ TEST(LifecycleScaleUpTest, ARisingTargetOfARunningServiceOpensAScaleUp) {
   // Not ready and not due (60 s + 10 min = 660 s): nothing ends.
   m.AdvanceTo(At(seconds(300)));
   EXPECT_TRUE(m.Tick().empty());
+}
+
+// Spares (Workload::spare_pods) are not asked for: RunningService's target
+// 1 -> 3 with 2 spares is no scale-up. Demand 1 -> 2 later (target 3 with 1
+// spare) is one, to a demand of 2, and a spare being ready (2 ready
+// replicas >= 2) makes it ready at once: time to capacity 0.
+TEST(LifecycleScaleUpTest, SparesOpenNoScaleUpAndReadyOnesAnswerADemandAtOnce) {
+  StateMachine m = RunningService();
+  Ok(m, state::SetTargetEdit{W(1), 3, 0, 0, 2});
+  EXPECT_EQ(m.state().scale_up(W(1)), nullptr);
+  Ok(m, state::GrowEdit{W(1), {Pod(1), Pod(2)}});
+  m.AdvanceTo(At(seconds(300)));
+  Ok(m, state::ReplicaReadyEdit{W(1), Pod(1)});
+  Ok(m, state::SetTargetEdit{W(1), 3, 0, 0, 1});
+  const state::PendingScaleUp* su = m.state().scale_up(W(1));
+  ASSERT_NE(su, nullptr);
+  EXPECT_EQ(su->to, 2);
+  EXPECT_EQ(su->ready_at, At(seconds(300)));
+  // Spares beyond the target are refused.
+  EXPECT_FALSE(m.Apply(state::SetTargetEdit{W(1), 3, 0, 0, 4}).ok());
 }
 
 TEST(LifecycleScaleUpTest, TheDeploymentIsNotAScaleUp) {

@@ -69,6 +69,7 @@ Workload FullWorkload() {
   w.debug.max_runtime = milliseconds(7'200'003);
   w.priority = FullPriority();
   w.requeues = 3;
+  w.spare_pods = 1;
   return w;
 }
 
@@ -113,6 +114,7 @@ void ExpectSameWorkload(const Workload& a, const Workload& b) {
   EXPECT_EQ(a.debug.max_runtime, b.debug.max_runtime);
   ExpectSamePriority(a.priority, b.priority);
   EXPECT_EQ(a.requeues, b.requeues);
+  EXPECT_EQ(a.spare_pods, b.spare_pods);
 }
 
 // Field by field, not through the codec: a field the codec drops both ways
@@ -138,6 +140,7 @@ void ExpectSameEdit(const Edit& a, const Edit& b) {
           EXPECT_EQ(x.pods, y.pods);
           EXPECT_EQ(x.min_pods, y.min_pods);
           EXPECT_EQ(x.max_pods, y.max_pods);
+          EXPECT_EQ(x.spare_pods, y.spare_pods);
         } else if constexpr (std::is_same_v<T, PlaceEdit>) {
           EXPECT_EQ(x.workload, y.workload);
           EXPECT_EQ(x.pods, y.pods);
@@ -269,7 +272,7 @@ std::optional<Edit> SampleEdit(size_t index) {
     case 0: return SubmitEdit{FullWorkload()};
     case 1: return ApproveEdit{w};
     case 2: return SetPriorityEdit{w, FullPriority()};
-    case 3: return SetTargetEdit{w, 5, 2, 9};
+    case 3: return SetTargetEdit{w, 5, 2, 9, 3};
     case 4: return PlaceEdit{w, kPods, true};
     case 5: return GrowEdit{w, kPods};
     case 6: return NoticeEdit{w, WorkloadId(77), PreemptCause::kInferenceReturn, TimeFromMillis(1'764'489'630'001),
@@ -400,6 +403,26 @@ TEST(JournalRecordTest, ARecordFromBeforeRequeuesWereCountedStillReads) {
   // A negative count is refused, naming the field.
   j["workload"]["requeues"] = -1;
   ExpectFieldError(JournalRecordFromJson(j), "workload.requeues");
+}
+
+// Spares are written only when there are some: a record without them (all
+// but predictive inference, and every record before them) reads as none; more
+// spares than pods are refused, naming the field.
+TEST(JournalRecordTest, SparePodsAreOptionalAndBounded) {
+  JournalEntry entry{TimeFromMillis(5), EditOrigin::kColocation, SetTargetEdit{WorkloadId(1), 5}};
+  json j = JournalRecordToJson(entry);
+  EXPECT_FALSE(j.contains("spare_pods"));
+  auto decoded = JournalRecordFromJson(j);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(std::get<SetTargetEdit>(std::get<JournalEntry>(*decoded).edit).spare_pods, 0);
+  j["spare_pods"] = 6;
+  ExpectFieldError(JournalRecordFromJson(j), "spare_pods");
+  Workload w = FullWorkload();
+  w.spare_pods = 0;
+  json submit = JournalRecordToJson(JournalEntry{TimeFromMillis(5), EditOrigin::kWorld, SubmitEdit{w}});
+  EXPECT_FALSE(submit["workload"].contains("spare_pods"));
+  submit["workload"]["spare_pods"] = w.pods + 1;
+  ExpectFieldError(JournalRecordFromJson(submit), "workload.spare_pods");
 }
 
 TEST(JournalRecordTest, MarkersAndLoadSamplesRoundTrip) {
