@@ -492,7 +492,8 @@ std::string ControlPlane::MetricsText(int http_connections) const {
     g.Family("tidal_inference_p95_seconds", "Latest P95 latency the service's replicas reported (absent while idle).");
     g.Family("tidal_inference_p99_seconds", "Latest P99 latency the service's replicas reported (absent while idle).");
     g.Family("tidal_inference_target_p99_seconds", "The service's P99 latency target.");
-    g.Family("tidal_inference_replicas", "Replicas by state (desired, running, ready).");
+    g.Family("tidal_inference_replicas",
+             "Replicas by state (desired: the demand; spare: predictive's spares on the reserved pool; running, ready).");
     for (uint64_t id : active_) {
       const WorkloadRecord& r = records_.at(id);
       if (r.w.kind != WorkloadKind::kInference) continue;
@@ -501,11 +502,13 @@ std::string ControlPlane::MetricsText(int http_connections) const {
       g.Sample("tidal_inference_p95_seconds", l, served ? r.p95_ms / 1000.0 : NAN);
       g.Sample("tidal_inference_p99_seconds", l, served ? r.p99_ms / 1000.0 : NAN);
       g.Sample("tidal_inference_target_p99_seconds", l, r.w.inference.target_p99.count() / 1000.0);
-      Labels d = l, run = l, ready = l;
+      Labels d = l, spare = l, run = l, ready = l;
       d.emplace_back("state", "desired");
+      spare.emplace_back("state", "spare");
       run.emplace_back("state", "running");
       ready.emplace_back("state", "ready");
-      g.Sample("tidal_inference_replicas", d, r.w.pods);
+      g.Sample("tidal_inference_replicas", d, r.w.pods - r.w.spare_pods);
+      g.Sample("tidal_inference_replicas", spare, r.w.spare_pods);
       g.Sample("tidal_inference_replicas", run, r.allocation ? r.allocation->pods.size() : 0);
       g.Sample("tidal_inference_replicas", ready, r.ready_ranks.size());
     }
