@@ -265,8 +265,9 @@ ColocationPlan ColocationController::Prepare(const Snapshot& snapshot) {
     if (wi >= 0 && allocation_of[wi] == nullptr) allocation_of[wi] = &a;
   }
 
-  // Borrowed work still running on a shared node proves a loan,
-  // even if this controller did not make it (a restarted server).
+  // The loans as they stand, first: the replicas' margin fits what is not
+  // lent. Borrowed work still running on a shared node proves a loan, even
+  // if this controller did not make it (a restarted server).
   std::vector<bool> previously_lent(node_count, false);
   for (size_t i = 0; i < node_count && i < lent_.size(); ++i) previously_lent[i] = lent_[i];
   const auto is_shared = [&](NodeId n) {
