@@ -114,7 +114,7 @@ std::vector<double> ColocationController::FittedMargins(const Snapshot& snapshot
     const PoolKind kind = snapshot.cluster.pool(n.pool).kind;
     if ((kind != PoolKind::kInferenceReserved && kind != PoolKind::kShared) || !n.takes_work()) continue;
     if (kind == PoolKind::kShared && i < lent.size() && lent[i]) continue;
-    capacity += n.gpu_count - std::popcount(n.failed_gpus & n.all_gpus());
+    capacity += HealthyGpus(n);
   }
   // The GPUs all services need with the margins scaled to 1 + f x (m - 1).
   const auto gpus_at = [&](double f) {
@@ -159,7 +159,7 @@ std::vector<int> ColocationController::SpareReplicas(
     const Node& n = snapshot.cluster.nodes[i];
     if (snapshot.cluster.pool(n.pool).kind != PoolKind::kInferenceReserved || !n.takes_work()) continue;
     slot_of[i] = static_cast<int>(free.size());
-    free.push_back(n.gpu_count - std::popcount(n.failed_gpus & n.all_gpus()));
+    free.push_back(HealthyGpus(n));
   }
   if (free.empty()) return none;
   const auto slot = [&](const PodPlacement& p) {
@@ -313,7 +313,7 @@ ColocationPlan ColocationController::Prepare(const Snapshot& snapshot) {
   std::vector<Duration> soon_lookahead;
   Duration slack = Duration::max();
   std::set<WorkloadId> services;
-  std::vector<double> spare_base;
+  std::vector<double> sized_for_rps;  // per service: the load its target was sized for
   for (size_t k = 0; k < by_id.size(); ++k) {
     const Workload* w = by_id[k];
     services.insert(w->id);
@@ -331,7 +331,7 @@ ColocationPlan ColocationController::Prepare(const Snapshot& snapshot) {
                    : 0.0;
     const int desired = autoscaler_.Update(*w, current, scale_forecast, now);
     out.targets.emplace_back(w->id, desired);
-    spare_base.push_back(scale_forecast);
+    sized_for_rps.push_back(scale_forecast);
 
     const double peak =
         predictive ? margin * std::max(current, forecaster_.PeakForecast(w->id, now, now + lookahead))
@@ -429,7 +429,7 @@ ColocationPlan ColocationController::Prepare(const Snapshot& snapshot) {
     }
   }
   if (predictive) {
-    const std::vector<int> spares = SpareReplicas(snapshot, allocation_of, by_id, spare_base, out.targets);
+    const std::vector<int> spares = SpareReplicas(snapshot, allocation_of, by_id, sized_for_rps, out.targets);
     for (size_t k = 0; k < spares.size(); ++k) {
       out.targets[k].second += spares[k];
       status.services[k].spare_replicas = spares[k];

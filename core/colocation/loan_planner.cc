@@ -15,11 +15,12 @@
 #include "core/placement/eligibility.h"
 
 namespace tidal {
-namespace {
 
 int HealthyGpus(const Node& node) {
   return node.gpu_count - std::popcount(node.failed_gpus & node.all_gpus());
 }
+
+namespace {
 
 
 // One piece of borrowed work on a shared node, as a return would stop it.

@@ -72,6 +72,9 @@ struct LoanPlan {
 // placement::MatchesConstraints, the engine's own check.
 bool InferenceMayUseNode(const PlacementConstraints& constraints, const Node& node);
 
+// GPUs of `node` that have not failed: what inference could use there.
+int HealthyGpus(const Node& node);
+
 // Lost GPU-seconds of returning lent `node` now (see above).
 double ReturnCost(const Snapshot& snapshot, NodeId node);
 
