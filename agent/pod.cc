@@ -273,7 +273,8 @@ void Pod::Stop(const StopNotice& notice, int64_t now_ms, std::vector<PodEvent>& 
                      {"grace_deadline_ms", notice.grace_deadline_ms},
                      {"received_ms", now_ms},
                      {"local_deadline_ms", kill_deadline_ms_},
-                     {"signal", notice.signal}};
+                     {"signal", notice.signal},
+                     {"checkpoint", notice.checkpoint}};
   Status written = WriteFileAtomically(notice_file_, body.dump() + "\n");
   if (!written.ok()) fmt::print(stderr, "pod {}: {}\n", spec_.name, written.message());
   ReleaseSlot();

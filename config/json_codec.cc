@@ -77,7 +77,7 @@ json PodsJson(const std::vector<PodPlacement>& pods, const NameScope& scope) {
 // field meant for another kind cannot be silently ignored.
 std::vector<std::string_view> KindFields(WorkloadKind kind) {
   switch (kind) {
-    case WorkloadKind::kTraining: return {"checkpoint_interval_s", "deadline_s"};
+    case WorkloadKind::kTraining: return {"checkpoint_interval_s", "checkpoint_on_request_s", "deadline_s"};
     case WorkloadKind::kInference:
       return {"target_p99_ms", "cold_start_s", "replica_capacity_rps", "model_size_gib", "model_source"};
     case WorkloadKind::kBatchInference:
@@ -92,8 +92,8 @@ constexpr std::string_view kCommonFields[] = {
     "max_replicas", "duration_s", "preemptible", "submit_at_s", "gpu_models", "node_selector",
     "tolerations", "topology"};
 constexpr std::string_view kAllKindFields[] = {
-    "checkpoint_interval_s", "deadline_s", "target_p99_ms", "cold_start_s", "replica_capacity_rps",
-    "model_size_gib", "model_source", "max_runtime_s"};
+    "checkpoint_interval_s", "checkpoint_on_request_s", "deadline_s", "target_p99_ms", "cold_start_s",
+    "replica_capacity_rps", "model_size_gib", "model_source", "max_runtime_s"};
 constexpr std::string_view kStoredFields[] = {"id", "state", "submit_time_ms", "priority"};
 
 std::string AllowedKindsText(const Project& p) {
@@ -291,6 +291,8 @@ StatusOr<WorkloadSpec> WorkloadFromJson(const json& value, const NameScope& scop
 
   // Kind-specific fields.
   TIDAL_RETURN_IF_ERROR(r.Seconds("checkpoint_interval_s", &w.training.checkpoint_interval));
+  // A save that takes over an hour is not one a notice can wait for.
+  TIDAL_RETURN_IF_ERROR(r.Seconds("checkpoint_on_request_s", &w.training.checkpoint_on_request, 3600));
   TIDAL_RETURN_IF_ERROR(r.Millis("target_p99_ms", &w.inference.target_p99));
   TIDAL_RETURN_IF_ERROR(r.Seconds("cold_start_s", &w.inference.cold_start));
   TIDAL_RETURN_IF_ERROR(r.Double("replica_capacity_rps", &w.inference.replica_capacity_rps, 0, 1e9));
@@ -380,6 +382,9 @@ json WorkloadToJson(const Workload& w, const NameScope& scope) {
   switch (w.kind) {
     case WorkloadKind::kTraining:
       j["checkpoint_interval_s"] = ToSeconds(w.training.checkpoint_interval);
+      if (w.training.checkpoint_on_request.count() > 0) {
+        j["checkpoint_on_request_s"] = ToSeconds(w.training.checkpoint_on_request);
+      }
       break;
     case WorkloadKind::kInference:
       j["target_p99_ms"] = w.inference.target_p99.count();

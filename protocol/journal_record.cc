@@ -157,6 +157,14 @@ json NodeJson(const Node& n) {
           {"taints", std::move(taints)}};
 }
 
+// The save on request is written only when the job has one, so journals of
+// jobs without it read as they did before it existed.
+json TrainingJson(const TrainingSpec& t) {
+  json j = {{"checkpoint_interval_ms", t.checkpoint_interval.count()}};
+  if (t.checkpoint_on_request.count() > 0) j["checkpoint_on_request_ms"] = t.checkpoint_on_request.count();
+  return j;
+}
+
 json WorkloadJson(const Workload& w) {
   json tolerations = json::array();
   for (const Taint& t : w.constraints.tolerations) tolerations.push_back({{"key", t.key}, {"value", t.value}});
@@ -186,7 +194,7 @@ json WorkloadJson(const Workload& w) {
           {"required", w.constraints.topology.required}}}}},
       // Every kind's profile, not only this kind's: the replay must rebuild
       // exactly the workload the server held.
-      {"training", {{"checkpoint_interval_ms", w.training.checkpoint_interval.count()}}},
+      {"training", TrainingJson(w.training)},
       {"inference",
        {{"target_p99_ms", w.inference.target_p99.count()},
         {"cold_start_ms", w.inference.cold_start.count()},
@@ -547,9 +555,14 @@ StatusOr<Workload> ReadWorkload(const json& v, const std::string& path) {
   TIDAL_RETURN_IF_ERROR(ReadNullableTime(r, v, "submit_time_ms", &w.submit_time));
   TIDAL_RETURN_IF_ERROR(ReadConstraints(r.at("constraints"), r.FieldPath("constraints"), &w.constraints));
 
-  TIDAL_ASSIGN_OR_RETURN(ObjectReader tr, Open(r.at("training"), r.FieldPath("training"), {"checkpoint_interval_ms"}));
+  TIDAL_ASSIGN_OR_RETURN(ObjectReader tr, Open(r.at("training"), r.FieldPath("training"),
+                                               {"checkpoint_interval_ms", "checkpoint_on_request_ms"}));
   TIDAL_RETURN_IF_ERROR(Require(tr, {"checkpoint_interval_ms"}));
   TIDAL_RETURN_IF_ERROR(ReadDuration(tr, "checkpoint_interval_ms", &w.training.checkpoint_interval));
+  // Written only when the job saves on request: older journals have none.
+  if (tr.Has("checkpoint_on_request_ms")) {
+    TIDAL_RETURN_IF_ERROR(ReadDuration(tr, "checkpoint_on_request_ms", &w.training.checkpoint_on_request));
+  }
 
   TIDAL_ASSIGN_OR_RETURN(ObjectReader ir, Open(r.at("inference"), r.FieldPath("inference"),
                                                {"target_p99_ms", "cold_start_ms", "replica_capacity_rps",
@@ -1057,6 +1070,10 @@ void WriteWorkload(JsonWriter& out, const Workload& w) {
   out.BeginObject();
   out.Key("checkpoint_interval_ms");
   out.Int(w.training.checkpoint_interval.count());
+  if (w.training.checkpoint_on_request.count() > 0) {
+    out.Key("checkpoint_on_request_ms");
+    out.Int(w.training.checkpoint_on_request.count());
+  }
   out.EndObject();
   out.EndObject();
 }

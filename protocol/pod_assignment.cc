@@ -68,11 +68,15 @@ json PodAssignmentToJson(const PodAssignment& p) {
               {"readiness", EndpointToJson(p.readiness)},
               {"load_endpoint", EndpointToJson(p.load_endpoint)},
               {"desired", p.desired_run ? "run" : "stop"}};
-  pod["notice"] = p.notice ? json{{"cause", p.notice->cause},
-                                  {"notice_time_ms", p.notice->notice_time_ms},
-                                  {"grace_deadline_ms", p.notice->grace_deadline_ms},
-                                  {"signal", SignalName(p.notice->signal)}}
-                           : json(nullptr);
+  if (p.notice) {
+    json& n = pod["notice"] = json{{"cause", p.notice->cause},
+                                   {"notice_time_ms", p.notice->notice_time_ms},
+                                   {"grace_deadline_ms", p.notice->grace_deadline_ms},
+                                   {"signal", SignalName(p.notice->signal)}};
+    if (p.notice->checkpoint) n["checkpoint"] = true;
+  } else {
+    pod["notice"] = nullptr;
+  }
   return pod;
 }
 
@@ -123,6 +127,7 @@ StatusOr<PodAssignment> PodAssignmentFromJson(const json& j, std::string_view pa
     auto sig = ParseSignal(signal);
     if (!sig.ok()) return FieldError(n.FieldPath("signal"), sig.status().message());
     notice.signal = *sig;
+    TIDAL_RETURN_IF_ERROR(n.Bool("checkpoint", &notice.checkpoint));
     p.notice = notice;
   }
   if (p.desired_run && p.command.empty()) return FieldError(r.FieldPath("command"), "empty for a pod to run");

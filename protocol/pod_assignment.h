@@ -31,6 +31,9 @@ struct StopNotice {
   int64_t notice_time_ms = 0;
   int64_t grace_deadline_ms = 0;
   int signal = 15;  // SIGTERM; on the wire by name ("SIGTERM")
+  // The workload saves on request (TrainingSpec::checkpoint_on_request) and
+  // is asked to checkpoint now; the notice file says so. Absent = false.
+  bool checkpoint = false;
   bool operator==(const StopNotice&) const = default;
 };
 

@@ -11,6 +11,7 @@
 #include "config/cluster_loader.h"
 #include "config/field_reader.h"
 #include "config/input_limits.h"
+#include "core/model/lost_work.h"
 #include "server/control_plane.h"
 #include "server/workload_codec.h"
 #include "protocol/heartbeat.h"
@@ -417,7 +418,14 @@ std::vector<protocol::PodAssignment> ControlPlane::PodsFor(NodeId node) const {
         pod.load_endpoint = protocol::HttpEndpoint{r->run.load_endpoint->port, r->run.load_endpoint->path};
       }
       pod.desired_run = !notice;
-      if (notice) pod.notice = protocol::StopNotice{notice->cause, notice->notice_ms, notice->grace_deadline_ms, SIGTERM};
+      if (notice) {
+        pod.notice = protocol::StopNotice{notice->cause, notice->notice_ms, notice->grace_deadline_ms, SIGTERM};
+        // A requeued job that saves on request is asked to checkpoint now:
+        // its price (core/model/lost_work.h) counted on that save.
+        pod.notice->checkpoint =
+            notice->requeue && notice->cause != "shrink" &&
+            SavesOnRequest(&r->w, milliseconds(notice->grace_deadline_ms - notice->notice_ms));
+      }
       pods.push_back(std::move(pod));
     };
     if (!r->allocation) continue;

@@ -16,11 +16,11 @@ using nlohmann::json;
 
 // The config codec's workload fields (config::WorkloadFromJson), which a
 // record's JSON hands to it; every other key is the server's.
-constexpr std::array<std::string_view, 28> kWorkloadKeys = {
+constexpr std::array<std::string_view, 29> kWorkloadKeys = {
     "kind", "name", "tenant", "project", "queue", "gpus_per_replica", "replicas", "min_replicas",
     "max_replicas", "duration_s", "preemptible", "submit_at_s", "gpu_models", "node_selector",
-    "tolerations", "topology", "checkpoint_interval_s", "deadline_s", "target_p99_ms",
-    "cold_start_s", "replica_capacity_rps", "model_size_gib", "model_source", "max_runtime_s",
+    "tolerations", "topology", "checkpoint_interval_s", "checkpoint_on_request_s", "deadline_s",
+    "target_p99_ms", "cold_start_s", "replica_capacity_rps", "model_size_gib", "model_source", "max_runtime_s",
     "id", "state", "submit_time_ms", "priority"};
 
 // What a submit adds to the workload fields: the run spec.

@@ -223,6 +223,11 @@ StatusOr<TraceSpec> ParseTraceSpec(std::string_view text) {
       double s = 0;
       TIDAL_RETURN_IF_ERROR(Positive(text, key, value, s, true));
       spec.checkpoint_interval = SecondsF(s);
+    } else if (key == "checkpoint_on_request_s") {
+      double s = 0;
+      TIDAL_RETURN_IF_ERROR(Positive(text, key, value, s, true));
+      if (s > 3600) return BadKey(text, key, "expected seconds in 0..3600", value);
+      spec.checkpoint_on_request = SecondsF(s);
     } else if (key == "replica_capacity_rps") {
       TIDAL_RETURN_IF_ERROR(Positive(text, key, value, spec.replica_capacity_rps));
     } else if (key == "diurnal_trough") {
@@ -324,6 +329,7 @@ Status AddWorkloadTrace(const TraceSpec& spec, config::ClusterConfig& cluster,
     w.expected_duration = SecondsF(std::max(t.duration_s, 1.0));
     if (t.kind == WorkloadKind::kTraining) {
       w.training.checkpoint_interval = spec.checkpoint_interval;
+      w.training.checkpoint_on_request = spec.checkpoint_on_request;
     } else {
       w.inference.replica_capacity_rps = spec.replica_capacity_rps;
       w.inference.cold_start = seconds(60);

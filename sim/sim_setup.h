@@ -41,6 +41,7 @@ struct TraceSpec {
   std::string vc_nodes;
   std::string inference_project;  // openb LS pods; default: project
   Duration checkpoint_interval = minutes(30);
+  Duration checkpoint_on_request{0};  // 0 = the jobs save only at their interval
   double replica_capacity_rps = 10;  // openb LS pods
   // Load traces: a daily cycle (trough 1 = none) and when it peaks.
   double diurnal_trough = 1.0;

@@ -20,6 +20,7 @@
 #include "core/diagnosis/slo_diagnosis.h"
 #include "core/diagnosis/wait_diagnosis.h"
 #include "core/engine/scheduler.h"
+#include "core/model/lost_work.h"
 #include "core/state/state_machine.h"
 #include "sim/event_queue.h"
 
@@ -1145,10 +1146,18 @@ void Run::ReactNotice(const state::NoticeEdit& e) {
   Job& j = JobOf(e.workload);
   const Time now = clock_.Now();
   Time exit = e.grace_deadline;
+  const Workload* w = LiveWorkload(j);
   if (!e.requeue) {
     j.stop_for_good = true;
+  } else if (SavesOnRequest(w, e.grace_deadline - now)) {
+    // Asked to checkpoint now, it saves its progress at the notice and
+    // leaves once the save lands: it loses only the save.
+    AdvanceProgress(j);
+    j.checkpoint_progress_s = j.progress_s;
+    exit = now + w->training.checkpoint_on_request;
   } else if (j.checkpoint_interval.count() > 0) {
-    // A checkpointing victim saves and exits before its deadline.
+    // A checkpointing victim shuts down before its deadline, losing what
+    // it did since its last periodic checkpoint.
     exit = std::min(exit, now + options_.checkpoint_save);
   }
   SetPhase(j, Phase::kTerminating);

@@ -9,6 +9,7 @@
 
 #include "core/colocation/return_timing.h"
 #include "core/common/check.h"
+#include "core/model/lost_work.h"
 #include "core/model/workload_index.h"
 
 namespace tidal {
@@ -400,7 +401,7 @@ ColocationPlan ColocationController::Prepare(const Snapshot& snapshot) {
   for (size_t i = 0; i < node_count; ++i) {
     held[i] = needed_at_[i] && now - *needed_at_[i] < config_.relend_delay;
   }
-  LoanPlan plan = PlanLoans(config_.mode, snapshot, previously_lent, demand, held);
+  LoanPlan plan = PlanLoans(config_.mode, snapshot, grace_, previously_lent, demand, held);
   if (predictive && !plan.returned.empty() && !demand.empty() && slack > Duration(0)) {
     // Returns the short look-ahead does not call for yet may wait for a
     // cheaper moment (return_timing.h).
@@ -415,12 +416,12 @@ ColocationPlan ColocationController::Prepare(const Snapshot& snapshot) {
       const int need = std::clamp(Need(w, peak), lo, hi);
       soon[i].replicas = std::max(out.targets[i].second, need);  // targets parallel demand
     }
-    const LoanPlan urgent = PlanLoans(config_.mode, snapshot, previously_lent, soon, held);
+    const LoanPlan urgent = PlanLoans(config_.mode, snapshot, grace_, previously_lent, soon, held);
     std::vector<NodeId> early;
     for (NodeId n : plan.returned) {
       if (urgent.lent_nodes[n.value()]) early.push_back(n);
     }
-    for (NodeId n : ReturnsToDefer(snapshot, early, slack, tick, noticed_)) {
+    for (NodeId n : ReturnsToDefer(snapshot, early, slack, tick, grace_, noticed_)) {
       plan.lent_nodes[n.value()] = true;
       ++plan.lent_count;
       std::erase(plan.returned, n);
@@ -494,10 +495,10 @@ ColocationPlan ColocationController::Prepare(const Snapshot& snapshot) {
       stop.cause = PreemptCause::kInferenceReturn;
       stop.notice_time = now;
       stop.grace_deadline = deadline;
-      stop.lost_gpu_seconds =
-          a->gpu_count() * std::max(0.0, ToSeconds(now - a->last_checkpoint));
+      stop.lost_gpu_seconds = LostGpuSeconds(w, *a, now, grace_);
       stop.detail = why + ": loses " + Fmt("%.0f", stop.lost_gpu_seconds) +
-                    " GPU-seconds since its last checkpoint";
+                    (SavesOnRequest(w, grace_) ? " GPU-seconds saving the checkpoint it is asked for"
+                                               : " GPU-seconds since its last checkpoint");
       out.decisions.preempts.push_back(std::move(stop));
     }
     for (const PodPlacement& p : leaving) noticed_[{a->workload, p.node}] = deadline;

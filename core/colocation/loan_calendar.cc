@@ -135,7 +135,7 @@ LoanCalendar PlanLoanCalendar(const ColocationController& controller, const Snap
         held[i] = needed_at[load][i] && start - *needed_at[load][i] < config.relend_delay;
       }
       base.lent_nodes = lent[load];
-      const LoanPlan plan = PlanLoans(config.mode, base, lent[load], demand, held);
+      const LoanPlan plan = PlanLoans(config.mode, base, controller.grace(), lent[load], demand, held);
       for (size_t i = 0, h = 0; i < node_count; ++i) {
         const NodeId id(static_cast<NodeId::Rep>(i));
         while (h < plan.held.size() && plan.held[h] < id) ++h;

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "core/common/check.h"
+#include "core/model/lost_work.h"
 #include "core/model/workload_index.h"
 #include "core/placement/eligibility.h"
 
@@ -54,7 +55,7 @@ struct NodeState {
 
 class Packer {
  public:
-  Packer(const Snapshot& snapshot, const std::vector<bool>& previously_lent)
+  Packer(const Snapshot& snapshot, Duration grace, const std::vector<bool>& previously_lent)
       : snapshot_(snapshot), previously_lent_(previously_lent) {
     const size_t n = snapshot.cluster.nodes.size();
     nodes_.resize(n);
@@ -101,8 +102,7 @@ class Packer {
       if (inference || a.terminating) continue;
       const int job = static_cast<int>(jobs_.size());
       Job j;
-      j.lost_gpu_seconds =
-          a.gpu_count() * std::max(0.0, ToSeconds(snapshot.now - a.last_checkpoint));
+      j.lost_gpu_seconds = LostGpuSeconds(w, a, snapshot.now, grace);
       for (size_t k = 0; k < pods_on.size(); ++k) {
         const auto [node, count] = pods_on[k];
         NodeState& s = nodes_[node];
@@ -279,21 +279,21 @@ bool InferenceMayUseNode(const PlacementConstraints& constraints, const Node& no
   return placement::MatchesConstraints(node, constraints);
 }
 
-double ReturnCost(const Snapshot& snapshot, NodeId node) {
+double ReturnCost(const Snapshot& snapshot, NodeId node, Duration grace) {
   TIDAL_CHECK(node.value() < snapshot.cluster.nodes.size()) << "node " << node.value();
   std::vector<bool> lent(snapshot.cluster.nodes.size(), false);
-  Packer packer(snapshot, lent);
+  Packer packer(snapshot, grace, lent);
   return packer.Cost(node.value());
 }
 
-LoanPlan PlanLoans(ColocationMode mode, const Snapshot& snapshot,
+LoanPlan PlanLoans(ColocationMode mode, const Snapshot& snapshot, Duration grace,
                    const std::vector<bool>& previously_lent,
                    const std::vector<InferenceDemand>& demand,
                    const std::vector<bool>& held) {
   const size_t n = snapshot.cluster.nodes.size();
   LoanPlan plan;
   plan.lent_nodes.assign(n, false);
-  Packer packer(snapshot, previously_lent);
+  Packer packer(snapshot, grace, previously_lent);
 
   if (mode != ColocationMode::kStatic) {
     // Largest pods first pack tightest; ties by service id for determinism.

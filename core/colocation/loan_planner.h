@@ -20,9 +20,11 @@
 // GPUs minus inference pods (and minus other work on reserved/training nodes;
 // borrowed work on a shared node is evicted when the node returns). Return cost
 // of a lent node = lost GPU-seconds of the borrowed work it would stop: 0 for
-// an elastic job that can shrink off the node (above its min_pods), else the
-// victim's GPUs x time since its last checkpoint; a victim already stopped by
-// an earlier pick costs nothing again. The cost is shared over the lent nodes
+// an elastic job that can shrink off the node (above its min_pods), else
+// what stopping the victim with `grace` to leave loses (core/model/
+// lost_work.h: its save, if it saves on request, else its GPUs x time since
+// its last checkpoint); a victim already stopped by an earlier pick costs
+// nothing again. The cost is shared over the lent nodes
 // the return empties (stopping a gang frees all its nodes), counting only as
 // many as the GPUs still to place can fill. Lowest cost wins, then fewest
 // borrowed GPUs on the node (an empty node before one whose elastic work must
@@ -75,12 +77,13 @@ bool InferenceMayUseNode(const PlacementConstraints& constraints, const Node& no
 // GPUs of `node` that have not failed: what inference could use there.
 int HealthyGpus(const Node& node);
 
-// Lost GPU-seconds of returning lent `node` now (see above).
-double ReturnCost(const Snapshot& snapshot, NodeId node);
+// Lost GPU-seconds of returning lent `node` now, its victims given `grace`
+// (see above).
+double ReturnCost(const Snapshot& snapshot, NodeId node, Duration grace);
 
 // `previously_lent` and `held` are indexed by NodeId (shorter = the rest
-// false).
-LoanPlan PlanLoans(ColocationMode mode, const Snapshot& snapshot,
+// false); `grace` is what a return's victims get to leave.
+LoanPlan PlanLoans(ColocationMode mode, const Snapshot& snapshot, Duration grace,
                    const std::vector<bool>& previously_lent,
                    const std::vector<InferenceDemand>& demand,
                    const std::vector<bool>& held = {});

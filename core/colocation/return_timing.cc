@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/model/lost_work.h"
 #include "core/model/workload_index.h"
 
 namespace tidal {
@@ -12,11 +13,13 @@ struct Borrower {
   int gpus = 0;
   Time last_checkpoint;
   Duration interval{0};  // 0: never checkpoints again
+  Duration save{0};      // > 0: saves on request, in this long, whenever it stops
+  Time ends = kInfiniteFuture;  // its declared end: from then it loses nothing
 };
 
 // The borrowers on each node of `nodes` (ascending), in the same order.
 std::vector<std::vector<Borrower>> BorrowersOn(
-    const Snapshot& snapshot, const std::vector<NodeId>& nodes,
+    const Snapshot& snapshot, const std::vector<NodeId>& nodes, Duration grace,
     const std::map<std::pair<WorkloadId, NodeId>, Time>& noticed) {
   std::vector<std::vector<Borrower>> out(nodes.size());
   const engine::WorkloadIndex index(snapshot);
@@ -42,6 +45,10 @@ std::vector<std::vector<Borrower>> BorrowersOn(
       b.gpus = a.gpu_count();  // stopping it stops all of it
       b.last_checkpoint = a.last_checkpoint;
       if (w.kind == WorkloadKind::kTraining) b.interval = w.training.checkpoint_interval;
+      if (SavesOnRequest(&w, grace)) b.save = w.training.checkpoint_on_request;
+      // A job past its declared end has overrun it: the end says nothing.
+      const Time ends = a.start_time + w.expected_duration;
+      if (w.expected_duration.count() > 0 && ends > snapshot.now) b.ends = ends;
       out[k].push_back(b);
     }
   }
@@ -56,7 +63,9 @@ Time LastCheckpointAt(const Borrower& b, Time at) {
 double LostAt(const std::vector<Borrower>& borrowers, Time at) {
   double lost = 0;
   for (const Borrower& b : borrowers) {
-    lost += b.gpus * std::max(0.0, ToSeconds(at - LastCheckpointAt(b, at)));
+    if (at >= b.ends) continue;
+    lost += b.save.count() > 0 ? b.gpus * ToSeconds(b.save)
+                               : b.gpus * std::max(0.0, ToSeconds(at - LastCheckpointAt(b, at)));
   }
   return lost;
 }
@@ -64,25 +73,28 @@ double LostAt(const std::vector<Borrower>& borrowers, Time at) {
 }  // namespace
 
 std::vector<NodeId> ReturnsToDefer(const Snapshot& snapshot, const std::vector<NodeId>& early,
-                                   Duration window, Duration tick,
+                                   Duration window, Duration tick, Duration grace,
                                    const std::map<std::pair<WorkloadId, NodeId>, Time>& noticed) {
   std::vector<NodeId> defer;
   if (early.empty() || window <= Duration(0)) return defer;
   const Time now = snapshot.now;
-  const std::vector<std::vector<Borrower>> borrowers = BorrowersOn(snapshot, early, noticed);
+  const std::vector<std::vector<Borrower>> borrowers = BorrowersOn(snapshot, early, grace, noticed);
   for (size_t k = 0; k < early.size(); ++k) {
     const double lost_now = LostAt(borrowers[k], now);
     if (lost_now <= 0) continue;
+    if (std::all_of(borrowers[k].begin(), borrowers[k].end(),
+                    [](const Borrower& b) { return b.save.count() > 0; })) {
+      defer.push_back(early[k]);  // the same price later: as late as is safe
+      continue;
+    }
     bool later_is_cheaper = false;
+    auto consider = [&](Time event) {
+      const Time candidate = event + tick;  // the first pass after it
+      if (candidate <= now + window && LostAt(borrowers[k], candidate) < lost_now) later_is_cheaper = true;
+    };
     for (const Borrower& b : borrowers[k]) {
-      if (b.interval.count() <= 0) continue;
-      const Time next = LastCheckpointAt(b, now) + b.interval;
-      const Time candidate = next + tick;
-      if (candidate > now + window) continue;
-      if (LostAt(borrowers[k], candidate) < lost_now) {
-        later_is_cheaper = true;
-        break;
-      }
+      if (b.interval.count() > 0) consider(LastCheckpointAt(b, now) + b.interval);
+      if (b.ends < kInfiniteFuture) consider(b.ends);
     }
     if (later_is_cheaper) defer.push_back(early[k]);
   }

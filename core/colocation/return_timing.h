@@ -13,12 +13,18 @@
 // off the node loses nothing) would lose at time t
 //     sum over borrowers of GPUs x (t - the borrower's last checkpoint at t),
 // where a training job with a checkpoint interval I checkpoints at
-// last_checkpoint + k x I and anything else never again. The candidate times
-// are now and, for each borrower whose next checkpoint c lands within the
-// window, c + tick (the first pass after it). The return waits unless now
-// loses the least (ties go to now: sooner is safer); every pass decides
-// again, so the notice goes out in the pass just after the checkpoint that
-// makes it cheapest, or when the short plan claims the node.
+// last_checkpoint + k x I and anything else never again; a borrower that
+// saves on request within the grace (core/model/lost_work.h) loses its
+// save, GPUs x save time, whenever it stops; and a borrower past its
+// declared end (start + expected duration) is gone and loses nothing. The
+// candidate times are now and, for each borrower whose next checkpoint or
+// declared end e falls within the window, e + tick (the first pass after
+// it). The return waits unless now loses the least (ties go to now: sooner
+// is safer); every pass decides again, so the notice goes out in the pass
+// just after the checkpoint (or end) that makes it cheapest, or when the
+// short plan claims the node. A node whose every
+// borrower saves on request costs the same at any moment, so its return
+// waits for the short plan: as late as is safe, while its borrowers work.
 #ifndef TIDAL_CORE_COLOCATION_RETURN_TIMING_H_
 #define TIDAL_CORE_COLOCATION_RETURN_TIMING_H_
 
@@ -34,9 +40,10 @@ namespace tidal {
 
 // Of the early returns `early` (ascending), those whose return should wait,
 // given the slack `window` (L - S) and the pass interval `tick`; ascending.
-// `noticed` holds the (workload, node) pairs already given notice.
+// `noticed` holds the (workload, node) pairs already given notice; `grace` is
+// what a return's victims get to leave.
 std::vector<NodeId> ReturnsToDefer(const Snapshot& snapshot, const std::vector<NodeId>& early,
-                                   Duration window, Duration tick,
+                                   Duration window, Duration tick, Duration grace,
                                    const std::map<std::pair<WorkloadId, NodeId>, Time>& noticed);
 
 }  // namespace tidal

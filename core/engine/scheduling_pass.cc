@@ -7,6 +7,7 @@
 
 #include "core/common/check.h"
 #include "core/explain/text.h"
+#include "core/model/lost_work.h"
 
 namespace tidal::engine {
 
@@ -1287,6 +1288,7 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
       return std::nullopt;
     };
     const Time checkpoint = std::max(a.last_checkpoint, a.start_time);
+    const Workload* victim = &snapshot_.workloads[workload_of_[i]];
     auto add = [&](preemption::CandidateKind kind, const PodPlacement* pods, uint32_t count,
                    std::pair<PreemptCause, bool> why) {
       preemption::Candidate c;
@@ -1298,7 +1300,8 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
       c.pod_count = count;
       c.gpus = 0;
       for (uint32_t k = 0; k < count; ++k) c.gpus += std::popcount(pods[k].gpus);
-      c.lost_gpu_seconds = preemption::LostGpuSeconds(c.gpus, now_, checkpoint);
+      c.lost_gpu_seconds = LostGpuSeconds(victim, c.gpus, checkpoint, now_, cfg.default_grace);
+      c.unsaved_gpu_seconds = UnsavedGpuSeconds(c.gpus, checkpoint, now_);
       c.priority = v->priority;
       c.start = a.start_time;
       c.cause = why.first;
@@ -1437,7 +1440,9 @@ void SchedulingPass::Preempt(uint32_t alloc, PreemptCause cause, WorkloadId pree
   d.cause = cause;
   d.notice_time = now_;
   d.grace_deadline = now_ + policy_.preemption.default_grace;
-  d.lost_gpu_seconds = preemption::LostGpuSeconds(gpus, now_, std::max(a.last_checkpoint, a.start_time));
+  const Workload* victim = workload_of_[alloc] >= 0 ? &snapshot_.workloads[workload_of_[alloc]] : nullptr;
+  d.lost_gpu_seconds = LostGpuSeconds(victim, gpus, std::max(a.last_checkpoint, a.start_time), now_,
+                                      policy_.preemption.default_grace);
   d.detail = std::move(detail);
   alloc_end_override_[alloc] = std::min(EndOf(alloc), d.grace_deadline);
   alloc_state_[alloc] = AllocState::kVictim;

@@ -55,6 +55,10 @@ struct InferenceSpec {
 
 struct TrainingSpec {
   Duration checkpoint_interval = milliseconds(0);  // 0 = never checkpoints
+  // How long a checkpoint takes to save when a notice asks for one (the
+  // notice file's "checkpoint": true); 0 = the job saves only at its
+  // interval. A victim whose grace covers it loses only the save.
+  Duration checkpoint_on_request = milliseconds(0);
 };
 
 struct BatchSpec {

@@ -61,16 +61,11 @@ int EligibleFree(const engine::ClusterState& state, const placement::Eligibility
 
 }  // namespace
 
-double LostGpuSeconds(int gpus, Time now, Time last_checkpoint) {
-  if (now <= last_checkpoint) return 0;
-  return gpus * ToSeconds(now - last_checkpoint);
-}
-
 void SortCandidates(std::vector<Candidate>& candidates) {
   std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
     // Later start = younger = goes first, hence b.start before a.start.
-    return std::make_tuple(Tier(a), a.lost_gpu_seconds, a.priority, b.start, a.workload) <
-           std::make_tuple(Tier(b), b.lost_gpu_seconds, b.priority, a.start, b.workload);
+    return std::make_tuple(Tier(a), a.lost_gpu_seconds, a.unsaved_gpu_seconds, a.priority, b.start, a.workload) <
+           std::make_tuple(Tier(b), b.lost_gpu_seconds, b.unsaved_gpu_seconds, b.priority, a.start, b.workload);
   });
 }
 
@@ -183,10 +178,10 @@ std::optional<Selection> SelectVictimsOnOneNode(const engine::ClusterState& stat
   auto cheaper = [&](uint32_t a, uint32_t b) {
     const Candidate& x = candidates[a];
     const Candidate& y = candidates[b];
-    return std::make_tuple(Tier(x), x.lost_gpu_seconds, x.priority, y.start, x.workload) <
-           std::make_tuple(Tier(y), y.lost_gpu_seconds, y.priority, x.start, y.workload);
+    return std::make_tuple(Tier(x), x.lost_gpu_seconds, x.unsaved_gpu_seconds, x.priority, y.start, x.workload) <
+           std::make_tuple(Tier(y), y.lost_gpu_seconds, y.unsaved_gpu_seconds, y.priority, x.start, y.workload);
   };
-  using Cost = std::tuple<int, double, int, uint32_t>;
+  using Cost = std::tuple<int, double, double, int, uint32_t>;
   std::optional<Cost> best_cost;
   Selection best;
   std::vector<std::pair<uint32_t, GpuMask>> local;
@@ -248,13 +243,15 @@ std::optional<Selection> SelectVictimsOnOneNode(const engine::ClusterState& stat
     DropSubsumedShrinks(candidates, chosen);
     bool evicts = false;
     double lost = 0;
+    double unsaved = 0;
     int top_priority = std::numeric_limits<int>::min();
     for (int ci : chosen) {
       evicts = evicts || Tier(candidates[ci]) == 2;
       lost += candidates[ci].lost_gpu_seconds;
+      unsaved += candidates[ci].unsaved_gpu_seconds;
       top_priority = std::max(top_priority, candidates[ci].priority);
     }
-    const Cost cost{evicts ? 1 : 0, lost, top_priority, static_cast<uint32_t>(n)};
+    const Cost cost{evicts ? 1 : 0, lost, unsaved, top_priority, static_cast<uint32_t>(n)};
     if (!best_cost || cost < *best_cost) {
       best_cost = cost;
       std::sort(chosen.begin(), chosen.end());

@@ -5,13 +5,15 @@
 //      coming back anyway, so waiting for them costs nothing new;
 //   2. single pods of elastic training jobs above their minimum (a shrink);
 //   3. whole allocations (a gang is evicted whole, never in part).
-// Inside a tier the order is: least GPU-time lost since the last checkpoint
-// (GPUs x (now - last checkpoint)), then lower priority, then younger (later
-// start), then workload id. Selection releases candidates in that order on a
-// copy of the cluster state until the request fits, then drops, most costly
-// first, every victim the request still fits without. A candidate whose queue
-// is guarded keeps that queue at or above its guarantee, counting victims
-// already chosen. The caller decides which allocations may be candidates
+// Inside a tier the order is: least lost work (core/model/lost_work.h: GPUs
+// x (now - last checkpoint), or GPUs x the save for a victim that saves on
+// request), then least unsaved work (GPUs x (now - last checkpoint): among
+// victims that save on request, the one a failed save would cost least),
+// then lower priority, then younger (later start), then workload id.
+// Selection releases candidates in that order on a copy of the cluster state
+// until the request fits, then drops, most costly first, every victim the
+// request still fits without. A candidate whose queue is guarded keeps that
+// queue at or above its guarantee, counting victims already chosen. The caller decides which allocations may be candidates
 // (priority gap, minimum runtime, reclaim rules).
 #ifndef TIDAL_CORE_PREEMPTION_VICTIM_SELECTOR_H_
 #define TIDAL_CORE_PREEMPTION_VICTIM_SELECTOR_H_
@@ -49,15 +51,16 @@ struct Candidate {
   const PodPlacement* pods = nullptr;
   uint32_t pod_count = 0;
   int gpus = 0;
-  double lost_gpu_seconds = 0;
+  double lost_gpu_seconds = 0;    // core/model/lost_work.h
+  // GPUs x time since its last checkpoint: what a failed save would lose.
+  // Equal to the loss unless the victim saves on request; then, on equal
+  // loss, the one with less unsaved goes first.
+  double unsaved_gpu_seconds = 0;
   int priority = 0;
   Time start;
   PreemptCause cause = PreemptCause::kPriority;
   bool guard_queue = false;  // keep its queue at or above its guarantee
 };
-
-// GPU-seconds of work since the last checkpoint (never negative).
-double LostGpuSeconds(int gpus, Time now, Time last_checkpoint);
 
 void SortCandidates(std::vector<Candidate>& candidates);
 
@@ -71,7 +74,8 @@ struct Selection {
 // The same for a request that fits on one node, without copying the cluster:
 // for every node, its own candidates in cost order until the request fits
 // there, then the cheapest node wins, compared by (evicts a whole gang, lost
-// GPU-seconds, highest victim priority, node id). `sorted` need not be sorted.
+// GPU-seconds, unsaved GPU-seconds, highest victim priority, node id).
+// `sorted` need not be sorted.
 std::optional<Selection> SelectVictimsOnOneNode(const engine::ClusterState& state,
                                                 const placement::Eligibility& eligibility,
                                                 const placement::PlacementRequest& request,

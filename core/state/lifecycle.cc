@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/model/lost_work.h"
+
 namespace tidal::state {
 namespace {
 
@@ -127,7 +129,7 @@ void Lifecycle::Drain(const State& state, NodeId n, Time now, std::vector<Edit>&
     notice.workload = a.workload;
     notice.cause = PreemptCause::kDrain;
     notice.grace_deadline = now + options_.default_grace;
-    notice.lost_gpu_seconds = a.gpu_count() * std::max(0.0, ToSeconds(now - a.last_checkpoint));
+    notice.lost_gpu_seconds = LostGpuSeconds(w, a, now, options_.default_grace);
     notice.requeue = true;
     out.push_back(std::move(notice));
   }
@@ -260,7 +262,7 @@ std::vector<Edit> Lifecycle::Tick(const State& state, Time now) {
         // Noticed on time, it ends exactly at its max runtime; noticed late
         // (the clock jumped), it still gets its full grace.
         n.grace_deadline = now < stop_at ? stop_at : now + options_.default_grace;
-        n.lost_gpu_seconds = a->gpu_count() * std::max(0.0, ToSeconds(now - a->last_checkpoint));
+        n.lost_gpu_seconds = LostGpuSeconds(w, *a, now, n.grace_deadline - now);
         n.requeue = false;
         out.push_back(std::move(n));
         break;
@@ -273,7 +275,7 @@ std::vector<Edit> Lifecycle::Tick(const State& state, Time now) {
         n.workload = t.workload;
         n.cause = PreemptCause::kIdle;
         n.grace_deadline = now + options_.default_grace;
-        n.lost_gpu_seconds = a->gpu_count() * std::max(0.0, ToSeconds(now - a->last_checkpoint));
+        n.lost_gpu_seconds = LostGpuSeconds(w, *a, now, options_.default_grace);
         n.requeue = false;
         out.push_back(std::move(n));
         break;

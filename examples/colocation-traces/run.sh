@@ -8,7 +8,10 @@
 # and philly-pollux/{philly.csv,philly_vc_nodes.csv} (downloaded from their
 # publishers; the GenAI trace may not be committed here). Optional: TIDAL (the
 # binary, default build/rel/tidal, else build/tidal), OUT (default
-# out/colocation-traces), DAYS (1..5, default 5). Writes OUT/{static,reactive,
+# out/colocation-traces), DAYS (1..5, default 5), ON_REQUEST (seconds every
+# training job takes to save when a notice asks, docs/colocation.md
+# "Checkpoint on request"; default none: they save every 30 minutes only).
+# Writes OUT/{static,reactive,
 # predictive}/, OUT/history.csv (the forecaster's load history: the GenAI week
 # before the window) and OUT/compare.html, and prints the comparison table.
 # Run from the repository root.
@@ -65,7 +68,7 @@ for mode in static reactive predictive; do
   echo "== $mode"
   "$TIDAL" sim --cluster "$EXAMPLE/cluster.yaml" --policy "$EXAMPLE/policy.yaml" \
     --workload "$EXAMPLE/workloads.yaml" "${load_args[@]}" --load-history "$OUT/history.csv" \
-    --trace "philly:$PHILLY,project=research,queue=vc,vc_nodes=$VC_NODES,start_s=$PHILLY_START,span_s=$SPAN,checkpoint_interval_s=1800" \
+    --trace "philly:$PHILLY,project=research,queue=vc,vc_nodes=$VC_NODES,start_s=$PHILLY_START,span_s=$SPAN,checkpoint_interval_s=1800${ON_REQUEST:+,checkpoint_on_request_s=$ON_REQUEST}" \
     --end-s "$SPAN" --colocation "$mode" --seed 1 --out "$OUT/$mode"
 done
 echo

@@ -10,7 +10,7 @@ prints each window and the totals: predictive/reactive for the summed wait
 and lost work, and missed SLO minutes per 10,000 service-minutes.
 
   DATA=/path/to/traces examples/colocation-traces/windows.py [--tidal BIN]
-      [--out DIR] [--offsets 0,2,4,6,8] [--days 3]
+      [--out DIR] [--offsets 0,2,4,6,8] [--days 3] [--on-request SECONDS]
 
 Offsets are days before run.sh's window start (2024-12-01 12:00 trace time).
 Run from the repository root.
@@ -42,6 +42,8 @@ def main():
     ap.add_argument("--out", default="out/colocation-traces-windows")
     ap.add_argument("--offsets", default="0,2,4,6,8")
     ap.add_argument("--days", type=int, default=3)
+    ap.add_argument("--on-request", type=float, default=0,
+                    help="seconds the training jobs take to save when a notice asks (0: they save only every 30 min)")
     args = ap.parse_args()
     data = os.environ.get("DATA")
     if not data:
@@ -69,7 +71,8 @@ def main():
             cmd += ["--load-trace", s]
         cmd += ["--load-history", hist,
                 "--trace", f"philly:{philly},project=research,queue=vc,vc_nodes={vc_nodes},"
-                           f"start_s={PHILLY_START},span_s={span},checkpoint_interval_s=1800",
+                           f"start_s={PHILLY_START},span_s={span},checkpoint_interval_s=1800"
+                           + (f",checkpoint_on_request_s={args.on_request:g}" if args.on_request > 0 else ""),
                 "--end-s", str(span), "--colocation", mode, "--seed", "1", "--out", out]
         subprocess.run(cmd, check=True, capture_output=True)
         with open(f"{out}/summary.json") as f:

@@ -117,10 +117,13 @@ TEST(PodStopTest, NoticeFileSignalAndCheckpointInTime) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   const int64_t now = WallClockMs();
-  pod.Stop(StopNotice{"priority", 1000, 31000, SIGTERM}, now, events);
+  StopNotice stop{"priority", 1000, 31000, SIGTERM};
+  stop.checkpoint = true;  // the job saves on request: the notice asks
+  pod.Stop(stop, now, events);
   EXPECT_EQ(pod.phase(), Pod::Phase::kStopping);
   json notice = json::parse(ReadWholeFile(pod.notice_file()));
   EXPECT_EQ(notice["cause"], "priority");
+  EXPECT_EQ(notice["checkpoint"], true);
   EXPECT_EQ(notice["local_deadline_ms"], now + 30000);  // grace = 31000 - 1000
   events = RunUntilExit(pod, 5000);
   ASSERT_EQ(events.size(), 1u);

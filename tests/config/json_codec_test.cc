@@ -116,6 +116,18 @@ TEST(JsonCodecTest, WrongTypesAndAbsurdSizesNameTheField) {
             "topology.required: expected true or false, got \"yes\"");
   EXPECT_EQ(WorkloadFromJson(json::array(), scope).status().message(),
             "(document): expected an object, got a list");
+  // A save on request is bounded (a notice cannot wait hours for one) and
+  // belongs to training alone.
+  t = body;
+  t["checkpoint_on_request_s"] = 3601;
+  EXPECT_NE(WorkloadFromJson(t, scope).status().message().find("checkpoint_on_request_s"), std::string::npos);
+  t["checkpoint_on_request_s"] = 45;
+  auto saved = WorkloadFromJson(t, scope);
+  ASSERT_TRUE(saved.ok()) << saved.status().ToString();
+  EXPECT_EQ(saved->workload.training.checkpoint_on_request, seconds(45));
+  EXPECT_EQ(WorkloadToJson(saved->workload, scope)["checkpoint_on_request_s"], 45.0);
+  t["kind"] = "inference";
+  EXPECT_NE(WorkloadFromJson(t, scope).status().message().find("checkpoint_on_request_s"), std::string::npos);
 }
 
 TEST(JsonCodecTest, DecisionsCarryNamesReasonsAndTimes) {

@@ -19,6 +19,7 @@ using colocation_testing::StepScenario;
 
 Time At(Duration d) { return Time(d); }
 NodeId N(uint32_t i) { return NodeId(i); }
+constexpr Duration kGrace = seconds(60);  // what a return's victims get
 constexpr WorkloadId kService = kStepService;
 const std::map<std::pair<WorkloadId, NodeId>, Time> kNoneNoticed;
 
@@ -131,11 +132,50 @@ TEST(ReturnTimingTest, WaitsOnlyWhenALaterMomentWithinTheSlackLosesLess) {
     if (w.id == WorkloadId(103)) w.training.checkpoint_interval = Duration(0);
   }
   const std::vector<NodeId> early = {N(1), N(2), N(3)};
-  EXPECT_EQ(ReturnsToDefer(s, early, minutes(4), minutes(1), kNoneNoticed), std::vector<NodeId>{N(1)});
-  EXPECT_TRUE(ReturnsToDefer(s, early, minutes(3), minutes(1), kNoneNoticed).empty());
+  EXPECT_EQ(ReturnsToDefer(s, early, minutes(4), minutes(1), kGrace, kNoneNoticed), std::vector<NodeId>{N(1)});
+  EXPECT_TRUE(ReturnsToDefer(s, early, minutes(3), minutes(1), kGrace, kNoneNoticed).empty());
   // A borrower already given notice on the node does not hold it.
   const std::map<std::pair<WorkloadId, NodeId>, Time> noticed = {{{WorkloadId(101), N(1)}, s.now}};
-  EXPECT_TRUE(ReturnsToDefer(s, early, minutes(4), minutes(1), noticed).empty());
+  EXPECT_TRUE(ReturnsToDefer(s, early, minutes(4), minutes(1), kGrace, noticed).empty());
+}
+
+// A borrower that saves on request loses its save (8 GPUs x 30 s = 240
+// GPU-s) whenever it stops, so its node's return waits for the short plan,
+// even with slack too short for any periodic checkpoint (3 minutes here):
+// later costs the same and it trains meanwhile. Job 103 never checkpoints
+// at an interval and, saving on request, no longer goes at once. A grace of
+// 20 s cannot cover its 30 s save: it is priced as no save and goes at once.
+// The step scenario at 11:30 with job 103 (on node 3) never checkpointing
+// at an interval, saving on request in `save` (0 = never) and declaring
+// `expected_duration` of work from its start at 0 (0 = unknown).
+Snapshot WithJob103(Duration save, Duration expected_duration) {
+  Snapshot s = StepScenario(minutes(10));
+  s.now = At(hours(11) + minutes(30));
+  for (Workload& w : s.workloads) {
+    if (w.id != WorkloadId(103)) continue;
+    w.training.checkpoint_interval = Duration(0);
+    w.training.checkpoint_on_request = save;
+    w.expected_duration = expected_duration;
+  }
+  return s;
+}
+
+TEST(ReturnTimingTest, NodesWhoseBorrowersSaveOnRequestWaitForTheShortPlan) {
+  const Snapshot s = WithJob103(seconds(30), Duration(0));
+  const std::vector<NodeId> early = {N(1), N(2), N(3)};
+  EXPECT_EQ(ReturnsToDefer(s, early, minutes(3), minutes(1), kGrace, kNoneNoticed), std::vector<NodeId>{N(3)});
+  EXPECT_TRUE(ReturnsToDefer(s, early, minutes(3), minutes(1), seconds(20), kNoneNoticed).empty());
+}
+
+// A borrower that never checkpoints but declared it ends 2 minutes from now
+// (started at 0, 11 h 32 min of work) loses nothing from then: with 4
+// minutes of slack its node waits for 11:32 + a tick; with 2 minutes (the
+// pass after its end is at 11:33) it goes at once.
+TEST(ReturnTimingTest, ANodeWaitsForABorrowerThatEndsWithinTheSlack) {
+  const Snapshot s = WithJob103(Duration(0), hours(11) + minutes(32));
+  const std::vector<NodeId> early = {N(3)};
+  EXPECT_EQ(ReturnsToDefer(s, early, minutes(4), minutes(1), kGrace, kNoneNoticed), std::vector<NodeId>{N(3)});
+  EXPECT_TRUE(ReturnsToDefer(s, early, minutes(2), minutes(1), kGrace, kNoneNoticed).empty());
 }
 
 }  // namespace

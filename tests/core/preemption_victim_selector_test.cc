@@ -30,12 +30,6 @@ TEST(VictimSelectorTest, LostWorkThenPriorityThenYounger) {
   EXPECT_EQ(order, (std::vector<uint64_t>{5, 4, 3, 2, 1}));
 }
 
-TEST(VictimSelectorTest, LostGpuSeconds) {
-  // 8 GPUs x 90 s since the checkpoint = 720 GPU-s.
-  EXPECT_DOUBLE_EQ(LostGpuSeconds(8, TimeFromMillis(100'000), TimeFromMillis(10'000)), 720.0);
-  EXPECT_DOUBLE_EQ(LostGpuSeconds(8, TimeFromMillis(0), TimeFromMillis(10'000)), 0.0);
-}
-
 TEST(VictimSelectorTest, PicksTheCheapestSufficientSetAndDropsTheRest) {
   Snapshot s = testing::SimpleCluster(1, 2);
   // Node 0: jobs 1 (GPUs 0-3) and 2 (4-7); node 1: job 3 (all 8).

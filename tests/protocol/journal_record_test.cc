@@ -60,6 +60,7 @@ Workload FullWorkload() {
   w.constraints.tolerations = {{"dedicated", "ml"}, {"spot", ""}};
   w.constraints.topology = {TopologyLevel::kRack, true};
   w.training.checkpoint_interval = milliseconds(900'007);
+  w.training.checkpoint_on_request = milliseconds(30'011);
   w.inference.target_p99 = milliseconds(250);
   w.inference.cold_start = milliseconds(42'500);
   w.inference.replica_capacity_rps = 123.456789012345;
@@ -105,6 +106,7 @@ void ExpectSameWorkload(const Workload& a, const Workload& b) {
   EXPECT_EQ(a.constraints.topology.level, b.constraints.topology.level);
   EXPECT_EQ(a.constraints.topology.required, b.constraints.topology.required);
   EXPECT_EQ(a.training.checkpoint_interval, b.training.checkpoint_interval);
+  EXPECT_EQ(a.training.checkpoint_on_request, b.training.checkpoint_on_request);
   EXPECT_EQ(a.inference.target_p99, b.inference.target_p99);
   EXPECT_EQ(a.inference.cold_start, b.inference.cold_start);
   EXPECT_EQ(a.inference.replica_capacity_rps, b.inference.replica_capacity_rps);
@@ -423,6 +425,24 @@ TEST(JournalRecordTest, SparePodsAreOptionalAndBounded) {
   EXPECT_FALSE(submit["workload"].contains("spare_pods"));
   submit["workload"]["spare_pods"] = w.pods + 1;
   ExpectFieldError(JournalRecordFromJson(submit), "workload.spare_pods");
+}
+
+// A job that saves only at its interval writes no checkpoint_on_request_ms,
+// so journals written before the field existed read the same; a negative
+// save time is refused, naming the field.
+TEST(JournalRecordTest, CheckpointOnRequestIsOptionalAndBounded) {
+  Workload w = FullWorkload();
+  w.training.checkpoint_on_request = Duration(0);
+  json submit = JournalRecordToJson(JournalEntry{TimeFromMillis(5), EditOrigin::kWorld, SubmitEdit{w}});
+  EXPECT_FALSE(submit["workload"]["training"].contains("checkpoint_on_request_ms"));
+  EXPECT_EQ(json::parse(JournalRecordToText(JournalEntry{TimeFromMillis(5), EditOrigin::kWorld, SubmitEdit{w}})),
+            submit);
+  auto decoded = JournalRecordFromJson(submit);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(std::get<SubmitEdit>(std::get<JournalEntry>(*decoded).edit).workload.training.checkpoint_on_request,
+            Duration(0));
+  submit["workload"]["training"]["checkpoint_on_request_ms"] = -1;
+  ExpectFieldError(JournalRecordFromJson(submit), "workload.training.checkpoint_on_request_ms");
 }
 
 TEST(JournalRecordTest, MarkersAndLoadSamplesRoundTrip) {

@@ -141,6 +141,7 @@ PodAssignment FullAssignment() {
   p.load_endpoint = HttpEndpoint{8001, "/load"};
   p.desired_run = false;
   p.notice = StopNotice{"reclaim", 1000, 31000, 2};  // SIGINT
+  p.notice->checkpoint = true;
   return p;
 }
 
@@ -151,6 +152,7 @@ TEST(PodAssignmentCodecTest, RoundTripsEveryField) {
   EXPECT_EQ(*decoded, p);
   EXPECT_EQ(PodAssignmentToJson(p)["notice"]["signal"], "SIGINT");  // by name, as documented
   EXPECT_EQ(PodAssignmentToJson(p)["desired"], "stop");
+  EXPECT_EQ(PodAssignmentToJson(p)["notice"]["checkpoint"], true);
 }
 
 TEST(PodAssignmentCodecTest, ListRoundTripsAndAbsentOptionalsAreNull) {
@@ -186,6 +188,12 @@ TEST(PodAssignmentCodecTest, DefaultsForAbsentFieldsAndUnknownFieldsIgnored) {
   auto stop = PodAssignmentFromJson(json{{"workload", 9}, {"desired", "stop"}, {"notice", {{"cause", "idle"}}}});
   ASSERT_TRUE(stop.ok()) << stop.status().ToString();
   EXPECT_EQ(stop->notice->signal, 15);
+  EXPECT_FALSE(stop->notice->checkpoint);  // an older server never asks for a save
+  // A notice that does not ask writes no "checkpoint" at all.
+  EXPECT_FALSE(PodAssignmentToJson(*stop)["notice"].contains("checkpoint"));
+  auto bad = PodAssignmentFromJson(
+      json{{"workload", 9}, {"desired", "stop"}, {"notice", {{"cause", "idle"}, {"checkpoint", "now"}}}});
+  ExpectFieldError(bad, "pod.notice.checkpoint");
 }
 
 TEST(PodAssignmentCodecTest, DecodeErrorsNameTheField) {

@@ -51,23 +51,30 @@ TEST(GangScenarioTest, GangsNeverStartPartially) {
   EXPECT_EQ(s.scheduler.invalid_decisions, 0);
 }
 
-TEST(PreemptionScenarioTest, AReturnedLoanPreemptsAndRecoveryIsMeasured) {
-  // Reserved 1 node, shared 2 nodes, training 1 node. A 2-node gang fits only
-  // with a lent shared node; at 1 h the service needs the shared pool back.
+// Reserved 1 node, shared 2 nodes, training 1 node. A 2-node gang ("big",
+// saving on request in `on_request`, 0 = only every 15 min) fits only with a
+// lent shared node; at 1 h the service needs the shared pool back. 5 req/s
+// needs 1 replica; 150 req/s (1 to 2 h) needs ~19 of 24 GPUs. Reactive.
+Summary RunReturnedLoan(Duration on_request) {
   SimInput in = Input(1, 2, 1);
   in.workloads.push_back(Service(in, "chat", 10));
-  in.workloads.push_back(Training(in, "big", 2, 4 * 3600, 300));
-  // 5 req/s needs 1 replica; 150 req/s (1 to 2 h) needs ~19 of 24 GPUs.
+  SimWorkload big = Training(in, "big", 2, 4 * 3600, 300);
+  big.workload.training.checkpoint_on_request = on_request;
+  in.workloads.push_back(big);
   auto load = ParseLoadCsv("time_s,service,rps\n0,chat,5\n3600,chat,150\n7200,chat,5\n", "load.csv");
-  ASSERT_TRUE(load.ok());
+  EXPECT_TRUE(load.ok());
   in.load = *load;
   SimOptions o;
   o.wall_times = false;
   o.colocation = ColocationMode::kReactive;
   o.end_s = 10 * 3600;
   auto r = RunSimulation(in, o, nullptr);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  const Summary& s = r->summary;
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? r->summary : Summary();
+}
+
+TEST(PreemptionScenarioTest, AReturnedLoanPreemptsAndRecoveryIsMeasured) {
+  const Summary s = RunReturnedLoan(Duration(0));
   EXPECT_GE(s.training.preemptions, 1);
   EXPECT_GE(s.cluster.reclaims, 1);
   // Notice at about 1 h; it runs again once the loan comes back after the
@@ -79,6 +86,21 @@ TEST(PreemptionScenarioTest, AReturnedLoanPreemptsAndRecoveryIsMeasured) {
   // Checkpoints every 15 min bound the loss: at most 16 GPUs x 15 min = 4 GPU-hours.
   EXPECT_LE(s.training.lost_gpu_hours, 4.0 + 1e-9);
   EXPECT_EQ(s.training.gang_partial_starts, 0);
+}
+
+// Issue #10: the same return, to a job that saves on request in 20 s. Its
+// notice asks for a checkpoint; it saves its progress at the notice and
+// leaves once the save lands, so each preemption loses exactly the save:
+// 16 GPUs x 20 s = 320 GPU-s, against up to 16 GPUs x (15 min + its 30 s
+// shutdown) when it saves only at its interval.
+TEST(PreemptionScenarioTest, AVictimThatSavesOnRequestLosesOnlyItsSave) {
+  const Summary saves = RunReturnedLoan(seconds(20));
+  const Summary periodic = RunReturnedLoan(Duration(0));
+  ASSERT_GE(saves.training.preemptions, 1);
+  EXPECT_NEAR(saves.training.lost_gpu_hours, saves.training.preemptions * 16 * 20 / 3600.0, 1e-6);
+  EXPECT_EQ(saves.training.completed, 1);
+  EXPECT_EQ(saves.training.gang_partial_starts, 0);
+  EXPECT_GT(periodic.training.lost_gpu_hours, saves.training.lost_gpu_hours);
 }
 
 // Issue #3, session 2: a return in predictive mode shrinks an elastic job off

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -274,6 +275,40 @@ TEST_F(ControlPlaneTest, StopOutcomeIsRecordedAgainstThePreemption) {
     EXPECT_DOUBLE_EQ(row["stops"]["stop_s"]["p50"].get<double>(), 30.0);
   }
   EXPECT_TRUE(found);
+}
+
+// A job that saves on request within the grace is asked to checkpoint in
+// its notice and priced at its save, however long it ran. One without the
+// field is not asked, nor is one whose save the grace cannot cover (it
+// would be killed mid-save): both are priced at 1 GPU x 600 s since start.
+TEST_F(ControlPlaneTest, ANoticeAsksAJobThatSavesOnRequestToCheckpoint) {
+  Register("d", 3);
+  const double grace_s = ToSeconds(config_.policy.preemption.default_grace);
+  auto submit = [&](const char* name, std::optional<double> save_s) {
+    json body = {{"name", name}, {"project", "vision"}, {"gpus_per_replica", 1}, {"node_selector", {{"host", "d"}}}};
+    if (save_s) body["checkpoint_on_request_s"] = *save_s;
+    return Submit(body);
+  };
+  const uint64_t saver = submit("saver", grace_s / 2);
+  const uint64_t plain = submit("plain", std::nullopt);
+  const uint64_t slow = submit("slow", grace_s * 2);
+  cp_->RunPass();
+  for (uint64_t id : {saver, plain, slow}) ASSERT_EQ(Get(id)["state"], "running");
+  clock_.Advance(minutes(10));
+  // A GPU fault drains the node: all three get notice (cause drain, requeued).
+  ASSERT_TRUE(cp_->Heartbeat(NodeP("d"), "d", {{"gpus", json::array({json{{"index", 1}, {"xid", 79}}})}}).ok());
+  cp_->RunPass();
+  ASSERT_EQ(Get(saver)["state"], "terminating");
+  auto pods = protocol::PodAssignmentsFromJson(Pods("d"));
+  ASSERT_TRUE(pods.ok()) << pods.status().ToString();
+  ASSERT_EQ(pods->size(), 3u);
+  for (const protocol::PodAssignment& p : *pods) {
+    ASSERT_TRUE(p.notice.has_value());
+    EXPECT_EQ(p.notice->checkpoint, p.key.workload == saver) << p.name;
+  }
+  EXPECT_DOUBLE_EQ(Get(saver)["preemptions"][0]["lost_gpu_seconds"].get<double>(), grace_s / 2);
+  EXPECT_DOUBLE_EQ(Get(plain)["preemptions"][0]["lost_gpu_seconds"].get<double>(), 600.0);
+  EXPECT_DOUBLE_EQ(Get(slow)["preemptions"][0]["lost_gpu_seconds"].get<double>(), 600.0);
 }
 
 // An agent whose pod watch answers gets the lease alone; one without it
