@@ -779,6 +779,14 @@ void ControlPlane::ReleaseView(WorkloadRecord& r, WorkloadState state, std::stri
     if (PreemptionRecord* p = OpenPreemption(r)) {
       if (p->exit_ms == 0) p->exit_ms = now_ms;
       if (reason == "grace_expired") p->killed_at_deadline = true;
+      // Asked for a save that did not land in time, it lost what it did
+      // since its last checkpoint up to its exit, not the save it was
+      // priced at.
+      if (r.stop->AsksForCheckpoint(r.w) && !p->checkpointed_in_time) {
+        p->lost_gpu_seconds = UnsavedGpuSeconds(r.allocation->gpu_count(),
+                                                std::max(r.allocation->last_checkpoint, r.allocation->start_time),
+                                                TimeFromMillis(p->exit_ms));
+      }
       AddAudit(m, actor, "preempt_exit", &r,
                {{"preemption_seq", p->audit_seq},
                 {"cause", p->cause},
@@ -788,6 +796,7 @@ void ControlPlane::ReleaseView(WorkloadRecord& r, WorkloadState state, std::stri
                 {"exit_time_ms", p->exit_ms},
                 {"killed_at_deadline", p->killed_at_deadline},
                 {"checkpointed_in_time", p->checkpointed_in_time},
+                {"lost_gpu_seconds", p->lost_gpu_seconds},
                 {"reason", reason}},
                now);
     }

@@ -11,7 +11,6 @@
 #include "config/cluster_loader.h"
 #include "config/field_reader.h"
 #include "config/input_limits.h"
-#include "core/model/lost_work.h"
 #include "server/control_plane.h"
 #include "server/workload_codec.h"
 #include "protocol/heartbeat.h"
@@ -420,11 +419,8 @@ std::vector<protocol::PodAssignment> ControlPlane::PodsFor(NodeId node) const {
       pod.desired_run = !notice;
       if (notice) {
         pod.notice = protocol::StopNotice{notice->cause, notice->notice_ms, notice->grace_deadline_ms, SIGTERM};
-        // A requeued job that saves on request is asked to checkpoint now:
-        // its price (core/model/lost_work.h) counted on that save.
-        pod.notice->checkpoint =
-            notice->requeue && notice->cause != "shrink" &&
-            SavesOnRequest(&r->w, milliseconds(notice->grace_deadline_ms - notice->notice_ms));
+        // Its price (core/model/lost_work.h) counted on that save.
+        pod.notice->checkpoint = notice->AsksForCheckpoint(r->w);
       }
       pods.push_back(std::move(pod));
     };

@@ -16,6 +16,7 @@
 #include "core/diagnosis/slo_diagnosis.h"
 #include "core/model/allocation.h"
 #include "core/model/decision.h"
+#include "core/model/lost_work.h"
 #include "core/model/policy.h"
 #include "core/model/workload.h"
 
@@ -90,6 +91,13 @@ struct StopNotice {
   int64_t notice_ms = 0;
   int64_t grace_deadline_ms = 0;
   bool requeue = true;  // false for cancel: it ends when the pods exit
+
+  // Whether this notice to `w` asks it to checkpoint now: it is requeued
+  // (not a shrink, not a stop for good) and `w` saves on request within
+  // the grace (core/model/lost_work.h).
+  bool AsksForCheckpoint(const Workload& w) const {
+    return requeue && cause != "shrink" && SavesOnRequest(&w, milliseconds(grace_deadline_ms - notice_ms));
+  }
 };
 
 struct WorkloadRecord {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -281,8 +282,11 @@ TEST_F(ControlPlaneTest, StopOutcomeIsRecordedAgainstThePreemption) {
 // its notice and priced at its save, however long it ran. One without the
 // field is not asked, nor is one whose save the grace cannot cover (it
 // would be killed mid-save): both are priced at 1 GPU x 600 s since start.
+// When the pods exit, a saver whose checkpoint landed keeps its price; one
+// asked that did not checkpoint is counted honestly, from its last
+// checkpoint (its start) to its exit.
 TEST_F(ControlPlaneTest, ANoticeAsksAJobThatSavesOnRequestToCheckpoint) {
-  Register("d", 3);
+  Register("d", 4);
   const double grace_s = ToSeconds(config_.policy.preemption.default_grace);
   auto submit = [&](const char* name, std::optional<double> save_s) {
     json body = {{"name", name}, {"project", "vision"}, {"gpus_per_replica", 1}, {"node_selector", {{"host", "d"}}}};
@@ -290,25 +294,50 @@ TEST_F(ControlPlaneTest, ANoticeAsksAJobThatSavesOnRequestToCheckpoint) {
     return Submit(body);
   };
   const uint64_t saver = submit("saver", grace_s / 2);
+  const uint64_t failed_saver = submit("failed-saver", grace_s / 2);
   const uint64_t plain = submit("plain", std::nullopt);
   const uint64_t slow = submit("slow", grace_s * 2);
   cp_->RunPass();
-  for (uint64_t id : {saver, plain, slow}) ASSERT_EQ(Get(id)["state"], "running");
+  for (uint64_t id : {saver, failed_saver, plain, slow}) ASSERT_EQ(Get(id)["state"], "running");
   clock_.Advance(minutes(10));
-  // A GPU fault drains the node: all three get notice (cause drain, requeued).
+  // A GPU fault drains the node: all four get notice (cause drain, requeued).
   ASSERT_TRUE(cp_->Heartbeat(NodeP("d"), "d", {{"gpus", json::array({json{{"index", 1}, {"xid", 79}}})}}).ok());
   cp_->RunPass();
   ASSERT_EQ(Get(saver)["state"], "terminating");
+  const int64_t notice_ms = ToMillis(clock_.Now());
   auto pods = protocol::PodAssignmentsFromJson(Pods("d"));
   ASSERT_TRUE(pods.ok()) << pods.status().ToString();
-  ASSERT_EQ(pods->size(), 3u);
+  ASSERT_EQ(pods->size(), 4u);
+  std::map<uint64_t, protocol::PodKey> keys;
   for (const protocol::PodAssignment& p : *pods) {
     ASSERT_TRUE(p.notice.has_value());
-    EXPECT_EQ(p.notice->checkpoint, p.key.workload == saver) << p.name;
+    EXPECT_EQ(p.notice->checkpoint, p.key.workload == saver || p.key.workload == failed_saver) << p.name;
+    keys[p.key.workload] = p.key;
   }
-  EXPECT_DOUBLE_EQ(Get(saver)["preemptions"][0]["lost_gpu_seconds"].get<double>(), grace_s / 2);
+  for (uint64_t id : {saver, failed_saver}) {
+    EXPECT_DOUBLE_EQ(Get(id)["preemptions"][0]["lost_gpu_seconds"].get<double>(), grace_s / 2);
+  }
   EXPECT_DOUBLE_EQ(Get(plain)["preemptions"][0]["lost_gpu_seconds"].get<double>(), 600.0);
   EXPECT_DOUBLE_EQ(Get(slow)["preemptions"][0]["lost_gpu_seconds"].get<double>(), 600.0);
+
+  // Half a grace on, both savers exit: one saved, one did not.
+  clock_.Advance(milliseconds(static_cast<int64_t>(grace_s * 500)));
+  const int64_t exit_ms = ToMillis(clock_.Now());
+  auto exited = [&](uint64_t id, bool saved) {
+    protocol::PodEvent e;
+    e.key = keys[id];
+    e.phase = "exited";
+    e.time_ms = exit_ms;
+    if (saved) e.checkpoint_time_ms = exit_ms - 10;
+    e.stop = protocol::StopOutcome{notice_ms, /*killed_at_deadline=*/false, /*checkpointed_in_time=*/saved};
+    return e;
+  };
+  ASSERT_TRUE(cp_->PodStatus(NodeP("d"), "d", protocol::PodEventBatchToJson({{exited(saver, true),
+                                                                               exited(failed_saver, false)}}))
+                  .ok());
+  EXPECT_DOUBLE_EQ(Get(saver)["preemptions"][0]["lost_gpu_seconds"].get<double>(), grace_s / 2);
+  // 1 GPU x (600 s + half a grace) since its start.
+  EXPECT_DOUBLE_EQ(Get(failed_saver)["preemptions"][0]["lost_gpu_seconds"].get<double>(), 600.0 + grace_s / 2);
 }
 
 // An agent whose pod watch answers gets the lease alone; one without it
