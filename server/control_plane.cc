@@ -783,9 +783,7 @@ void ControlPlane::ReleaseView(WorkloadRecord& r, WorkloadState state, std::stri
       // since its last checkpoint up to its exit, not the save it was
       // priced at.
       if (r.stop->AsksForCheckpoint(r.w) && !p->checkpointed_in_time) {
-        p->lost_gpu_seconds = UnsavedGpuSeconds(r.allocation->gpu_count(),
-                                                std::max(r.allocation->last_checkpoint, r.allocation->start_time),
-                                                TimeFromMillis(p->exit_ms));
+        p->lost_gpu_seconds = UnsavedGpuSeconds(*r.allocation, TimeFromMillis(p->exit_ms));
       }
       AddAudit(m, actor, "preempt_exit", &r,
                {{"preemption_seq", p->audit_seq},

@@ -150,7 +150,7 @@ std::vector<double> ColocationController::FittedMargins(const Snapshot& snapshot
 
 std::vector<int> ColocationController::SpareReplicas(
     const Snapshot& snapshot, const std::vector<const Allocation*>& allocation_of,
-    const std::vector<const Workload*>& services, const std::vector<double>& base,
+    const std::vector<const Workload*>& services, const std::vector<double>& sized_for_rps,
     const std::vector<std::pair<WorkloadId, int>>& targets) const {
   std::vector<int> none(services.size(), 0);
   // Free GPUs per inference-reserved node that takes work.
@@ -166,9 +166,13 @@ std::vector<int> ColocationController::SpareReplicas(
   const auto slot = [&](const PodPlacement& p) {
     return p.node.value() < slot_of.size() ? slot_of[p.node.value()] : -1;
   };
+  // The healthy GPUs a pod holds: a failed one was not counted as free.
+  const auto held = [&](const PodPlacement& p) {
+    return std::popcount(p.gpus & ~snapshot.cluster.node(p.node).failed_gpus);
+  };
   for (const Allocation& a : snapshot.allocations) {
     for (const PodPlacement& p : a.pods) {
-      if (const int k = slot(p); k >= 0) free[k] -= std::popcount(p.gpus & ~snapshot.cluster.node(p.node).failed_gpus);
+      if (const int k = slot(p); k >= 0) free[k] -= held(p);
     }
   }
   // A service's pods above its target are the spares of the last pass (the
@@ -181,7 +185,7 @@ std::vector<int> ColocationController::SpareReplicas(
     const int target = targets[k].second;
     for (int i = target; i < running; ++i) {
       const PodPlacement& p = a->pods[static_cast<size_t>(i)];
-      if (const int s = slot(p); s >= 0) free[s] += std::popcount(p.gpus & ~snapshot.cluster.node(p.node).failed_gpus);
+      if (const int s = slot(p); s >= 0) free[s] += held(p);
     }
     for (int i = running; i < target; ++i) pending.push_back(std::max(1, services[k]->gpus_per_pod));
   }
@@ -217,7 +221,7 @@ std::vector<int> ColocationController::SpareReplicas(
       const Workload& w = *services[k];
       const int lo = std::max(0, w.min_pods);
       const int hi = std::max(lo, w.max_pods);
-      const int need = std::clamp(Need(w, x * base[k]), lo, hi);
+      const int need = std::clamp(Need(w, x * sized_for_rps[k]), lo, hi);
       extra[k] = std::max(0, need - targets[k].second);
     }
     return extra;

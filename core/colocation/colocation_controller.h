@@ -187,13 +187,13 @@ class ColocationController {
                                     const std::vector<bool>& lent) const;
 
   // Per service of `services` (active inference, in id order, with their
-  // autoscaler `targets` and the load `base` they were sized for), the spare
-  // replicas the inference-reserved pool's free GPUs take (see the file
-  // comment).
+  // autoscaler `targets` and the load `sized_for_rps` they were sized for),
+  // the spare replicas the inference-reserved pool's free GPUs take (see
+  // the file comment).
   std::vector<int> SpareReplicas(const Snapshot& snapshot,
                                  const std::vector<const Allocation*>& allocation_of,
                                  const std::vector<const Workload*>& services,
-                                 const std::vector<double>& base,
+                                 const std::vector<double>& sized_for_rps,
                                  const std::vector<std::pair<WorkloadId, int>>& targets) const;
   // Spares size a service for at most this multiple of its load: twice the
   // learned margin's cap.

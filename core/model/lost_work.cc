@@ -19,8 +19,13 @@ double LostGpuSeconds(const Workload* w, int gpus, Time last_checkpoint, Time no
   return UnsavedGpuSeconds(gpus, last_checkpoint, now);
 }
 
+double UnsavedGpuSeconds(const Allocation& a, Time now) {
+  return UnsavedGpuSeconds(a.gpu_count(), std::max(a.last_checkpoint, a.start_time), now);
+}
+
 double LostGpuSeconds(const Workload* w, const Allocation& a, Time now, Duration grace) {
-  return LostGpuSeconds(w, a.gpu_count(), std::max(a.last_checkpoint, a.start_time), now, grace);
+  if (SavesOnRequest(w, grace)) return a.gpu_count() * ToSeconds(w->training.checkpoint_on_request);
+  return UnsavedGpuSeconds(a, now);
 }
 
 }  // namespace tidal

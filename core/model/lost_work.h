@@ -26,6 +26,9 @@ bool SavesOnRequest(const Workload* w, Duration grace);
 // GPU-seconds of work `gpus` GPUs did since their last checkpoint at
 // `last_checkpoint`, never negative: what a stop without a save loses.
 double UnsavedGpuSeconds(int gpus, Time last_checkpoint, Time now);
+// The same for the whole allocation `a` (its start when it has no
+// checkpoint).
+double UnsavedGpuSeconds(const Allocation& a, Time now);
 
 // GPU-seconds lost by stopping `gpus` GPUs of `w`, last checkpointed at
 // `last_checkpoint`, with notice at `now` and `grace` to leave.
