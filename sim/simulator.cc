@@ -1169,9 +1169,13 @@ void Run::ReactNotice(const state::NoticeEdit& e) {
   j.noticed_gpus = j.gpus_held;
   ++j.generation;
   queue_.Push(exit, EventKind::kVictimExit, IndexOf(j), j.generation);
+  // Who the victim makes room for, when someone does: a loop of the same
+  // victims for the same preemptor shows in the events.
+  const std::string preemptor =
+      e.preemptor.valid() ? fmt::format(",\"preemptor\":{}", JobOf(e.preemptor).name_json) : std::string();
   LogEvent(fmt::format("\"event\":\"preempt\",\"workload\":{},\"cause\":\"{}\",\"gpus\":{},"
-                       "\"exit_at\":{:.3f}",
-                       j.name_json, PreemptCauseName(e.cause), j.gpus_held, Sec(exit)));
+                       "\"exit_at\":{:.3f}{}",
+                       j.name_json, PreemptCauseName(e.cause), j.gpus_held, Sec(exit), preemptor));
 }
 
 void Run::ReactRequeue(const state::RequeueEdit& e) {

@@ -1358,6 +1358,16 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
     if (gone + w.expected_duration > w.batch.deadline) return false;
   }
 
+  // The plan's GPUs that are free now are the preemptor's as much as its
+  // victims' are: later work in this pass must not take them. Otherwise
+  // victims that leave at different times each see their GPUs refilled, the
+  // preemptor never finds its whole room free, and it preempts again every
+  // pass (lower-priority borrowers placed and reclaimed in a loop).
+  for (const PodPlacement& p : selection->plan) {
+    const GpuMask idle = p.gpus & state_.free_mask(p.node);
+    if (idle != 0) state_.Take(p.node, idle);
+  }
+
   // Apply: claim terminating GPUs, shrink elastic jobs, evict whole gangs.
   Time ready = now_;
   int n_new = 0;

@@ -62,6 +62,46 @@ TEST(QuotaScenarioTest, BorrowedCapacityIsReclaimedWithoutPingPong) {
   EXPECT_EQ(victim_waits->reason, ReasonCode::kCapacity);
 }
 
+// A reclaimer's room is its victims' GPUs plus GPUs that are free now. The
+// free ones must stay empty while the victims leave: were they lent again,
+// the reclaimer would find its room refilled when the victims are gone, and
+// take it back again, pass after pass.
+TEST(QuotaScenarioTest, AReclaimersFreeGpusAreNotLentWhileItsVictimsLeave) {
+  ClusterBuilder b;
+  b.AddNodes(1, b.AddPool("training", PoolKind::kTraining), b.AddRack("r0"));
+  const QueueId owner = b.AddQueue("owner", 8);
+  const QueueId other = b.AddQueue("other", 0);
+  PolicyConfig policy;
+  policy.preemption.default_grace = seconds(30);
+  EngineDriver driver(b.Build(), policy);
+  // other borrows 4 of the node's 8 GPUs.
+  driver.Submit(Job(1, other, 1, 4, hours(100), 0, TimeFromMillis(0)));
+  driver.Step();
+  ASSERT_TRUE(driver.running(WorkloadId(1)));
+
+  // owner wants the whole node (8 GPUs, within its guarantee of 8): it
+  // reclaims job 1's 4 and counts on the 4 free ones. other's second job
+  // (4 GPUs, borrowed) must not take those 4 free GPUs in the meantime.
+  driver.AdvanceTo(TimeFromMillis(0) + minutes(10));
+  driver.Submit(Job(2, owner, 1, 8, hours(100), 0, driver.now()));
+  driver.Submit(Job(3, other, 1, 4, hours(100), 0, driver.now()));
+  const Decisions& d = driver.Step();
+  ASSERT_EQ(d.preempts.size(), 1u);
+  EXPECT_EQ(d.preempts[0].victim, WorkloadId(1));
+  EXPECT_TRUE(d.places.empty());
+  const WaitDecision* lent = FindWait(d, WorkloadId(3));
+  ASSERT_NE(lent, nullptr);
+
+  // Job 1 leaves at its grace deadline (30 s) and job 2 takes the node.
+  // One reclaim in all: before, job 3 took the free half, job 2 reclaimed
+  // it when job 1 was gone, job 1 took that half back, and so on.
+  driver.RunUntil(driver.now() + hours(1), minutes(1));
+  EXPECT_TRUE(driver.running(WorkloadId(2)));
+  EXPECT_EQ(driver.preempts().size(), 1u);
+  EXPECT_EQ(driver.QueueGpus(owner), 8);
+  EXPECT_EQ(driver.QueueGpus(other), 0);
+}
+
 TEST(QuotaScenarioTest, TwoBorrowingQueuesDoNotPingPong) {
   ClusterBuilder b = Cluster64();
   const QueueId qa = b.AddQueue("a", 16);
