@@ -154,10 +154,12 @@ StatusOr<PolicyConfig> ParsePolicyJson(const json& root) {
   }
   if (r.Has("preemption")) {
     TIDAL_ASSIGN_OR_RETURN(ObjectReader pr, ObjectReader::Open(r.at("preemption"), "preemption",
-                                                               {"default_grace_s", "min_runtime_s", "min_priority_gap"}));
+                                                               {"default_grace_s", "min_runtime_s", "min_priority_gap",
+                                                                "max_checkpoint_wait_s"}));
     TIDAL_RETURN_IF_ERROR(pr.Seconds("default_grace_s", &policy.preemption.default_grace));
     TIDAL_RETURN_IF_ERROR(pr.Seconds("min_runtime_s", &policy.preemption.min_runtime));
     TIDAL_RETURN_IF_ERROR(pr.Int("min_priority_gap", &policy.preemption.min_priority_gap, 0, kMaxPriorityTerm));
+    TIDAL_RETURN_IF_ERROR(pr.Seconds("max_checkpoint_wait_s", &policy.preemption.max_checkpoint_wait, 86400));
   }
   // A requeued victim ordered ahead of its preemptor by a bonus of at least
   // the gap would take the GPUs back, and be preempted again, forever.

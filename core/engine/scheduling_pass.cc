@@ -8,6 +8,7 @@
 #include "core/common/check.h"
 #include "core/explain/text.h"
 #include "core/model/lost_work.h"
+#include "core/preemption/checkpoint_wait.h"
 
 namespace tidal::engine {
 
@@ -1363,9 +1364,40 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
   // victims that leave at different times each see their GPUs refilled, the
   // preemptor never finds its whole room free, and it preempts again every
   // pass (lower-priority borrowers placed and reclaimed in a loop).
+  int held_gpus = 0;
   for (const PodPlacement& p : selection->plan) {
     const GpuMask idle = p.gpus & state_.free_mask(p.node);
     if (idle != 0) state_.Take(p.node, idle);
+    held_gpus += std::popcount(idle);
+  }
+  // The preemptor's GPUs are spoken for: later work of its queue in this
+  // pass must not reclaim again for the same guarantee.
+  quota_.Add(w.queue, r.total_gpus());
+
+  // A training preemptor stops its new victims just after their next
+  // checkpoints when that loses less (core/preemption/checkpoint_wait.h).
+  if (w.kind == WorkloadKind::kTraining && cfg.max_checkpoint_wait > Duration::zero()) {
+    std::vector<preemption::UnsavedWork> victims;
+    for (int idx : selection->chosen) {
+      const preemption::Candidate& c = candidates[idx];
+      if (c.kind != preemption::CandidateKind::kEvict && c.kind != preemption::CandidateKind::kShrink) continue;
+      const Allocation& a = snapshot_.allocations[c.allocation];
+      victims.push_back({&snapshot_.workloads[workload_of_[c.allocation]], c.gpus,
+                         std::max(a.last_checkpoint, a.start_time)});
+    }
+    const preemption::StopTime stop =
+        preemption::CheapestStopTime(victims, held_gpus, now_, cfg.max_checkpoint_wait, cfg.default_grace);
+    if (stop.at > now_) {
+      NoteTimeBound(stop.at);
+      Wait(wi, ReasonCode::kAwaitingVictims,
+           [&] {
+             return Str("awaiting victims' checkpoints: stopping ", victims.size(), " victims at ",
+                        TimeText(stop.at), " loses ", stop.lost_gpu_seconds, " GPU-s instead of ",
+                        stop.lost_now_gpu_seconds, " now");
+           },
+           stop.at + cfg.default_grace);
+      return true;
+    }
   }
 
   // Apply: claim terminating GPUs, shrink elastic jobs, evict whole gangs.
@@ -1429,9 +1461,6 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
     ++n_new;
     out_.resizes.push_back(std::move(rd));
   }
-  // The preemptor's GPUs are spoken for: later work of its queue in this
-  // pass must not reclaim again for the same guarantee.
-  quota_.Add(w.queue, r.total_gpus());
   Wait(wi, ReasonCode::kAwaitingVictims,
        [&] {
          return Str("awaiting victims: ", n_new, " newly preempted and ", n_terminating, " terminating release ",

@@ -66,6 +66,10 @@ struct PreemptionConfig {
   Duration min_runtime = minutes(5);
   // A victim's priority must be at least this much lower.
   int min_priority_gap = 1;
+  // A training preemptor may wait this long for its victims' next periodic
+  // checkpoints when stopping them then loses less
+  // (core/preemption/checkpoint_wait.h); 0 stops them at once.
+  Duration max_checkpoint_wait = minutes(10);
 };
 
 enum class ColocationMode { kStatic, kReactive, kPredictive };

@@ -36,7 +36,7 @@ const char* kPolicy = R"(templates:
       gold: {base: 10, preemptibility: never, requires_approval: true}
       silver: {base: 5}
     fallback_tier: silver
-preemption: {default_grace_s: 30.5, min_runtime_s: 0, min_priority_gap: 10}
+preemption: {default_grace_s: 30.5, min_runtime_s: 0, min_priority_gap: 10, max_checkpoint_wait_s: 120}
 colocation: {mode: reactive, headroom: 0.5}
 backfill: false
 )";
@@ -57,6 +57,7 @@ TEST(PolicyLoaderTest, ParsesEverySection) {
   EXPECT_EQ(p->preemption.default_grace, milliseconds(30500));
   EXPECT_EQ(p->preemption.min_runtime, milliseconds(0));
   EXPECT_EQ(p->preemption.min_priority_gap, 10);
+  EXPECT_EQ(p->preemption.max_checkpoint_wait, seconds(120));
   EXPECT_EQ(p->colocation.mode, ColocationMode::kReactive);
   EXPECT_DOUBLE_EQ(p->colocation.headroom, 0.5);
   EXPECT_EQ(p->colocation.forecast_horizon, minutes(30));  // default kept
@@ -82,6 +83,8 @@ TEST(PolicyLoaderTest, ErrorsNameLineAndField) {
             "templates, preemption, colocation, backfill)");
   EXPECT_EQ(ErrorOf(kPolicy, "min_runtime_s: 0", "min_runtime_s: -1"),
             "policy.yaml:9: preemption.min_runtime_s: expected a number from 0 to 1000000000, got -1");
+  EXPECT_EQ(ErrorOf(kPolicy, "max_checkpoint_wait_s: 120", "max_checkpoint_wait_s: 86401"),
+            "policy.yaml:9: preemption.max_checkpoint_wait_s: expected a number from 0 to 86400, got 86401");
 }
 
 TEST(PolicyLoaderTest, TheRequeuedBonusIsAPreferenceBelowThePreemptionGap) {

@@ -102,6 +102,54 @@ TEST(QuotaScenarioTest, AReclaimersFreeGpusAreNotLentWhileItsVictimsLeave) {
   EXPECT_EQ(driver.QueueGpus(other), 0);
 }
 
+// A training reclaimer whose victim checkpoints in 5 minutes waits for it
+// (preemption.max_checkpoint_wait, 10 min by default) rather than throw
+// away 25 minutes of the victim's work.
+TEST(QuotaScenarioTest, AReclaimWaitsForTheVictimsNextCheckpoint) {
+  ClusterBuilder b;
+  b.AddNodes(1, b.AddPool("training", PoolKind::kTraining), b.AddRack("r0"));
+  const QueueId owner = b.AddQueue("owner", 8);
+  const QueueId other = b.AddQueue("other", 0);
+  PolicyConfig policy;
+  policy.preemption.default_grace = seconds(30);
+  EngineDriver driver(b.Build(), policy);
+  Workload borrower = Job(1, other, 1, 8, hours(100), 0, TimeFromMillis(0));
+  borrower.training.checkpoint_interval = minutes(30);
+  driver.Submit(borrower);
+  driver.Step();
+  const Time started = driver.now();
+
+  // 25 min in, owner wants its 8 GPUs. Stopping job 1 now loses
+  // 8 x 1500 s = 12,000 GPU-s; after its checkpoint at 30 min, nothing.
+  driver.AdvanceTo(started + minutes(25));
+  driver.Submit(Job(2, owner, 1, 8, hours(100), 0, driver.now()));
+  const Decisions& d = driver.Step();
+  EXPECT_TRUE(d.preempts.empty());
+  const WaitDecision* waiting = FindWait(d, WorkloadId(2));
+  ASSERT_NE(waiting, nullptr);
+  EXPECT_EQ(waiting->reason, ReasonCode::kAwaitingVictims);
+  EXPECT_EQ(waiting->estimated_start, started + minutes(30) + seconds(30));
+
+  // The checkpoint lands at 30 min; the pass then stops job 1, which
+  // loses nothing, and job 2 starts when it has gone.
+  driver.RunUntil(started + hours(1), minutes(1));
+  ASSERT_EQ(driver.preempts().size(), 1u);
+  EXPECT_EQ(driver.preempts()[0].notice_time, started + minutes(30));
+  EXPECT_DOUBLE_EQ(driver.preempts()[0].lost_gpu_seconds, 0.0);
+  EXPECT_TRUE(driver.running(WorkloadId(2)));
+  EXPECT_EQ(driver.QueueGpus(owner), 8);
+
+  // With the wait turned off, the same reclaim stops job 1 at once.
+  policy.preemption.max_checkpoint_wait = Duration::zero();
+  EngineDriver eager(b.Build(), policy);
+  eager.Submit(borrower);
+  eager.Step();
+  eager.AdvanceTo(eager.now() + minutes(25));
+  eager.Submit(Job(2, owner, 1, 8, hours(100), 0, eager.now()));
+  ASSERT_EQ(eager.Step().preempts.size(), 1u);
+  EXPECT_DOUBLE_EQ(eager.preempts()[0].lost_gpu_seconds, 8 * 1500.0);
+}
+
 TEST(QuotaScenarioTest, TwoBorrowingQueuesDoNotPingPong) {
   ClusterBuilder b = Cluster64();
   const QueueId qa = b.AddQueue("a", 16);

@@ -1,0 +1,57 @@
+#include "core/preemption/checkpoint_wait.h"
+
+#include <vector>
+
+#include "core/model/lost_work.h"
+
+namespace tidal::preemption {
+namespace {
+
+Duration IntervalOf(const UnsavedWork& v) {
+  if (v.workload == nullptr || v.workload->kind != WorkloadKind::kTraining) return Duration::zero();
+  return v.workload->training.checkpoint_interval;
+}
+
+// The victim's latest expected checkpoint at or before `at` (>= now).
+Time LastCheckpointAt(const UnsavedWork& v, Time at) {
+  const Duration interval = IntervalOf(v);
+  if (interval <= Duration::zero() || at <= v.last_checkpoint) return v.last_checkpoint;
+  return v.last_checkpoint + ((at - v.last_checkpoint) / interval) * interval;
+}
+
+double LostAt(std::span<const UnsavedWork> victims, Time at, Duration grace) {
+  double lost = 0;
+  for (const UnsavedWork& v : victims) lost += LostGpuSeconds(v.workload, v.gpus, LastCheckpointAt(v, at), at, grace);
+  return lost;
+}
+
+}  // namespace
+
+StopTime CheapestStopTime(std::span<const UnsavedWork> victims, int idle_gpus, Time now, Duration max_wait,
+                          Duration grace) {
+  StopTime best;
+  best.at = now;
+  best.lost_now_gpu_seconds = LostAt(victims, now, grace);
+  best.lost_gpu_seconds = best.lost_now_gpu_seconds;
+  double best_cost = best.lost_gpu_seconds;
+  if (max_wait <= Duration::zero()) return best;
+  std::vector<Time> times;
+  for (const UnsavedWork& v : victims) {
+    const Duration interval = IntervalOf(v);
+    if (interval <= Duration::zero() || SavesOnRequest(v.workload, grace)) continue;
+    const Time next = v.last_checkpoint + ((now - v.last_checkpoint) / interval + 1) * interval;
+    if (next > now && next - now <= max_wait) times.push_back(next);
+  }
+  for (Time at : times) {
+    const double lost = LostAt(victims, at, grace);
+    const double cost = lost + idle_gpus * ToSeconds(at - now);
+    if (cost < best_cost || (cost == best_cost && at < best.at)) {
+      best_cost = cost;
+      best.at = at;
+      best.lost_gpu_seconds = lost;
+    }
+  }
+  return best;
+}
+
+}  // namespace tidal::preemption
