@@ -507,7 +507,7 @@ std::string ControlPlane::MetricsText(int http_connections) const {
       spare.emplace_back("state", "spare");
       run.emplace_back("state", "running");
       ready.emplace_back("state", "ready");
-      g.Sample("tidal_inference_replicas", d, r.w.pods - r.w.spare_pods);
+      g.Sample("tidal_inference_replicas", d, r.w.demand_pods());
       g.Sample("tidal_inference_replicas", spare, r.w.spare_pods);
       g.Sample("tidal_inference_replicas", run, r.allocation ? r.allocation->pods.size() : 0);
       g.Sample("tidal_inference_replicas", ready, r.ready_ranks.size());

@@ -967,7 +967,7 @@ void Run::AfterPrepare() {
     const Workload* w = LiveWorkload(j);
     if (w == nullptr) continue;
     // What the service asks for: its spares (predictive) are not demand.
-    const int desired = w->pods - w->spare_pods;
+    const int desired = w->demand_pods();
     if (desired > s.desired && s.desired == 0) {
       // The first target is the deployment, not a scale-up.
       LogEvent(fmt::format("\"event\":\"deploy\",\"workload\":{},\"replicas\":{}", j.name_json,

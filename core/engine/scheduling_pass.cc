@@ -1212,7 +1212,7 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
   std::vector<preemption::Candidate> candidates;
   for (uint32_t i = 0; i < snapshot_.allocations.size(); ++i) {
     const AllocState st = alloc_state_[i];
-    if (st == AllocState::kClaimed || st == AllocState::kVictim) continue;
+    if (st == AllocState::kClaimed || st == AllocState::kVictim || st == AllocState::kWaitedFor) continue;
     const Allocation& a = snapshot_.allocations[i];
     // Pods leaving since an earlier pass: their GPUs are coming back.
     if (!a.leaving.empty() && !leaving_claimed_[i] && st == AllocState::kLive) {
@@ -1364,18 +1364,18 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
   // victims that leave at different times each see their GPUs refilled, the
   // preemptor never finds its whole room free, and it preempts again every
   // pass (lower-priority borrowers placed and reclaimed in a loop).
-  int held_gpus = 0;
   for (const PodPlacement& p : selection->plan) {
     const GpuMask idle = p.gpus & state_.free_mask(p.node);
     if (idle != 0) state_.Take(p.node, idle);
-    held_gpus += std::popcount(idle);
   }
   // The preemptor's GPUs are spoken for: later work of its queue in this
   // pass must not reclaim again for the same guarantee.
   quota_.Add(w.queue, r.total_gpus());
 
   // A training preemptor stops its new victims just after their next
-  // checkpoints when that loses less (core/preemption/checkpoint_wait.h).
+  // checkpoints when they would lose more GPU-time now than it waits
+  // (core/preemption/checkpoint_wait.h). The clock was noted with the
+  // candidates, so the next pass asks again.
   if (w.kind == WorkloadKind::kTraining && cfg.max_checkpoint_wait > Duration::zero()) {
     std::vector<preemption::UnsavedWork> victims;
     for (int idx : selection->chosen) {
@@ -1386,9 +1386,19 @@ bool SchedulingPass::TryPreempt(uint32_t wi, const Eligibility& e, const Placeme
                          std::max(a.last_checkpoint, a.start_time)});
     }
     const preemption::StopTime stop =
-        preemption::CheapestStopTime(victims, held_gpus, now_, cfg.max_checkpoint_wait, cfg.default_grace);
+        preemption::CheapestStopTime(victims, r.total_gpus(), now_, cfg.max_checkpoint_wait, cfg.default_grace);
     if (stop.at > now_) {
-      NoteTimeBound(stop.at);
+      // Its room is spoken for meanwhile: what is leaving already and the
+      // victims it will stop are no one else's in this pass.
+      for (int idx : selection->chosen) {
+        const preemption::Candidate& c = candidates[idx];
+        if (c.kind == preemption::CandidateKind::kLeaving) {
+          leaving_claimed_[c.allocation] = 1;
+        } else {
+          alloc_state_[c.allocation] =
+              c.kind == preemption::CandidateKind::kTerminating ? AllocState::kClaimed : AllocState::kWaitedFor;
+        }
+      }
       Wait(wi, ReasonCode::kAwaitingVictims,
            [&] {
              return Str("awaiting victims' checkpoints: stopping ", victims.size(), " victims at ",

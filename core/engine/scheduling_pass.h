@@ -116,7 +116,9 @@ class SchedulingPass {
   Time quiet_until() const { return quiet_until_; }
 
  private:
-  enum class AllocState : uint8_t { kLive, kTerminating, kClaimed, kVictim };
+  // kWaitedFor: running, but a preemptor waits for its checkpoint to stop
+  // it (TryPreempt), so no one else may take it in this pass.
+  enum class AllocState : uint8_t { kLive, kTerminating, kClaimed, kVictim, kWaitedFor };
 
   // The constructors' shared part, once state_ is made.
   void Init();

@@ -69,7 +69,7 @@ struct PreemptionConfig {
   // A training preemptor may wait this long for its victims' next periodic
   // checkpoints when stopping them then loses less
   // (core/preemption/checkpoint_wait.h); 0 stops them at once.
-  Duration max_checkpoint_wait = minutes(10);
+  Duration max_checkpoint_wait = minutes(15);
 };
 
 enum class ColocationMode { kStatic, kReactive, kPredictive };

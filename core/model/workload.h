@@ -150,6 +150,9 @@ struct Workload {
     return kind != WorkloadKind::kInference && priority.preemptibility != PreemptibilityClass::kNever &&
            (priority.preemptibility != PreemptibilityClass::kPreemptible || preemptible);
   }
+  // The pods the service's load asks for: `pods` less the spares. A
+  // scale-up is opened and judged on it, and the metrics report it.
+  int demand_pods() const { return pods - spare_pods; }
   // Preemptible training that never checkpoints: a template may keep it off
   // the shared pool, since a return there loses all its work.
   bool preemptible_without_checkpoint() const {

@@ -7,44 +7,50 @@
 namespace tidal::preemption {
 namespace {
 
-Duration IntervalOf(const UnsavedWork& v) {
+// The victim's checkpoint interval while it keeps it (its last checkpoint
+// less than one interval ago), else 0: a job late for its checkpoint is
+// not expected to make the next one either.
+Duration KeptInterval(const UnsavedWork& v, Time now) {
   if (v.workload == nullptr || v.workload->kind != WorkloadKind::kTraining) return Duration::zero();
-  return v.workload->training.checkpoint_interval;
+  const Duration interval = v.workload->training.checkpoint_interval;
+  return interval > Duration::zero() && now - v.last_checkpoint < interval ? interval : Duration::zero();
 }
 
 // The victim's latest expected checkpoint at or before `at` (>= now).
-Time LastCheckpointAt(const UnsavedWork& v, Time at) {
-  const Duration interval = IntervalOf(v);
+Time LastCheckpointAt(const UnsavedWork& v, Time now, Time at) {
+  const Duration interval = KeptInterval(v, now);
   if (interval <= Duration::zero() || at <= v.last_checkpoint) return v.last_checkpoint;
   return v.last_checkpoint + ((at - v.last_checkpoint) / interval) * interval;
 }
 
-double LostAt(std::span<const UnsavedWork> victims, Time at, Duration grace) {
+double LostAt(std::span<const UnsavedWork> victims, Time now, Time at, Duration grace) {
   double lost = 0;
-  for (const UnsavedWork& v : victims) lost += LostGpuSeconds(v.workload, v.gpus, LastCheckpointAt(v, at), at, grace);
+  for (const UnsavedWork& v : victims) {
+    lost += LostGpuSeconds(v.workload, v.gpus, LastCheckpointAt(v, now, at), at, grace);
+  }
   return lost;
 }
 
 }  // namespace
 
-StopTime CheapestStopTime(std::span<const UnsavedWork> victims, int idle_gpus, Time now, Duration max_wait,
+StopTime CheapestStopTime(std::span<const UnsavedWork> victims, int preemptor_gpus, Time now, Duration max_wait,
                           Duration grace) {
   StopTime best;
   best.at = now;
-  best.lost_now_gpu_seconds = LostAt(victims, now, grace);
+  best.lost_now_gpu_seconds = LostAt(victims, now, now, grace);
   best.lost_gpu_seconds = best.lost_now_gpu_seconds;
   double best_cost = best.lost_gpu_seconds;
   if (max_wait <= Duration::zero()) return best;
   std::vector<Time> times;
   for (const UnsavedWork& v : victims) {
-    const Duration interval = IntervalOf(v);
+    const Duration interval = KeptInterval(v, now);
     if (interval <= Duration::zero() || SavesOnRequest(v.workload, grace)) continue;
-    const Time next = v.last_checkpoint + ((now - v.last_checkpoint) / interval + 1) * interval;
+    const Time next = v.last_checkpoint + interval;
     if (next > now && next - now <= max_wait) times.push_back(next);
   }
   for (Time at : times) {
-    const double lost = LostAt(victims, at, grace);
-    const double cost = lost + idle_gpus * ToSeconds(at - now);
+    const double lost = LostAt(victims, now, at, grace);
+    const double cost = lost + preemptor_gpus * ToSeconds(at - now);
     if (cost < best_cost || (cost == best_cost && at < best.at)) {
       best_cost = cost;
       best.at = at;

@@ -3,19 +3,25 @@
 //
 // A victim that checkpoints every `interval` loses, when stopped at time T,
 // what it did since its last checkpoint before T (core/model/lost_work.h);
-// periodic checkpoints are expected at last + k x interval. So the price of
-// stopping all victims at T is
+// periodic checkpoints are expected at last + k x interval, but only from a
+// victim that keeps its interval (its last checkpoint less than one
+// interval ago): one late for a checkpoint is priced as if it made no more,
+// so a job that declares an interval and never checkpoints delays its
+// preemptor at most once, until the checkpoint it missed. Waiting is not
+// free either: the preemptor is owed its GPUs now (by priority or by its
+// guarantee), and each second it waits costs it its GPUs' worth. So the
+// price of stopping all victims at T is
 //     cost(T) = sum over victims of LostGpuSeconds(v, gpus, last_v(T), T)
-//             + idle_gpus x (T - now),
+//             + preemptor_gpus x (T - now),
 // where last_v(T) is the victim's latest expected checkpoint at or before T
-// (its recorded one when T is now) and idle_gpus are the GPUs of the
-// preemptor's plan that are free now and stay held, unused, while it waits.
-// The candidate times are now and each victim's next expected checkpoint
-// within `max_wait`; the cheapest wins, the earliest on a tie. A victim that
-// saves on request (within the grace) costs the same at every time, and one
-// that never checkpoints only grows dearer, so neither makes waiting pay.
-// The preemptor's own delay is not a cost here: the victims keep doing
-// work they will keep, and it is bounded by `max_wait`.
+// (its recorded one when T is now). The candidate times are now and each
+// victim's next expected checkpoint within `max_wait`; the cheapest wins,
+// the earliest on a tie. Waiting therefore pays only when the victims would
+// lose more GPU-time than the preemptor waits: a gang 25 minutes past its
+// checkpoint is worth 5 minutes of the same GPUs, one that started a
+// minute ago is not. A victim that saves on request (within the grace)
+// costs the same at every time, and one that never checkpoints only grows
+// dearer, so neither makes waiting pay.
 #ifndef TIDAL_CORE_PREEMPTION_CHECKPOINT_WAIT_H_
 #define TIDAL_CORE_PREEMPTION_CHECKPOINT_WAIT_H_
 
@@ -34,12 +40,12 @@ struct UnsavedWork {
 };
 
 struct StopTime {
-  Time at;                       // now, or a victim's next checkpoint
-  double lost_gpu_seconds = 0;   // the victims' lost work if stopped at `at`
+  Time at;                          // now, or a victim's next checkpoint
+  double lost_gpu_seconds = 0;      // the victims' lost work if stopped at `at`
   double lost_now_gpu_seconds = 0;  // the same if stopped now
 };
 
-StopTime CheapestStopTime(std::span<const UnsavedWork> victims, int idle_gpus, Time now, Duration max_wait,
+StopTime CheapestStopTime(std::span<const UnsavedWork> victims, int preemptor_gpus, Time now, Duration max_wait,
                           Duration grace);
 
 }  // namespace tidal::preemption

@@ -477,7 +477,7 @@ Status State::ApplyEdit(const SetTargetEdit& e) {
   const int min_pods = e.min_pods > 0 ? e.min_pods : w.min_pods;
   const int max_pods = e.max_pods > 0 ? e.max_pods : w.max_pods;
   if (min_pods > max_pods) return InvalidArgument("set_target: min_pods above max_pods");
-  const int demand_before = w.pods - w.spare_pods;
+  const int demand_before = w.demand_pods();
   const int demand = e.pods - e.spare_pods;
   w.pods = e.pods;
   w.min_pods = min_pods;
@@ -510,7 +510,7 @@ void State::CheckScaleUpReady(WorkloadId id) {
   for (auto it = ScaleUpsBegin(id); it != scale_ups_.end() && it->first.first == id.value(); ++it) {
     PendingScaleUp& su = it->second;
     // A target lowered meanwhile lowers what counts as capacity.
-    if (su.ready_at == kInfiniteFuture && ready >= std::min(su.to, w->pods - w->spare_pods)) su.ready_at = snap_.now;
+    if (su.ready_at == kInfiniteFuture && ready >= std::min(su.to, w->demand_pods())) su.ready_at = snap_.now;
   }
 }
 

@@ -52,6 +52,35 @@ TEST(PreemptionScenarioTest, PicksTheMostRecentlyCheckpointedVictim) {
   EXPECT_EQ(d.waits[0].estimated_start, s.now + seconds(60));
 }
 
+// Job 9 (priority 100) waits 5 min for job 1's checkpoint instead of
+// throwing away 25 min of it; job 10 (priority 50), asked after it in the
+// same pass, must not stop job 1 at once in the meantime.
+TEST(PreemptionScenarioTest, AVictimWaitedForIsNoOneElsesMeanwhile) {
+  Snapshot s = testing::SimpleCluster(1, 1);
+  s.now = kT0 + minutes(25);
+  Workload victim = Job(1, QueueId(0), 1, 8, hours(10), 0);
+  victim.training.checkpoint_interval = minutes(30);
+  testing::AddRunning(s, victim, {{NodeId(0), GpuRange(0, 8)}}, kT0, kT0);
+  s.workloads.push_back(Job(9, QueueId(0), 1, 8, hours(1), 100, s.now));
+  s.workloads.push_back(Job(10, QueueId(0), 1, 8, hours(1), 50, s.now));
+  Decisions d = Scheduler(Policy()).Schedule(s);
+  // Now: 8 x 1500 s = 12,000 GPU-s; at kT0 + 30 min: 0, plus job 9's
+  // 8 GPUs x 300 s = 2,400 of waiting.
+  EXPECT_TRUE(d.preempts.empty());
+  ASSERT_EQ(d.waits.size(), 2u);
+  const WaitDecision& first = d.waits[0].workload == WorkloadId(9) ? d.waits[0] : d.waits[1];
+  EXPECT_EQ(first.reason, ReasonCode::kAwaitingVictims);
+  EXPECT_EQ(first.estimated_start, kT0 + minutes(30) + seconds(60));
+
+  // At kT0 + 30 min job 1 has checkpointed: job 9 stops it, losing nothing.
+  s.now = kT0 + minutes(30);
+  s.allocations[0].last_checkpoint = s.now;
+  d = Scheduler(Policy()).Schedule(s);
+  ASSERT_EQ(d.preempts.size(), 1u);
+  EXPECT_EQ(d.preempts[0].preemptor, WorkloadId(9));
+  EXPECT_DOUBLE_EQ(d.preempts[0].lost_gpu_seconds, 0.0);
+}
+
 TEST(PreemptionScenarioTest, TheRequeuedBonusOrdersWorkButNeverPreempts) {
   // Both nodes run a priority-0 job. Job 9 waits with priority 15, of which
   // 10 is its requeued bonus: it preempts as 15 - 10 = 5 < 0 + 10 (the

@@ -103,7 +103,7 @@ TEST(QuotaScenarioTest, AReclaimersFreeGpusAreNotLentWhileItsVictimsLeave) {
 }
 
 // A training reclaimer whose victim checkpoints in 5 minutes waits for it
-// (preemption.max_checkpoint_wait, 10 min by default) rather than throw
+// (preemption.max_checkpoint_wait, 15 min by default) rather than throw
 // away 25 minutes of the victim's work.
 TEST(QuotaScenarioTest, AReclaimWaitsForTheVictimsNextCheckpoint) {
   ClusterBuilder b;
@@ -120,7 +120,8 @@ TEST(QuotaScenarioTest, AReclaimWaitsForTheVictimsNextCheckpoint) {
   const Time started = driver.now();
 
   // 25 min in, owner wants its 8 GPUs. Stopping job 1 now loses
-  // 8 x 1500 s = 12,000 GPU-s; after its checkpoint at 30 min, nothing.
+  // 8 x 1500 s = 12,000 GPU-s; after its checkpoint at 30 min, nothing,
+  // for owner's 8 GPUs x 300 s = 2,400 of waiting.
   driver.AdvanceTo(started + minutes(25));
   driver.Submit(Job(2, owner, 1, 8, hours(100), 0, driver.now()));
   const Decisions& d = driver.Step();
