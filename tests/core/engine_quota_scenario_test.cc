@@ -62,18 +62,30 @@ TEST(QuotaScenarioTest, BorrowedCapacityIsReclaimedWithoutPingPong) {
   EXPECT_EQ(victim_waits->reason, ReasonCode::kCapacity);
 }
 
+// One 8-GPU node: queue "owner" guarantees all 8, "other" none (it borrows);
+// victims get 30 s of grace.
+struct OneNode {
+  ClusterBuilder builder;
+  QueueId owner;
+  QueueId other;
+  PolicyConfig policy;
+  OneNode() {
+    builder.AddNodes(1, builder.AddPool("training", PoolKind::kTraining), builder.AddRack("r0"));
+    owner = builder.AddQueue("owner", 8);
+    other = builder.AddQueue("other", 0);
+    policy.preemption.default_grace = seconds(30);
+  }
+};
+
 // A reclaimer's room is its victims' GPUs plus GPUs that are free now. The
 // free ones must stay empty while the victims leave: were they lent again,
 // the reclaimer would find its room refilled when the victims are gone, and
 // take it back again, pass after pass.
 TEST(QuotaScenarioTest, AReclaimersFreeGpusAreNotLentWhileItsVictimsLeave) {
-  ClusterBuilder b;
-  b.AddNodes(1, b.AddPool("training", PoolKind::kTraining), b.AddRack("r0"));
-  const QueueId owner = b.AddQueue("owner", 8);
-  const QueueId other = b.AddQueue("other", 0);
-  PolicyConfig policy;
-  policy.preemption.default_grace = seconds(30);
-  EngineDriver driver(b.Build(), policy);
+  const OneNode c;
+  const QueueId owner = c.owner;
+  const QueueId other = c.other;
+  EngineDriver driver(c.builder.Build(), c.policy);
   // other borrows 4 of the node's 8 GPUs.
   driver.Submit(Job(1, other, 1, 4, hours(100), 0, TimeFromMillis(0)));
   driver.Step();
@@ -106,13 +118,10 @@ TEST(QuotaScenarioTest, AReclaimersFreeGpusAreNotLentWhileItsVictimsLeave) {
 // (preemption.max_checkpoint_wait, 15 min by default) rather than throw
 // away 25 minutes of the victim's work.
 TEST(QuotaScenarioTest, AReclaimWaitsForTheVictimsNextCheckpoint) {
-  ClusterBuilder b;
-  b.AddNodes(1, b.AddPool("training", PoolKind::kTraining), b.AddRack("r0"));
-  const QueueId owner = b.AddQueue("owner", 8);
-  const QueueId other = b.AddQueue("other", 0);
-  PolicyConfig policy;
-  policy.preemption.default_grace = seconds(30);
-  EngineDriver driver(b.Build(), policy);
+  const OneNode c;
+  const QueueId owner = c.owner;
+  const QueueId other = c.other;
+  EngineDriver driver(c.builder.Build(), c.policy);
   Workload borrower = Job(1, other, 1, 8, hours(100), 0, TimeFromMillis(0));
   borrower.training.checkpoint_interval = minutes(30);
   driver.Submit(borrower);
@@ -141,8 +150,9 @@ TEST(QuotaScenarioTest, AReclaimWaitsForTheVictimsNextCheckpoint) {
   EXPECT_EQ(driver.QueueGpus(owner), 8);
 
   // With the wait turned off, the same reclaim stops job 1 at once.
-  policy.preemption.max_checkpoint_wait = Duration::zero();
-  EngineDriver eager(b.Build(), policy);
+  PolicyConfig eager_policy = c.policy;
+  eager_policy.preemption.max_checkpoint_wait = Duration::zero();
+  EngineDriver eager(c.builder.Build(), eager_policy);
   eager.Submit(borrower);
   eager.Step();
   eager.AdvanceTo(eager.now() + minutes(25));
