@@ -1,7 +1,5 @@
 #include "core/preemption/checkpoint_wait.h"
 
-#include <vector>
-
 #include "core/model/lost_work.h"
 
 namespace tidal::preemption {
@@ -40,15 +38,11 @@ StopTime CheapestStopTime(std::span<const UnsavedWork> victims, int preemptor_gp
   best.lost_now_gpu_seconds = LostAt(victims, now, now, grace);
   best.lost_gpu_seconds = best.lost_now_gpu_seconds;
   double best_cost = best.lost_gpu_seconds;
-  if (max_wait <= Duration::zero()) return best;
-  std::vector<Time> times;
   for (const UnsavedWork& v : victims) {
     const Duration interval = KeptInterval(v, now);
     if (interval <= Duration::zero() || SavesOnRequest(v.workload, grace)) continue;
-    const Time next = v.last_checkpoint + interval;
-    if (next > now && next - now <= max_wait) times.push_back(next);
-  }
-  for (Time at : times) {
+    const Time at = v.last_checkpoint + interval;  // its next checkpoint
+    if (at <= now || at - now > max_wait) continue;
     const double lost = LostAt(victims, now, at, grace);
     const double cost = lost + preemptor_gpus * ToSeconds(at - now);
     if (cost < best_cost || (cost == best_cost && at < best.at)) {
