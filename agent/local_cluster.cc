@@ -288,7 +288,7 @@ Status LocalCluster::StartServer() {
 }
 
 std::string LocalCluster::node_dir(size_t i) const {
-  return options_.work_dir + "/" + options_.nodes[i].name;
+  return (options_.nodes_dir.empty() ? options_.work_dir : options_.nodes_dir) + "/" + options_.nodes[i].name;
 }
 
 Status LocalCluster::StartAgent(size_t i) {
@@ -317,6 +317,9 @@ Status LocalCluster::StartAgent(size_t i) {
   }
   // A local cluster run as root is a developer's: its pods run as root too.
   if (geteuid() == 0) spec.argv.push_back("--allow-root-pods");
+  if (options_.agent_nice != 0) {
+    spec.argv.insert(spec.argv.begin(), {"nice", "-n", std::to_string(options_.agent_nice)});
+  }
   spec.env = ParentEnv();
   spec.work_dir = dir;
   spec.stdout_path = spec.stderr_path = dir + "/agent.log";

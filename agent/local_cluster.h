@@ -5,7 +5,8 @@
 //
 // Layout under work_dir: server.yaml, cluster.yaml, policy.yaml, tidal.db,
 // server.log, checkpoints/ (shared by all nodes, as shared storage would be),
-// and per node NAME/ (agent.log, pods.json, gpu-faults, pods/...).
+// and per node NAME/ (agent.log, pods.json, gpu-faults, pods/...; under
+// nodes_dir instead when that is set).
 // Children are SIGKILLed if the process that started them dies, so an
 // aborted test or a killed `tidal up` leaves nothing behind.
 #ifndef TIDAL_AGENT_LOCAL_CLUSTER_H_
@@ -58,6 +59,12 @@ struct LocalClusterOptions {
   // Get/Post follow the leader. 0 = one server on SQLite.
   int ha_replicas = 0;
   std::string etcd_binary = "/usr/bin/etcd";
+  // Where the nodes' directories go ("" = work_dir), and the agents'
+  // niceness, which their pods inherit. A benchmark that runs hundreds of
+  // nodes beside the server on one small machine can so give them a disk and
+  // a CPU share of their own, as nodes on their own machines would have.
+  std::string nodes_dir;
+  int agent_nice = 0;
 };
 
 // `count` nodes named node-1.. with `gpus` each; node-1 is inference-reserved

@@ -15,6 +15,13 @@
 //
 //   build/bench/agent_burst_benchmark [--tidal build/tidal] [--agents 256] [--gpus 8]
 //       [--jobs 400] [--churn-jobs 1000] [--churn-s 8] [--seed 1] [--work-dir DIR]
+//       [--nodes-dir DIR] [--nodes-nice N]
+//
+// --nodes-dir and --nodes-nice give the simulated nodes what separate
+// machines would have: their agents' directories on another filesystem (a
+// tmpfs such as /dev/shm: the pods' files then share no ext4 journal with
+// the server's fdatasync), and agents and pods at a lower CPU priority than
+// the server and the clients. Without them all run as equals on one machine.
 //
 // (Not a Google Benchmark: the thing measured is other processes.)
 #include <algorithm>
@@ -65,9 +72,12 @@ json Body(const std::string& name, const Job& j, const std::string& seconds) {
 }
 
 // Submits every body from 16 threads, each on one keep-alive connection
-// (as a submitting service would); ids in body order (0 = refused).
-std::vector<uint64_t> SubmitAll(const tidal::agent::LocalCluster& c, const std::vector<json>& bodies) {
+// (as a submitting service would); ids in body order (0 = refused). Each
+// accepted submit's latency goes to `latency_ms` (unsorted).
+std::vector<uint64_t> SubmitAll(const tidal::agent::LocalCluster& c, const std::vector<json>& bodies,
+                                std::vector<double>* latency_ms = nullptr) {
   std::vector<uint64_t> ids(bodies.size(), 0);
+  std::vector<double> latencies(bodies.size(), -1);
   std::atomic<size_t> next{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 16; ++t) {
@@ -77,8 +87,10 @@ std::vector<uint64_t> SubmitAll(const tidal::agent::LocalCluster& c, const std::
       client.set_tcp_nodelay(true);
       const httplib::Headers auth = {{"Authorization", "Bearer " + c.admin_token()}};
       for (size_t i = next++; i < bodies.size(); i = next++) {
+        const auto sent = Clock::now();
         auto r = client.Post("/v1/workloads", auth, bodies[i].dump(), "application/json");
         if (r && r->status == 201) {
+          latencies[i] = Since(sent) * 1000;
           ids[i] = json::parse(r->body)["id"].get<uint64_t>();
         } else {
           std::fprintf(stderr, "submit %zu: %s\n", i, r ? r->body.c_str() : "no reply");
@@ -87,7 +99,20 @@ std::vector<uint64_t> SubmitAll(const tidal::agent::LocalCluster& c, const std::
     });
   }
   for (auto& t : threads) t.join();
+  if (latency_ms != nullptr) {
+    latency_ms->clear();
+    for (double l : latencies) {
+      if (l >= 0) latency_ms->push_back(l);
+    }
+  }
   return ids;
+}
+
+// The q-quantile (0..1) of `values` (sorted here); 0 if empty.
+double Quantile(std::vector<double> values, double q) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  return values[std::min(values.size() - 1, static_cast<size_t>(q * static_cast<double>(values.size())))];
 }
 
 // Submits every body in one POST /v1/workloads:batch; ids in body order
@@ -146,7 +171,8 @@ int main(int argc, char** argv) {
   int agents = 256, gpus = 8, jobs = 400, churn_jobs = 1000;
   std::string churn_s = "8";
   uint64_t seed = 1;
-  std::string work_dir;
+  std::string work_dir, nodes_dir;
+  int nodes_nice = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--tidal") tidal = argv[i + 1];
@@ -157,6 +183,8 @@ int main(int argc, char** argv) {
     if (a == "--churn-s") churn_s = argv[i + 1];
     if (a == "--seed") seed = std::strtoull(argv[i + 1], nullptr, 10);
     if (a == "--work-dir") work_dir = argv[i + 1];
+    if (a == "--nodes-dir") nodes_dir = argv[i + 1];
+    if (a == "--nodes-nice") nodes_nice = std::atoi(argv[i + 1]);
   }
   if (work_dir.empty()) {
     char tmpl[] = "/tmp/tidal-burst-bench-XXXXXX";
@@ -165,6 +193,15 @@ int main(int argc, char** argv) {
   tidal::agent::LocalClusterOptions o;
   o.tidal_binary = tidal;
   o.work_dir = work_dir;
+  if (!nodes_dir.empty()) {
+    char tmpl[] = "tidal-burst-nodes-XXXXXX";
+    o.nodes_dir = nodes_dir + "/" + tmpl;
+    if (mkdtemp(o.nodes_dir.data()) == nullptr) {
+      std::fprintf(stderr, "--nodes-dir %s: cannot make a directory there\n", nodes_dir.c_str());
+      return 1;
+    }
+  }
+  o.agent_nice = nodes_nice;
   // The defaults a deployment starts with, not LocalCluster's test timings.
   o.node_lease_s = 30;
   o.heartbeat_interval_s = 5;
@@ -189,6 +226,10 @@ int main(int argc, char** argv) {
   auto& cluster = **cluster_or;
   std::printf("%d agents x %d fake GPUs: server up and every agent registered in %.2f s\n", agents, gpus,
               Since(start));
+  if (!o.nodes_dir.empty() || nodes_nice != 0) {
+    std::printf("nodes: agents and pods at nice %d, their directories under %s\n", nodes_nice,
+                o.nodes_dir.empty() ? work_dir.c_str() : o.nodes_dir.c_str());
+  }
 
   // 2. The burst, twice: from 16 clients, then as one batch (as `tidal
   // submit -f` sends a list). Each is cancelled and drained before the next.
@@ -203,7 +244,8 @@ int main(int argc, char** argv) {
     for (int i = 0; i < jobs; ++i) bodies.push_back(Body(fmt::format("burst-{}", i), mix[i], "3600"));
     const auto burst = Clock::now();
     const int64_t burst_ms = WallMs();
-    std::vector<uint64_t> ids = as_batch ? SubmitBatch(cluster, bodies) : SubmitAll(cluster, bodies);
+    std::vector<double> latency_ms;
+    std::vector<uint64_t> ids = as_batch ? SubmitBatch(cluster, bodies) : SubmitAll(cluster, bodies, &latency_ms);
     const double submitted_s = Since(burst);
     // Polled until done; the figures come from the timestamps the server
     // (first_start_ms: when the job was bound) and the agents (launch_ms:
@@ -232,6 +274,10 @@ int main(int argc, char** argv) {
     std::printf("burst (%s): %d jobs (%d pods, %d GPUs), submitted in %.3f s; all placed %.3f s, all pods "
                 "running %.3f s after the first submit\n",
                 as_batch ? "one batch" : "16 clients", jobs, pods, demand, submitted_s, placed_s, running_s);
+    if (!latency_ms.empty()) {
+      std::printf("  submit latency: p50 %.1f ms, p99 %.1f ms, max %.1f ms\n", Quantile(latency_ms, 0.5),
+                  Quantile(latency_ms, 0.99), Quantile(latency_ms, 1));
+    }
     std::fflush(stdout);
     for (uint64_t id : ids) {
       if (id) (void)cluster.Post(fmt::format("/v1/workloads/{}/cancel", id), json::object());
@@ -270,5 +316,6 @@ int main(int argc, char** argv) {
   }
   cluster.Stop();
   std::filesystem::remove_all(work_dir);
+  if (!o.nodes_dir.empty()) std::filesystem::remove_all(o.nodes_dir);
   return 0;
 }

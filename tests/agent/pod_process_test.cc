@@ -128,6 +128,21 @@ TEST(PodProcessTest, OwnProcessGroupAndSignalReachesChildren) {
   fs::remove_all(dir);
 }
 
+TEST(PodProcessTest, AGroupOutlivesItsLeaderWhileAMemberRuns) {
+  fs::path dir = TempDir("orphan");
+  // The leader leaves a child behind and exits: the group lives on without
+  // it, so the answer cannot come from the leader's own /proc entry.
+  auto proc = PodProcess::Start(Spec(dir, {"sh", "-c", "sleep 30 & echo started"}));
+  ASSERT_TRUE(proc.ok());
+  const pid_t pgid = (*proc)->pid();
+  EXPECT_EQ((*proc)->Wait().exit_code, 0);
+  ASSERT_TRUE(WaitUntil([&] { return ReadWholeFile(dir / "stdout.log") == "started\n"; }, milliseconds(5000)));
+  EXPECT_TRUE(ProcessGroupAlive(pgid));
+  EXPECT_TRUE((*proc)->SignalGroup(SIGKILL));
+  EXPECT_TRUE(WaitUntil([&] { return !ProcessGroupAlive(pgid); }, milliseconds(5000)));
+  fs::remove_all(dir);
+}
+
 TEST(PodProcessTest, DestructorKillsEverythingInTheGroup) {
   fs::path dir = TempDir("dtor");
   pid_t pgid;
