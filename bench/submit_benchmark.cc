@@ -7,6 +7,7 @@
 //   build/bench/submit_benchmark [--tidal build/tidal] [--clients 64] [--seconds 10]
 //                                [--interval-ms 1000 | --server-defaults 1]
 //                                [--idle N] [--slowloris N] [--store etcd://...] [--batch N]
+//                                [--listers N]
 //
 // --store etcd://H:P,...?prefix=/P runs the server as the one replica on an
 // etcd cluster (a prefix of its own per run: the store must be empty); a
@@ -24,6 +25,10 @@
 // holds N connections that send a request header one byte a second (and
 // reconnect when the server closes them): the submits' latency with them
 // shows whether idle or hostile connections cost the server's clients.
+// --listers N runs N more clients that list the tenant's 10,000 newest
+// workloads (GET /v1/workloads?limit=10000) back to back, as dashboards
+// polling a deep queue would: the submits' latency with them shows what
+// large reads cost writers.
 //
 // (Not a Google Benchmark: the thing measured is another process.)
 #include <arpa/inet.h>
@@ -111,7 +116,7 @@ int main(int argc, char** argv) {
   double seconds = 10;
   int interval_ms = 1000;  // scheduling loop timer (and minimum gap)
   bool server_defaults = false;
-  int idle = 0, slowloris = 0, batch = 1;
+  int idle = 0, slowloris = 0, batch = 1, listers = 0;
   std::string store;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
@@ -124,6 +129,7 @@ int main(int argc, char** argv) {
     if (a == "--slowloris") slowloris = std::atoi(argv[i + 1]);
     if (a == "--store") store = argv[i + 1];
     if (a == "--batch") batch = std::max(1, std::atoi(argv[i + 1]));
+    if (a == "--listers") listers = std::atoi(argv[i + 1]);
   }
   char tmpl[] = "/tmp/tidal-submit-bench-XXXXXX";
   const std::string dir = mkdtemp(tmpl);
@@ -238,11 +244,29 @@ int main(int argc, char** argv) {
   while (ready < clients) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   long slowloris_closed = 0;
   std::thread hostile([&] { slowloris_closed = HoldHostileConnections(port, idle, slowloris, stop); });
+  std::vector<std::vector<double>> list_ms(listers);
+  std::vector<std::thread> lister_threads;
+  for (int l = 0; l < listers; ++l) {
+    lister_threads.emplace_back([&, l] {
+      httplib::Client c("127.0.0.1", port);
+      c.set_keep_alive(true);
+      c.set_tcp_nodelay(true);
+      const httplib::Headers h = {{"Authorization", "Bearer bench-token"}};
+      while (!stop) {
+        const auto s = std::chrono::steady_clock::now();
+        auto r = c.Get("/v1/workloads?limit=10000", h);
+        if (r && r->status == 200) {
+          list_ms[l].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count());
+        }
+      }
+    });
+  }
   const auto measured_from = std::chrono::steady_clock::now();
   go = true;
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   stop = true;
   for (auto& th : threads) th.join();
+  for (auto& th : lister_threads) th.join();
   hostile.join();
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - measured_from).count();
   (void)start;
@@ -267,6 +291,12 @@ int main(int argc, char** argv) {
   std::printf("journal snapshots: %.0f, copy mean %.1f ms (under the state lock), encode mean %.1f ms (off it)\n",
               snapshots, snapshots > 0 ? 1000 * Scrape(port, "tidal_journal_snapshot_copy_seconds_sum") / snapshots : 0,
               snapshots > 0 ? 1000 * Scrape(port, "tidal_journal_snapshot_encode_seconds_sum") / snapshots : 0);
+  if (listers > 0) {
+    std::vector<double> lists;
+    for (auto& v : list_ms) lists.insert(lists.end(), v.begin(), v.end());
+    std::printf("listers %d: %zu lists of up to 10,000 workloads, p50 %.1f ms\n", listers, lists.size(),
+                tidal::Percentile(lists, 0.50));
+  }
   if (idle + slowloris > 0) {
     std::printf("hostile connections: %d idle, %d slowloris (closed by the server %ld times)\n", idle, slowloris,
                 slowloris_closed);

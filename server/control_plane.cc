@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
-#include <set>
 #include <cstdio>
+#include <iterator>
+#include <limits>
+#include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -743,26 +746,44 @@ StatusOr<json> ControlPlane::List(const Principal& who, const ListFilter& f) con
   if (!f.state.empty() && !ParseState(f.state)) {
     return InvalidArgument(fmt::format("state: unknown state \"{}\"", f.state));
   }
-  std::unique_lock lock(mu_);
-  if (!f.queue.empty() && !config_.catalog.FindQueue(f.queue)) {
-    return InvalidArgument(fmt::format("queue: unknown queue \"{}\"", f.queue));
+  {
+    std::lock_guard lock(mu_);
+    if (!f.queue.empty() && !config_.catalog.FindQueue(f.queue)) {
+      return InvalidArgument(fmt::format("queue: unknown queue \"{}\"", f.queue));
+    }
+    if (!f.project.empty() && !config_.catalog.FindProject(f.project)) {
+      return InvalidArgument(fmt::format("project: unknown project \"{}\"", f.project));
+    }
   }
-  if (!f.project.empty() && !config_.catalog.FindProject(f.project)) {
-    return InvalidArgument(fmt::format("project: unknown project \"{}\"", f.project));
-  }
+  // Newest first, in slices of kListSlice records looked at per hold of the
+  // state lock: a list of 10,000 workloads (or a filter that matches few of
+  // 50,000) would otherwise hold every submit, heartbeat and pass for 100 ms
+  // and more. Each record is read whole under the lock; one created after
+  // the list began is not in it, as if the list had come first.
+  constexpr int kListSlice = 256;
   json out = json::array();
-  for (auto it = records_.rbegin(); it != records_.rend(); ++it) {
-    const WorkloadRecord& r = it->second;
-    if (!tenant.empty() && r.w.tenant != tenant) continue;
-    if (!f.project.empty() && config_.catalog.ProjectName(r.w.project) != f.project) continue;
-    if (!f.queue.empty() && config_.catalog.QueueName(r.w.queue) != f.queue) continue;
-    if (!f.kind.empty() && WorkloadKindName(r.w.kind) != f.kind) continue;
-    if (!f.state.empty() && WorkloadStateName(r.w.state) != f.state) continue;
-    out.push_back(RecordJson(r));
-    if (static_cast<int>(out.size()) >= f.limit) break;
+  uint64_t seq = 0;
+  std::optional<uint64_t> next_id = std::numeric_limits<uint64_t>::max();  // the highest id still to look at
+  while (next_id.has_value() && static_cast<int>(out.size()) < f.limit) {
+    std::lock_guard lock(mu_);
+    seq = last_seq_;
+    auto it = std::make_reverse_iterator(records_.upper_bound(*next_id));
+    next_id.reset();
+    for (int looked = 0; it != records_.rend(); ++it) {
+      if (++looked > kListSlice) {
+        next_id = it->first;
+        break;
+      }
+      const WorkloadRecord& r = it->second;
+      if (!tenant.empty() && r.w.tenant != tenant) continue;
+      if (!f.project.empty() && config_.catalog.ProjectName(r.w.project) != f.project) continue;
+      if (!f.queue.empty() && config_.catalog.QueueName(r.w.queue) != f.queue) continue;
+      if (!f.kind.empty() && WorkloadKindName(r.w.kind) != f.kind) continue;
+      if (!f.state.empty() && WorkloadStateName(r.w.state) != f.state) continue;
+      out.push_back(RecordJson(r));
+      if (static_cast<int>(out.size()) >= f.limit) break;
+    }
   }
-  const uint64_t seq = last_seq_;
-  lock.unlock();
   TIDAL_RETURN_IF_ERROR(ReadBarrier(seq));
   return json{{"workloads", out}};
 }

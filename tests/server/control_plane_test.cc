@@ -702,6 +702,38 @@ TEST_F(ControlPlaneTest, AWaitingJobsBorrowingStartIsSettledPerPassNotStored) {
   EXPECT_EQ(AuditOf(waiting, "priority").size(), 1u);
 }
 
+TEST_F(ControlPlaneTest, AListReadInSlicesIsNewestFirstWithoutGapsOrRepeats) {
+  // The list takes the state lock for 256 records at a time. 601 workloads
+  // span three slices: the oldest a debug session, then training jobs of
+  // two projects in turn.
+  Submit({{"name", "oldest"}, {"project", "vision"}, {"kind", "debug"}, {"gpus_per_replica", 1}});
+  std::vector<json> bodies;
+  for (int i = 0; i < 600; ++i) {
+    bodies.push_back({{"name", "t" + std::to_string(i)}, {"project", i % 2 ? "sandbox" : "vision"}, {"gpus_per_replica", 1}});
+  }
+  ASSERT_TRUE(cp_->Submit(kAlice, SubmitRequest{bodies, "", /*batch=*/true}).ok());
+  const auto ids = [&](const ListFilter& f) {
+    auto list = cp_->List(kAdmin, f);
+    EXPECT_TRUE(list.ok()) << list.status().ToString();
+    std::vector<uint64_t> out;
+    for (const json& w : (*list)["workloads"]) out.push_back(w["id"].get<uint64_t>());
+    return out;
+  };
+  const std::vector<uint64_t> all = ids(ListFilter{.limit = 10000});
+  ASSERT_EQ(all.size(), 601u);
+  for (size_t i = 1; i < all.size(); ++i) ASSERT_EQ(all[i], all[i - 1] - 1) << i;  // ids are dense
+  // The default limit (500) stops inside the second slice.
+  const std::vector<uint64_t> first = ids(ListFilter{});
+  ASSERT_EQ(first.size(), 500u);
+  EXPECT_TRUE(std::equal(first.begin(), first.end(), all.begin()));
+  // A filter: the 250 newest of vision's 301, every other id from the top.
+  const std::vector<uint64_t> vision = ids(ListFilter{.project = "vision", .limit = 250});
+  ASSERT_EQ(vision.size(), 250u);
+  for (size_t i = 0; i < vision.size(); ++i) EXPECT_EQ(vision[i], all[1 + 2 * i]) << i;
+  // A match only past two slices of misses is still found.
+  EXPECT_EQ(ids(ListFilter{.kind = "debug"}), std::vector<uint64_t>{all.back()});
+}
+
 TEST_F(ControlPlaneTest, DryRunPreparesLikeARealPass) {
   // An inference service: co-location (autoscaler, loans) prepares the
   // snapshot before the engine places it. The dry run must answer what the
