@@ -108,9 +108,12 @@ Term Lead(const server::ServerConfig& config, std::unique_ptr<server::EtcdStore>
     const auto period = std::chrono::duration_cast<std::chrono::milliseconds>(election.ttl()) / 4;
     while (!stopping) {
       std::this_thread::sleep_for(period);
+      // Counted from when the renewal was sent: etcd restarts the TTL when
+      // it gets the request, not when the reply comes back.
+      const auto sent = std::chrono::steady_clock::now();
       auto ttl = election.Renew();
       if (ttl.ok() && *ttl > 0) {
-        last_renewed = std::chrono::steady_clock::now();
+        last_renewed = sent;
       } else if ((ttl.ok() && *ttl == 0) || std::chrono::steady_clock::now() - last_renewed > election.ttl()) {
         std::fprintf(stderr, "tidal server: lost the leadership (%s); following again\n",
                      ttl.ok() ? "the lease is gone" : ttl.status().message().c_str());

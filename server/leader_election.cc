@@ -9,9 +9,26 @@ LeaderElection::LeaderElection(std::unique_ptr<EtcdClient> client, std::string k
 StatusOr<bool> LeaderElection::TryAcquire() {
   TIDAL_ASSIGN_OR_RETURN(EtcdRange current, client_->Range(key_, ""));
   if (!current.kvs.empty()) {
+    const EtcdKeyValue& held = current.kvs[0];
+    int64_t mine = 0;
+    {
+      std::lock_guard lock(mu_);
+      leader_url_ = held.value;
+      mine = lease_;
+    }
+    if (mine == 0 || held.lease != mine || held.value != my_url_) return false;
+    // The key is still ours: this replica stepped down without knowing
+    // whether its lease lived (etcd was electing a leader of its own, and
+    // renews every lease when it has one). While the lease lives nobody
+    // else can hold the key, so the leadership resumes under the same fence.
+    TIDAL_ASSIGN_OR_RETURN(const int64_t ttl, client_->LeaseKeepAlive(mine));
     std::lock_guard lock(mu_);
-    leader_url_ = current.kvs[0].value;
-    return false;
+    if (ttl <= 0) {
+      lease_ = 0;  // gone: etcd deletes the key with it
+      return false;
+    }
+    fence_revision_ = held.create_revision;
+    return true;
   }
   TIDAL_ASSIGN_OR_RETURN(int64_t lease, client_->LeaseGrant(ttl_));
   TIDAL_ASSIGN_OR_RETURN(EtcdTxnResult r, client_->Txn({{key_, 0}}, {EtcdOp::Put(key_, my_url_, lease)},

@@ -12,6 +12,11 @@
 //   renewing; etcd deletes the key when the lease runs out, and the next
 //   replica to look wins. A leader that cannot renew within `ttl` (cut off
 //   from etcd) must assume it was deposed and stop.
+// - A replica that stopped so but still holds the key on its lease when
+//   etcd answers again leads again at once, under the same fence: etcd
+//   renews every lease when it elects a leader of its own, so losing etcd's
+//   Raft leader (1 to 2 s without one at etcd's defaults, longer than a
+//   2 s lease can always ride out) pauses the leader but does not move it.
 // - A leader that stops cleanly revokes its lease (Resign), so the key goes
 //   at once and failover does not wait for the TTL.
 #ifndef TIDAL_SERVER_LEADER_ELECTION_H_

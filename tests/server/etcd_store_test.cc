@@ -178,6 +178,27 @@ TEST_F(EtcdStoreTest, OnlyOneReplicaWinsAnElection) {
   EXPECT_TRUE(*b_again);
 }
 
+TEST_F(EtcdStoreTest, AReplicaThatStillHoldsTheKeyLeadsAgainUnderTheSameFence) {
+  // A leader that stepped down while etcd had no leader of its own looks
+  // again: its lease lived through, so it leads again at once, same fence,
+  // and the other replica still follows.
+  auto a = Election("http://a");
+  auto b = Election("http://b");
+  ASSERT_TRUE(a->TryAcquire().value());
+  const int64_t fence = a->fence_revision();
+  auto again = a->TryAcquire();
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_TRUE(*again);
+  EXPECT_EQ(a->fence_revision(), fence);
+  EXPECT_FALSE(b->TryAcquire().value());
+  // Once its lease is gone the key is anyone's: a later win is a new term.
+  ASSERT_TRUE(a->Resign().ok());
+  ASSERT_TRUE(b->TryAcquire().value());
+  EXPECT_FALSE(a->TryAcquire().value());
+  EXPECT_EQ(a->leader_url(), "http://b");
+  EXPECT_GT(b->fence_revision(), fence);
+}
+
 TEST_F(EtcdStoreTest, LargeBatchesAndBaseImagesRoundTrip) {
   url_.base_every = 5;
   auto leader = OpenStore();
