@@ -413,12 +413,18 @@ PreemptionRecord* ControlPlane::OpenPreemption(WorkloadRecord& r) {
 Status ControlPlane::CheckFeasible(const Workload& w) const {
   const auto& nodes = config_.catalog.cluster.nodes;
   if (nodes.empty()) return Status::Ok();  // no cluster yet: nothing to judge by
-  int largest_node = 0;
-  int total = 0;
-  for (const Node& n : nodes) {
-    largest_node = std::max(largest_node, n.gpu_count);
-    total += n.gpu_count;
+  // A node's GPU count changes only when it registers, which moves the
+  // state's cluster version.
+  const uint64_t version = machine_->state().snapshot().cluster_version;
+  if (cluster_size_.cluster_version != version || cluster_size_.nodes != nodes.size()) {
+    cluster_size_ = ClusterSize{version, nodes.size(), 0, 0};
+    for (const Node& n : nodes) {
+      cluster_size_.largest_node_gpus = std::max(cluster_size_.largest_node_gpus, n.gpu_count);
+      cluster_size_.total_gpus += n.gpu_count;
+    }
   }
+  const int largest_node = cluster_size_.largest_node_gpus;
+  const int total = cluster_size_.total_gpus;
   if (w.gpus_per_pod > largest_node) {
     return InvalidArgument(fmt::format("gpus_per_replica: {} GPUs per replica, but the largest node has {}",
                                        w.gpus_per_pod, largest_node));
@@ -428,6 +434,7 @@ Status ControlPlane::CheckFeasible(const Workload& w) const {
                                        w.min_gpus(), w.min_pods, w.gpus_per_pod, total));
   }
   const PlacementConstraints& c = w.constraints;
+  if (c.required_gpu_models.empty() && c.node_selector.empty()) return Status::Ok();  // the largest node holds a pod
   if (!c.required_gpu_models.empty()) {
     std::set<std::string> models;
     for (const Node& n : nodes) models.insert(n.gpu_model);

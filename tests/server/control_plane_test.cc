@@ -734,6 +734,29 @@ TEST_F(ControlPlaneTest, AListReadInSlicesIsNewestFirstWithoutGapsOrRepeats) {
   EXPECT_EQ(ids(ListFilter{.kind = "debug"}), std::vector<uint64_t>{all.back()});
 }
 
+TEST_F(ControlPlaneTest, FeasibilityFollowsANodeThatReRegistersWithOtherGpus) {
+  // The cluster has 8 nodes x 8 GPUs = 64. A gang of 8 x 8 fits it whole;
+  // once an admin re-registers one node with 4 GPUs (60 in all) the same
+  // gang can never start, and once it has 8 again it can.
+  const json gang = {{"name", "all"}, {"project", "vision"}, {"gpus_per_replica", 8}, {"replicas", 8}};
+  const auto reregister = [&](int gpus) {
+    protocol::NodeRegistration reg;
+    reg.name = "trn-rack-a-1";
+    reg.gpus = std::vector<protocol::GpuInfo>(static_cast<size_t>(gpus));
+    reg.nvlink_domains = std::vector<std::vector<int>>{};
+    for (int g = 0; g < gpus; ++g) reg.nvlink_domains->push_back({g});
+    auto r = cp_->RegisterNode(kAdmin, protocol::NodeRegistrationToJson(reg));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  };
+  EXPECT_TRUE(cp_->Submit(kAlice, SubmitRequest{{gang}}).ok());
+  reregister(4);
+  auto refused = cp_->Submit(kAlice, SubmitRequest{{gang}});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("but the cluster has 60"), std::string::npos) << refused.status().ToString();
+  reregister(8);
+  EXPECT_TRUE(cp_->Submit(kAlice, SubmitRequest{{gang}}).ok());
+}
+
 TEST_F(ControlPlaneTest, DryRunPreparesLikeARealPass) {
   // An inference service: co-location (autoscaler, loans) prepares the
   // snapshot before the engine places it. The dry run must answer what the
