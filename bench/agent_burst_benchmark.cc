@@ -42,6 +42,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/local_cluster.h"
+#include "core/common/percentile.h"
 #include "protocol/workload_batch.h"
 
 namespace {
@@ -108,12 +109,6 @@ std::vector<uint64_t> SubmitAll(const tidal::agent::LocalCluster& c, const std::
   return ids;
 }
 
-// The q-quantile (0..1) of `values` (sorted here); 0 if empty.
-double Quantile(std::vector<double> values, double q) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  return values[std::min(values.size() - 1, static_cast<size_t>(q * static_cast<double>(values.size())))];
-}
 
 // Submits every body in one POST /v1/workloads:batch; ids in body order
 // (all 0 if it was refused).
@@ -275,8 +270,8 @@ int main(int argc, char** argv) {
                 "running %.3f s after the first submit\n",
                 as_batch ? "one batch" : "16 clients", jobs, pods, demand, submitted_s, placed_s, running_s);
     if (!latency_ms.empty()) {
-      std::printf("  submit latency: p50 %.1f ms, p99 %.1f ms, max %.1f ms\n", Quantile(latency_ms, 0.5),
-                  Quantile(latency_ms, 0.99), Quantile(latency_ms, 1));
+      std::printf("  submit latency: p50 %.1f ms, p99 %.1f ms, max %.1f ms\n", tidal::Percentile(latency_ms, 0.5),
+                  tidal::Percentile(latency_ms, 0.99), tidal::Percentile(latency_ms, 1));
     }
     std::fflush(stdout);
     for (uint64_t id : ids) {
