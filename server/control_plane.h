@@ -246,6 +246,9 @@ class ControlPlane {
                            bool check_feasible = true) const;
   // Refuses work no node or the whole cluster could ever hold. Under mu_.
   Status CheckFeasible(const Workload& w) const;
+  // Journal records between two journal snapshots: snapshot_every_records,
+  // or the state's workloads and nodes if more. Under mu_.
+  int64_t SnapshotInterval() const;
   // The engine's view of the stored records at recovery.
   Snapshot RecoveredSnapshot(Time now) const;
   // Feeds the journal's load samples of the last kLoadHistoryWindow to the

@@ -81,9 +81,10 @@ struct ServerConfig {
   double tenant_submit_burst = 0;  // 0 = twice the rate
   double auth_failure_burst = 100;
   double auth_failure_rate_per_s = 10;
-  // Every this many journal records the store writes a snapshot of the
-  // state and deletes the records it covers (docs/formats.md "Snapshots"),
-  // so the journal stays bounded; 10 to 100,000,000.
+  // Every this many journal records (or, if more, as many as the state has
+  // workloads and nodes) the store writes a snapshot of the state and
+  // deletes the records it covers (docs/formats.md "Snapshots"), so the
+  // journal stays bounded; 10 to 100,000,000.
   int64_t snapshot_every_records = 10000;
 };
 
