@@ -37,10 +37,6 @@ const std::initializer_list<std::pair<std::string_view, PreemptibilityClass>> kC
     {"preemptible", PreemptibilityClass::kPreemptible},
     {"reclaimable", PreemptibilityClass::kReclaimable}};
 
-std::string_view ModelSourceName(ModelSource s) {
-  return s == ModelSource::kLocalCache ? "local_cache" : "shared_storage";
-}
-
 std::string_view PoolKindName(PoolKind k) {
   switch (k) {
     case PoolKind::kInferenceReserved: return "inference-reserved";
@@ -104,6 +100,10 @@ std::string AllowedKindsText(const Project& p) {
 }
 
 }  // namespace
+
+std::string_view ModelSourceName(ModelSource s) {
+  return s == ModelSource::kLocalCache ? "local_cache" : "shared_storage";
+}
 
 std::string AllowedQueuesText(const Project& p, const NameScope& scope) {
   std::string out = scope.QueueName(p.default_queue);

@@ -85,6 +85,8 @@ StatusOr<WorkloadSpec> WorkloadFromJson(const nlohmann::json& value, const NameS
 nlohmann::json WorkloadToJson(const Workload& workload, const NameScope& scope);
 
 nlohmann::json PriorityToJson(const Priority& priority);
+// "local_cache" or "shared_storage", as the workload fields spell it.
+std::string_view ModelSourceName(ModelSource source);
 StatusOr<Priority> PriorityFromJson(const nlohmann::json& value, std::string_view path = "priority");
 
 // Places, preempts, resizes, waits and rejects; times in ms since the epoch

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "protocol/json_writer.h"
 #include "protocol/object_reader.h"
 
 namespace tidal::protocol {
@@ -11,6 +12,21 @@ using nlohmann::json;
 
 json WorkloadBatchToJson(const WorkloadBatch& batch) {
   return {{"workloads", batch.workloads}};
+}
+
+std::string WorkloadBatchText(const std::vector<std::string>& item_texts) {
+  std::string text;
+  size_t size = 16;
+  for (const std::string& item : item_texts) size += item.size() + 1;
+  text.reserve(size);
+  JsonWriter out(text);
+  out.BeginObject();
+  out.Key("workloads");
+  out.BeginArray();
+  for (const std::string& item : item_texts) out.Raw(item);
+  out.EndArray();
+  out.EndObject();
+  return text;
 }
 
 StatusOr<WorkloadBatch> WorkloadBatchFromJson(const json& j) {

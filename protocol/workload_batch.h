@@ -7,6 +7,7 @@
 #define TIDAL_PROTOCOL_WORKLOAD_BATCH_H_
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -27,6 +28,9 @@ struct WorkloadBatch {
 };
 
 nlohmann::json WorkloadBatchToJson(const WorkloadBatch& batch);
+// The reply's text from items already encoded (each a JSON object's text):
+// WorkloadBatchToJson's dump() for the parsed items, without the parse.
+std::string WorkloadBatchText(const std::vector<std::string>& item_texts);
 // Strict on the envelope: 1 to kMaxBatchWorkloads objects under
 // "workloads" and nothing else; an error names the field
 // ("workloads[3]").

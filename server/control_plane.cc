@@ -313,7 +313,7 @@ int64_t ControlPlane::SnapshotInterval() const {
 uint64_t ControlPlane::Enqueue(Mutation m) {
   for (uint64_t id : to_persist_) {
     if (const WorkloadRecord* r = Find(id)) {
-      m.workloads.emplace_back(id, protocol::DumpReserved(RecordToStoredJson(*r, config_.catalog)));
+      m.workloads.emplace_back(id, RecordToStoredText(*r, config_.catalog));
       // What the record's nodes list may have changed (its notice, exited
       // ranks, attempt); IndexAllocation covers pods added or removed.
       if (r->allocation) {
@@ -667,7 +667,8 @@ StatusOr<uint64_t> ControlPlane::EnqueueSubmit(const Principal& who, const Submi
                                                    first->w.id.value(), i)
                                      : fmt::format("workload {} with a different body", first->w.id.value()));
       }
-      out->workloads.push_back(RecordJson(*first));
+      out->workloads.push_back(RecordToText(*first, config_.catalog, LastWait(*first)));
+      out->ids.push_back(first->w.id.value());
     }
     out->replayed = true;
     return last_seq_;
@@ -716,8 +717,9 @@ StatusOr<uint64_t> ControlPlane::EnqueueSubmit(const Principal& who, const Submi
       m.idempotency.push_back({key_of(i), r.w.id.value()});
       idempotency_[key_of(i)] = r.w.id.value();
     }
-    out->workloads.push_back(RecordToJson(r, config_.catalog, /*wait=*/nullptr));  // not yet in a pass
-    m.workloads.emplace_back(r.w.id.value(), protocol::DumpReserved(RecordToStoredJson(r, config_.catalog)));
+    out->workloads.push_back(RecordToText(r, config_.catalog, /*wait=*/nullptr));  // not yet in a pass
+    out->ids.push_back(r.w.id.value());
+    m.workloads.emplace_back(r.w.id.value(), RecordToStoredText(r, config_.catalog));
     metrics_.Inc("tidal_workloads_submitted_total",
                  {{"queue", config_.catalog.QueueName(r.w.queue)},
                   {"kind", std::string(WorkloadKindName(r.w.kind))}});

@@ -75,7 +75,10 @@ struct SubmitRequest {
 };
 
 struct SubmitResult {
-  std::vector<nlohmann::json> workloads;  // in the request's order
+  // In the request's order: each workload's API form as JSON text
+  // (RecordToText, written under the state lock without a tree), and ids.
+  std::vector<std::string> workloads;
+  std::vector<uint64_t> ids;
   bool replayed = false;  // an Idempotency-Key retry: nothing was applied
 };
 

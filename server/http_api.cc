@@ -489,7 +489,7 @@ void HttpApi::Routes() {
         if (!body.ok()) return finish(body.status(), 200);
         leader_->SubmitAsync(
             p, SubmitRequest{{std::move(*body)}, *key, false},
-            [](SubmitResult& r) { return protocol::DumpReserved(r.workloads.front()); },
+            [](SubmitResult& r) { return std::move(r.workloads.front()); },
             answer_submit(finish));
       });
   // Workloads submitted together: admitted all or none, in one store change
@@ -507,9 +507,7 @@ void HttpApi::Routes() {
         if (Status s = TakeBatchSubmits(p, batch->workloads.size(), &admission); !s.ok()) return finish(s, 200);
         leader_->SubmitAsync(
             p, SubmitRequest{std::move(batch->workloads), *key, true},
-            [](SubmitResult& r) {
-              return protocol::DumpReserved(protocol::WorkloadBatchToJson({std::move(r.workloads)}));
-            },
+            [](SubmitResult& r) { return protocol::WorkloadBatchText(r.workloads); },
             answer_submit(finish));
       });
   add("GET", "/v1/workloads", route("/v1/workloads", [=, this](const Req& req, const Principal& p, ControlPlane& cp, int*) -> StatusOr<json> {

@@ -7,6 +7,7 @@
 
 #include "config/field_reader.h"
 #include "config/input_limits.h"
+#include "protocol/json_writer.h"
 
 namespace tidal::server {
 namespace {
@@ -201,6 +202,416 @@ void AddServerFields(const WorkloadRecord& r, const Catalog& catalog, const Wait
   put("gang_start_failures", r.gang_start_failures, r.gang_start_failures == 0);
 }
 
+
+// RecordToJson / RecordToStoredJson's text written directly: the same keys,
+// in the sorted order dump() prints a tree's keys in (the workload's fields
+// and the server's interleaved), so the text is byte for byte the tree's.
+// A placement rewrites a record under the state lock, so this is on every
+// pass's and every submit's path; the tree costs an allocation per key.
+class RecordWriter {
+ public:
+  RecordWriter(std::string& text, const Catalog& catalog, bool compact)
+      : out_(text), catalog_(catalog), compact_(compact) {}
+
+  void Write(const WorkloadRecord& r, const WaitDecision* wait) {
+    const Workload& w = r.w;
+    const bool training = w.kind == WorkloadKind::kTraining;
+    const bool inference = w.kind == WorkloadKind::kInference;
+    const bool model = inference || w.kind == WorkloadKind::kBatchInference;
+    const PlacementConstraints& c = w.constraints;
+    out_.BeginObject();
+    if (Put("allocation", !r.allocation)) {
+      if (r.allocation) {
+        Allocation(*r.allocation);
+      } else {
+        out_.Null();
+      }
+    }
+    if (Put("approved", !w.top_tier_approved)) out_.Bool(w.top_tier_approved);
+    if (Put("attempt", r.attempt == 0)) out_.Int(r.attempt);
+    if (Put("budget_gpu_hours", r.run.budget_gpu_hours == 0)) out_.Double(r.run.budget_gpu_hours);
+    if (training) {
+      Always("checkpoint_interval_s");
+      out_.Double(ToSeconds(w.training.checkpoint_interval));
+      if (w.training.checkpoint_on_request.count() > 0) {
+        Always("checkpoint_on_request_s");
+        out_.Double(ToSeconds(w.training.checkpoint_on_request));
+      }
+    }
+    if (model) {
+      Always("cold_start_s");
+      out_.Double(ToSeconds(w.inference.cold_start));
+    }
+    if (Put("command", r.run.command.empty())) out_.StringArray(r.run.command);
+    if (Put("dataset", r.run.dataset.empty())) out_.String(r.run.dataset);
+    if (Put("deadline_ms", w.batch.deadline == kInfiniteFuture)) TimeOrNull(w.batch.deadline);
+    if ((training || w.kind == WorkloadKind::kBatchInference) && w.batch.deadline != kInfiniteFuture) {
+      Always("deadline_s");
+      out_.Double(ToSeconds(w.batch.deadline - w.submit_time));
+    }
+    Always("duration_s");
+    out_.Double(ToSeconds(w.expected_duration));
+    if (Put("env", r.run.env.empty())) out_.StringMap(r.run.env);
+    if (Put("exited_ranks", r.exited_ranks.empty())) IntArray(r.exited_ranks);
+    if (Put("finish_time_ms", r.finish_time_ms == 0)) out_.Int(r.finish_time_ms);
+    if (Put("first_start_ms", r.first_start_ms == 0)) out_.Int(r.first_start_ms);
+    if (Put("gang_start_failures", r.gang_start_failures == 0)) out_.Int(r.gang_start_failures);
+    if (!c.required_gpu_models.empty() || !c.preferred_gpu_models.empty()) {
+      Always("gpu_models");
+      out_.BeginObject();
+      out_.Key("preferred");
+      out_.StringArray(c.preferred_gpu_models);
+      out_.Key("required");
+      out_.StringArray(c.required_gpu_models);
+      out_.EndObject();
+    }
+    Always("gpus_per_replica");
+    out_.Int(w.gpus_per_pod);
+    Always("id");
+    out_.Uint(w.id.value());
+    if (Put("image", r.run.image.empty())) out_.String(r.run.image);
+    Always("kind");
+    out_.String(WorkloadKindName(w.kind));
+    if (Put("labels", r.run.labels.empty())) out_.StringMap(r.run.labels);
+    const bool no_load = r.load_rps == 0 && r.p95_ms == 0 && r.p99_ms == 0 && r.slo_samples == 0;
+    if (Put("load", no_load)) {
+      out_.BeginObject();
+      out_.Key("p95_ms");
+      out_.Double(r.p95_ms);
+      out_.Key("p99_ms");
+      out_.Double(r.p99_ms);
+      out_.Key("rps");
+      out_.Double(r.load_rps);
+      out_.Key("slo_met");
+      out_.Int(r.slo_met);
+      out_.Key("slo_samples");
+      out_.Int(r.slo_samples);
+      out_.EndObject();
+    }
+    if (Put("load_endpoint", !r.run.load_endpoint)) EndpointOrNull(r.run.load_endpoint);
+    Always("max_replicas");
+    out_.Int(w.max_pods);
+    if (w.kind == WorkloadKind::kDebug) {
+      Always("max_runtime_s");
+      out_.Double(ToSeconds(w.debug.max_runtime));
+    }
+    Always("min_replicas");
+    out_.Int(w.min_pods);
+    if (model) {
+      Always("model_size_gib");
+      out_.Double(w.inference.model_size_gib);
+      Always("model_source");
+      out_.String(config::ModelSourceName(w.inference.model_source));
+    }
+    if (Put("model_version", r.run.model_version.empty())) out_.String(r.run.model_version);
+    Always("name");
+    out_.String(w.name);
+    if (!c.node_selector.empty()) {
+      Always("node_selector");
+      out_.StringMap(c.node_selector);
+    }
+    if (Put("pod_started_ms", r.pod_started_ms == 0)) out_.Int(r.pod_started_ms);
+    Always("preemptible");
+    out_.Bool(w.preemptible);
+    if (Put("preemptions", r.preemptions.empty())) {
+      out_.BeginArray();
+      for (const PreemptionRecord& p : r.preemptions) Preemption(p);
+      out_.EndArray();
+    }
+    Always("priority");
+    Priority(w.priority);
+    Always("project");
+    out_.String(ScopeOf(catalog_).ProjectName(w.project));
+    Always("queue");
+    out_.String(ScopeOf(catalog_).QueueName(w.queue));
+    if (Put("queued_ms", r.queued_ms == 0)) out_.Int(r.queued_ms);
+    if (Put("readiness", !r.run.readiness)) EndpointOrNull(r.run.readiness);
+    if (Put("ready_ranks", r.ready_ranks.empty())) IntArray(r.ready_ranks);
+    if (Put("rejected", !r.rejected)) {
+      if (r.rejected) {
+        out_.BeginObject();
+        out_.Key("detail");
+        out_.String(r.rejected->detail);
+        out_.Key("reason");
+        out_.String(ReasonCodeName(r.rejected->reason));
+        out_.EndObject();
+      } else {
+        out_.Null();
+      }
+    }
+    if (inference) {
+      Always("replica_capacity_rps");
+      out_.Double(w.inference.replica_capacity_rps);
+    }
+    Always("replicas");
+    out_.Int(w.pods);
+    // Kept for the store only: it checks retries and is nobody's business.
+    if (compact_ && !r.request_digest.empty()) {
+      Always("request_digest");
+      out_.String(r.request_digest);
+    }
+    if (Put("requeues", w.requeues == 0)) out_.Int(w.requeues);
+    if (Put("runs", r.runs.empty())) {
+      out_.BeginArray();
+      for (const RunInterval& run : r.runs) Run(run);
+      out_.EndArray();
+    }
+    if (Put("scale_ups", r.scale_ups.empty())) {
+      out_.BeginArray();
+      for (const ScaleUp& up : r.scale_ups) ScaleUpEntry(up);
+      out_.EndArray();
+    }
+    if (Put("shrink", !r.shrink_notice)) NoticeOrNull(r.shrink_notice);
+    SloMisses(r);
+    if (Put("spare_pods", w.spare_pods == 0)) out_.Int(w.spare_pods);
+    Always("state");
+    out_.String(WorkloadStateName(w.state));
+    if (Put("stop", !r.stop)) NoticeOrNull(r.stop);
+    Always("submit_time_ms");
+    out_.Int(ToMillis(w.submit_time));
+    if (Put("submitted_by", r.submitted_by.empty())) out_.String(r.submitted_by);
+    if (inference) {
+      Always("target_p99_ms");
+      out_.Int(w.inference.target_p99.count());
+    }
+    Always("tenant");
+    out_.String(w.tenant);
+    if (!c.tolerations.empty()) {
+      Always("tolerations");
+      out_.BeginArray();
+      for (const Taint& t : c.tolerations) {
+        out_.BeginObject();
+        out_.Key("key");
+        out_.String(t.key);
+        out_.Key("value");
+        out_.String(t.value);
+        out_.EndObject();
+      }
+      out_.EndArray();
+    }
+    if (c.topology.level != TopologyLevel::kNone) {
+      Always("topology");
+      out_.BeginObject();
+      out_.Key("level");
+      out_.String(TopologyLevelName(c.topology.level));
+      out_.Key("required");
+      out_.Bool(c.topology.required);
+      out_.EndObject();
+    }
+    if (Put("utilization", r.utilization < 0)) out_.Double(r.utilization);
+    // The last pass's wait is an explanation, not history: not stored.
+    if (!compact_) {
+      Always("wait");
+      if (wait) {
+        out_.BeginObject();
+        out_.Key("detail");
+        out_.String(wait->detail);
+        out_.Key("estimated_start_ms");
+        if (wait->estimated_start) {
+          out_.Int(ToMillis(*wait->estimated_start));
+        } else {
+          out_.Null();
+        }
+        out_.Key("reason");
+        out_.String(ReasonCodeName(wait->reason));
+        out_.EndObject();
+      } else {
+        out_.Null();
+      }
+    }
+    out_.EndObject();
+  }
+
+ private:
+  // A server field: written unless the compact form drops it as a default.
+  bool Put(std::string_view key, bool is_default) {
+    if (compact_ && is_default) return false;
+    out_.Key(key);
+    return true;
+  }
+  void Always(std::string_view key) { out_.Key(key); }
+
+  void TimeOrNull(Time t) {
+    if (t == kInfiniteFuture) {
+      out_.Null();
+    } else {
+      out_.Int(ToMillis(t));
+    }
+  }
+  void IntArray(const std::set<int>& values) {
+    out_.BeginArray();
+    for (int v : values) out_.Int(v);
+    out_.EndArray();
+  }
+  void EndpointOrNull(const std::optional<Endpoint>& e) {
+    if (!e) return out_.Null();
+    out_.BeginObject();
+    out_.Key("path");
+    out_.String(e->path);
+    out_.Key("port");
+    out_.Int(e->port);
+    out_.EndObject();
+  }
+  void NoticeOrNull(const std::optional<StopNotice>& n) {
+    if (!n) return out_.Null();
+    out_.BeginObject();
+    out_.Key("cause");
+    out_.String(n->cause);
+    out_.Key("grace_deadline_ms");
+    out_.Int(n->grace_deadline_ms);
+    out_.Key("notice_time_ms");
+    out_.Int(n->notice_ms);
+    out_.Key("requeue");
+    out_.Bool(n->requeue);
+    out_.EndObject();
+  }
+  void Pods(const std::vector<PodPlacement>& pods) {
+    out_.BeginArray();
+    for (size_t i = 0; i < pods.size(); ++i) {
+      const PodPlacement& p = pods[i];
+      out_.BeginObject();
+      out_.Key("gpus");
+      out_.BeginArray();
+      for (int g : MaskToIndices(p.gpus)) out_.Int(g);
+      out_.EndArray();
+      out_.Key("node");
+      out_.String(p.node.value() < catalog_.cluster.nodes.size() ? catalog_.cluster.nodes[p.node.value()].name
+                                                                 : std::string_view());
+      out_.Key("rank");
+      out_.Uint(i);
+      out_.EndObject();
+    }
+    out_.EndArray();
+  }
+  void Allocation(const tidal::Allocation& a) {
+    out_.BeginObject();
+    out_.Key("borrowed");
+    out_.Bool(a.borrowed);
+    out_.Key("grace_deadline_ms");
+    TimeOrNull(a.grace_deadline);
+    out_.Key("last_checkpoint_ms");
+    out_.Int(ToMillis(a.last_checkpoint));
+    out_.Key("leaving");
+    Pods(a.leaving);
+    out_.Key("pods");
+    Pods(a.pods);
+    out_.Key("start_time_ms");
+    out_.Int(ToMillis(a.start_time));
+    out_.Key("terminating");
+    out_.Bool(a.terminating);
+    out_.EndObject();
+  }
+  void Priority(const tidal::Priority& p) {
+    out_.BeginObject();
+    out_.Key("awaiting_approval");
+    out_.Bool(p.awaiting_approval);
+    out_.Key("borrowing_start_delta");
+    out_.Int(p.borrowing_start_delta);
+    out_.Key("derivation");
+    out_.StringArray(p.derivation);
+    out_.Key("preemptibility");
+    out_.String(PreemptibilityClassName(p.preemptibility));
+    out_.Key("resume_bonus");
+    out_.Int(p.resume_bonus);
+    out_.Key("template");
+    out_.String(p.template_name);
+    out_.Key("value");
+    out_.Int(p.value);
+    out_.EndObject();
+  }
+  void Preemption(const PreemptionRecord& p) {
+    out_.BeginObject();
+    out_.Key("agent_notice_time_ms");
+    out_.Int(p.agent_notice_ms);
+    out_.Key("audit_seq");
+    out_.Int(p.audit_seq);
+    out_.Key("cause");
+    out_.String(p.cause);
+    out_.Key("checkpointed_in_time");
+    out_.Bool(p.checkpointed_in_time);
+    out_.Key("exit_time_ms");
+    out_.Int(p.exit_ms);
+    out_.Key("exited_pods");
+    out_.Int(p.exited_pods);
+    out_.Key("killed_at_deadline");
+    out_.Bool(p.killed_at_deadline);
+    out_.Key("lost_gpu_seconds");
+    out_.Double(p.lost_gpu_seconds);
+    out_.Key("preemptor");
+    out_.Uint(p.preemptor);
+    out_.Key("recovery_s");
+    out_.Double(p.recovery_s);
+    out_.Key("time_ms");
+    out_.Int(p.time_ms);
+    out_.EndObject();
+  }
+  void Run(const RunInterval& run) {
+    out_.BeginObject();
+    out_.Key("borrowed");
+    out_.Bool(run.borrowed);
+    out_.Key("end_ms");
+    out_.Int(run.end_ms);
+    out_.Key("end_reason");
+    out_.String(run.end_reason);
+    out_.Key("gpu_model");
+    out_.String(run.gpu_model);
+    out_.Key("gpus");
+    out_.Int(run.gpus);
+    out_.Key("start_ms");
+    out_.Int(run.start_ms);
+    out_.EndObject();
+  }
+  void ScaleUpEntry(const ScaleUp& s) {
+    const bool judged = !s.cause.empty();
+    out_.BeginObject();
+    if (judged) {
+      out_.Key("cause");
+      out_.String(s.cause);
+      out_.Key("detail");
+      out_.String(s.detail);
+    }
+    out_.Key("failed");
+    out_.Bool(s.failed);
+    out_.Key("from");
+    out_.Int(s.from_pods);
+    out_.Key("placed_ms");
+    out_.Int(s.placed_ms);
+    out_.Key("ready_ms");
+    out_.Int(s.ready_ms);
+    out_.Key("requested_ms");
+    out_.Int(s.requested_ms);
+    if (judged) {
+      out_.Key("slow");
+      out_.Bool(s.slow);
+    }
+    out_.Key("to");
+    out_.Int(s.to_pods);
+    out_.Key("victims_grace_s");
+    out_.Double(s.victims_grace_s);
+    out_.EndObject();
+  }
+  // By cause name, as a tree's keys print.
+  void SloMisses(const WorkloadRecord& r) {
+    std::vector<std::pair<std::string_view, double>> missed;
+    for (diagnosis::MissCause c : diagnosis::AllMissCauses()) {
+      const double s = r.slo_miss_s_by_cause[static_cast<int>(c)];
+      if (s > 0) missed.emplace_back(diagnosis::MissCauseName(c), s);
+    }
+    if (!Put("slo_miss_s_by_cause", missed.empty())) return;
+    std::sort(missed.begin(), missed.end());
+    out_.BeginObject();
+    for (const auto& [cause, seconds] : missed) {
+      out_.Key(cause);
+      out_.Double(seconds);
+    }
+    out_.EndObject();
+  }
+
+  protocol::JsonWriter out_;
+  const Catalog& catalog_;
+  const bool compact_;
+};
+
 }  // namespace
 
 std::optional<WorkloadKind> ParseKind(std::string_view name) {
@@ -373,6 +784,20 @@ json RecordToJson(const WorkloadRecord& r, const Catalog& catalog, const WaitDec
   json j = config::WorkloadToJson(r.w, ScopeOf(catalog));
   AddServerFields(r, catalog, wait, /*compact=*/false, j);
   return j;
+}
+
+std::string RecordToText(const WorkloadRecord& r, const Catalog& catalog, const WaitDecision* wait) {
+  std::string text;
+  text.reserve(2048);
+  RecordWriter(text, catalog, /*compact=*/false).Write(r, wait);
+  return text;
+}
+
+std::string RecordToStoredText(const WorkloadRecord& r, const Catalog& catalog) {
+  std::string text;
+  text.reserve(1024);
+  RecordWriter(text, catalog, /*compact=*/true).Write(r, /*wait=*/nullptr);
+  return text;
 }
 
 json RecordToStoredJson(const WorkloadRecord& r, const Catalog& catalog) {

@@ -68,6 +68,11 @@ nlohmann::json WaitToJson(const WaitDecision& w);
 // none): the control plane keeps those apart from the records.
 nlohmann::json RecordToJson(const WorkloadRecord& r, const Catalog& catalog, const WaitDecision* wait);
 nlohmann::json RecordToStoredJson(const WorkloadRecord& r, const Catalog& catalog);
+// The two forms' text, byte for byte the trees' dump(), written without
+// building the tree: a submit's reply and every stored record change, on
+// the state lock's hot paths.
+std::string RecordToText(const WorkloadRecord& r, const Catalog& catalog, const WaitDecision* wait);
+std::string RecordToStoredText(const WorkloadRecord& r, const Catalog& catalog);
 // Names that no longer resolve (a queue removed from the config) are errors.
 StatusOr<WorkloadRecord> RecordFromJson(const nlohmann::json& j, const Catalog& catalog);
 

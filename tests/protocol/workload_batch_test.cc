@@ -17,6 +17,17 @@ TEST(WorkloadBatchTest, RoundTrips) {
   EXPECT_EQ(*decoded, batch);
 }
 
+TEST(WorkloadBatchTest, TextFromEncodedItemsIsTheTreesDump) {
+  WorkloadBatch batch;
+  batch.workloads = {json{{"name", "a"}, {"id", 1}}, json{{"name", "b\u00e9"}, {"env", {{"K", "v"}}}}};
+  std::vector<std::string> items;
+  for (const json& item : batch.workloads) items.push_back(item.dump());
+  EXPECT_EQ(WorkloadBatchText(items), WorkloadBatchToJson(batch).dump());
+  auto decoded = WorkloadBatchFromJson(json::parse(WorkloadBatchText(items)));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().message();
+  EXPECT_EQ(*decoded, batch);
+}
+
 TEST(WorkloadBatchTest, EnvelopeErrorsNameTheField) {
   auto error = [](const json& j) { return WorkloadBatchFromJson(j).status().message(); };
   EXPECT_EQ(error(json::object()), "workloads: required field is missing");

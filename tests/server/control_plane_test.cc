@@ -81,7 +81,7 @@ class ControlPlaneTest : public ::testing::Test {
   uint64_t Submit(const json& body, const Principal& who = kAlice) {
     auto r = cp_->Submit(who, SubmitRequest{{body}});
     EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? r->workloads[0]["id"].get<uint64_t>() : 0;
+    return r.ok() ? r->ids[0] : 0;
   }
   json Get(uint64_t id) { return cp_->Get(kAdmin, id).value(); }
   json Pods(const std::string& node) { return cp_->NodePods(NodeP(node), node).value()["pods"]; }

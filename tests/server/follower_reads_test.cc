@@ -80,7 +80,7 @@ class FollowerReadsTest : public testing::EtcdStoreFixture {
   uint64_t SubmitToLeader(const std::string& name) {
     auto r = leader_->Submit(kAlice, SubmitRequest{{Training(name)}});
     EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? r->workloads[0]["id"].get<uint64_t>() : 0;
+    return r.ok() ? r->ids[0] : 0;
   }
   // The follow loop's step: catch the copy up, tell the reads.
   void CatchUp() {

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "server/auth.h"
 #include "server/metrics.h"
 #include "server/process_collector.h"
@@ -298,6 +300,138 @@ TEST(RecordCodec, StoredFormIsCompactAndRoundTrips) {
   EXPECT_EQ(ToSeconds(back->w.training.checkpoint_interval), 600);
   // The deadline stays absolute (5 s + 1000 s), not relative to the new submit time.
   EXPECT_EQ(ToMillis(back->w.batch.deadline), 1'005'000);
+}
+
+// Every field of a record away from its default, doubles with whole values
+// (5.0 prints "5.0", an int "5": a field written with the wrong type shows),
+// and strings that need escaping.
+WorkloadRecord EveryFieldRecord(WorkloadKind kind) {
+  WorkloadRecord r;
+  Workload& w = r.w;
+  w.id = WorkloadId(42);
+  w.kind = kind;
+  w.name = "n\"ame\xc3\xbc";
+  w.tenant = "t";
+  w.project = ProjectId(0);
+  w.queue = QueueId(0);
+  w.state = WorkloadState::kRunning;
+  w.gpus_per_pod = 2;
+  w.pods = 3;
+  w.min_pods = 1;
+  w.max_pods = 5;
+  w.expected_duration = seconds(3600);
+  w.preemptible = true;
+  w.submit_time = TimeFromMillis(1'000);
+  w.batch.deadline = TimeFromMillis(901'000);
+  w.training.checkpoint_interval = seconds(600);
+  w.training.checkpoint_on_request = seconds(30);
+  w.inference.target_p99 = milliseconds(250);
+  w.inference.replica_capacity_rps = 40;
+  w.inference.cold_start = seconds(180);
+  w.inference.model_size_gib = 14;
+  w.inference.model_source = ModelSource::kLocalCache;
+  w.debug.max_runtime = seconds(7200);
+  w.constraints.required_gpu_models = {"H100"};
+  w.constraints.preferred_gpu_models = {"A100", "H100"};
+  w.constraints.node_selector = {{"zone", "a"}, {"disk", "nvme"}};
+  w.constraints.tolerations = {Taint{"gpu", "reserved"}};
+  w.constraints.topology = {TopologyLevel::kNode, true};
+  w.priority = Priority{};
+  w.priority.value = 700;
+  w.priority.template_name = "standard";
+  w.priority.derivation = {"tier standard: 500", "deadline: +200"};
+  w.priority.resume_bonus = 3;
+  w.priority.borrowing_start_delta = -2;
+  w.top_tier_approved = true;
+  w.requeues = 2;
+  w.spare_pods = 1;
+  r.run.image = "img:1";
+  r.run.dataset = "ds";
+  r.run.model_version = "v2";
+  r.run.command = {"python", "train.py", "--tab\t"};
+  r.run.env = {{"A", "1"}, {"B", "\xc3\xa9"}};
+  r.run.labels = {{"team", "nlp"}};
+  r.run.readiness = Endpoint{8080, "/ready"};
+  r.run.load_endpoint = Endpoint{0, "/load"};
+  r.run.budget_gpu_hours = 100;
+  r.submitted_by = "user:alice";
+  r.request_digest = "fnv1a64:00ff";
+  Allocation a;
+  a.workload = w.id;
+  a.pods = {{NodeId(0), GpuMask{0b0011}}, {NodeId(1), GpuMask{0b1100}}};
+  a.leaving = {{NodeId(1), GpuMask{0b1100}}};
+  a.start_time = TimeFromMillis(2'000);
+  a.last_checkpoint = TimeFromMillis(3'000);
+  a.borrowed = true;
+  a.terminating = true;
+  a.grace_deadline = TimeFromMillis(4'000);
+  r.allocation = a;
+  r.stop = StopNotice{"priority", 5'000, 6'000, true};
+  r.shrink_notice = StopNotice{"shrink", 5'500, 6'500, false};
+  r.exited_ranks = {0, 2};
+  r.ready_ranks = {1};
+  r.pod_started_ms = 2'100;
+  r.attempt = 4;
+  r.rejected = RejectDecision{w.id, ReasonCode::kCapacity, "too large"};
+  r.runs = {{2'000, 3'000, 6, true, "preempted", "H100-80GB"}, {4'000, 0, 6, false, "", ""}};
+  PreemptionRecord p;
+  p.time_ms = 5'000;
+  p.audit_seq = 17;
+  p.cause = "priority";
+  p.preemptor = 43;
+  p.lost_gpu_seconds = 1200;
+  p.recovery_s = 60;
+  p.agent_notice_ms = 5'010;
+  p.exit_ms = 5'900;
+  p.killed_at_deadline = true;
+  p.checkpointed_in_time = true;
+  p.exited_pods = 3;
+  r.preemptions = {p};
+  ScaleUp judged{7'000, 2, 4, 7'500, 8'000, 30, true, "capacity", "victims in grace 30 s", true};
+  ScaleUp open{9'000, 4, 5, 0, 0, 0, false, "", "", false};
+  r.scale_ups = {judged, open};
+  r.finish_time_ms = 10'000;
+  r.first_start_ms = 2'000;
+  r.queued_ms = 1'500;
+  r.utilization = 1;
+  r.load_rps = 80;
+  r.p95_ms = 100;
+  r.p99_ms = 200;
+  r.slo_samples = 10;
+  r.slo_met = 9;
+  r.slo_miss_s_by_cause[0] = 30;
+  r.slo_miss_s_by_cause[diagnosis::kMissCauseCount - 1] = 2.5;
+  r.gang_start_failures = 1;
+  return r;
+}
+
+TEST(RecordCodec, TextIsTheTreesDumpByteForByte) {
+  Catalog cat = OneProjectCatalog();
+  for (const char* name : {"node-a", "node-b"}) {
+    Node n;
+    n.id = NodeId(static_cast<NodeId::Rep>(cat.cluster.nodes.size()));
+    n.name = name;
+    cat.cluster.nodes.push_back(n);
+  }
+  cat.Index();
+  const WaitDecision estimated{WorkloadId(42), ReasonCode::kQuota, "quota: over", TimeFromMillis(60'000)};
+  const WaitDecision unknown{WorkloadId(42), ReasonCode::kGang, "gang: 3 of 4", std::nullopt};
+  for (WorkloadKind kind : {WorkloadKind::kTraining, WorkloadKind::kInference, WorkloadKind::kBatchInference,
+                            WorkloadKind::kDebug}) {
+    WorkloadRecord full = EveryFieldRecord(kind);
+    // A fresh submit: every server field at its default.
+    WorkloadRecord bare;
+    bare.w.id = WorkloadId(1);
+    bare.w.kind = kind;
+    bare.w.name = "b";
+    for (const WorkloadRecord* r : {&full, &bare}) {
+      SCOPED_TRACE(fmt::format("{} {}", WorkloadKindName(kind), r->w.name));
+      EXPECT_EQ(RecordToStoredText(*r, cat), RecordToStoredJson(*r, cat).dump());
+      for (const WaitDecision* wait : {static_cast<const WaitDecision*>(nullptr), &estimated, &unknown}) {
+        EXPECT_EQ(RecordToText(*r, cat, wait), RecordToJson(*r, cat, wait).dump());
+      }
+    }
+  }
 }
 
 TEST_F(StoreTest, ASecondStoreOnTheSamePathIsRefusedWhileTheFirstIsOpen) {

@@ -39,7 +39,7 @@ class StoreFaultTest : public testing::StoreFixture {
   uint64_t Submit(const std::string& name) {
     auto r = cp_->Submit(kAlice, SubmitRequest{{SubmitBody(name)}});
     EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? r->workloads[0]["id"].get<uint64_t>() : 0;
+    return r.ok() ? r->ids[0] : 0;
   }
   void Register(const std::string& name, int gpus) {
     json list = json::array();
@@ -233,7 +233,7 @@ TEST_F(StoreFaultTest, ASlowStoreDelaysTheReplyButLosesNothing) {
   faulty_->Release();
   client.join();
   ASSERT_TRUE(result.ok()) << result.status().ToString();
-  const uint64_t id = result->workloads[0]["id"].get<uint64_t>();
+  const uint64_t id = result->ids[0];
   ASSERT_TRUE(Open(/*faulty=*/false).ok());
   EXPECT_EQ(Get(id)["name"], "slow");
 }

@@ -54,7 +54,7 @@ class StoreSnapshotTest : public testing::StoreFixture {
     for (int i = 0; i < rounds; ++i) {
       auto r = Submit("w" + std::to_string(ids->size()), 1 + i % 4);
       ASSERT_TRUE(r.ok()) << r.status().ToString();
-      ids->push_back(r->workloads[0]["id"].get<uint64_t>());
+      ids->push_back(r->ids[0]);
       if (i % 5 == 4) {
         ASSERT_TRUE(cp_->Cancel(kAdmin, ids->at(ids->size() - 3)).ok());
       }
@@ -128,7 +128,9 @@ TEST_F(StoreSnapshotTest, SnapshotsCompactTheJournalAndARestartKeepsTheState) {
   // (none when the last pass ended on a snapshot).
   Stored stored = ReadStore();
   ASSERT_TRUE(stored.snapshot.has_value());
-  if (!stored.journal.empty()) EXPECT_EQ(stored.journal.front().seq, stored.snapshot->seq + 1);
+  if (!stored.journal.empty()) {
+    EXPECT_EQ(stored.journal.front().seq, stored.snapshot->seq + 1);
+  }
   for (size_t i = 1; i < stored.journal.size(); ++i) ASSERT_EQ(stored.journal[i].seq, stored.journal[i - 1].seq + 1);
   // The interval: 25 records, or the state's workloads and nodes if more
   // (here up to 40 + 8).
@@ -179,7 +181,7 @@ TEST_F(StoreSnapshotTest, AFailedSnapshotWriteLeavesTheJournalAndLosesNothingAck
       refused = true;
       break;
     }
-    acknowledged.push_back(r->workloads[0]["id"].get<uint64_t>());
+    acknowledged.push_back(r->ids[0]);
     // A pass's write may be the one that brings the count to a snapshot,
     // which its own write carries once encoded: the next submit is then
     // refused.

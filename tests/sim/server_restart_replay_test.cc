@@ -218,7 +218,7 @@ class ServiceLoadReplayTest : public ServerRestartReplayTest {
                             {"min_replicas", 1}, {"max_replicas", 24}, {"replica_capacity_rps", 10},
                             {"target_p99_ms", 200}, {"cold_start_s", 60}}}});
     ASSERT_TRUE(svc.ok()) << svc.status().ToString();
-    chat_ = svc->workloads[0]["id"].get<uint64_t>();
+    chat_ = svc->ids[0];
     for (int i = 0; i < 4; ++i) Submit("t" + std::to_string(i), 8);
     for (int i = 0; i < 10; ++i) Minute(20);
     for (int i = 0; i < 10; ++i) Minute(20 + 18 * i);
