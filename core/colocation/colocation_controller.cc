@@ -264,10 +264,16 @@ ColocationPlan ColocationController::Prepare(const Snapshot& snapshot) {
   // Lookups by id through one flat index (ids are dense) instead of hash maps
   // rebuilt every pass.
   const engine::WorkloadIndex index(snapshot);
+  // Each service's allocation (only services' are read), and whether each
+  // allocation is a service's: a training backlog puts tens of thousands of
+  // allocations in every pass, so each is looked at once here.
   std::vector<const Allocation*> allocation_of(snapshot.workloads.size(), nullptr);
-  for (const Allocation& a : snapshot.allocations) {
-    const int wi = index.Find(a.workload);
-    if (wi >= 0 && allocation_of[wi] == nullptr) allocation_of[wi] = &a;
+  std::vector<bool> serves(snapshot.allocations.size(), false);
+  for (size_t ai = 0; ai < snapshot.allocations.size(); ++ai) {
+    const int wi = index.OfAllocation(snapshot, ai);
+    if (wi < 0 || KindAt(snapshot, wi) != WorkloadKind::kInference) continue;
+    serves[ai] = true;
+    if (allocation_of[wi] == nullptr) allocation_of[wi] = &snapshot.allocations[ai];
   }
 
   // The loans as they stand, first: the replicas' margin fits what is not
@@ -279,18 +285,17 @@ ColocationPlan ColocationController::Prepare(const Snapshot& snapshot) {
     return n.value() < node_count &&
            snapshot.cluster.pool(snapshot.cluster.node(n).pool).kind == PoolKind::kShared;
   };
+  bool any_shared = false;
+  for (size_t i = 0; i < node_count && !any_shared; ++i) any_shared = is_shared(NodeId(static_cast<NodeId::Rep>(i)));
   const auto workload_of = [&](WorkloadId id) -> const Workload* {
     const int wi = index.Find(id);
     return wi < 0 ? nullptr : &snapshot.workloads[wi];
   };
-  const auto is_inference = [&](WorkloadId id) {
-    const Workload* w = workload_of(id);
-    return w != nullptr && w->kind == WorkloadKind::kInference;
-  };
   // Notices whose grace has passed are forgotten.
   std::erase_if(noticed_, [&](const auto& entry) { return entry.second <= now; });
-  for (const Allocation& a : snapshot.allocations) {
-    if (a.terminating || is_inference(a.workload)) continue;
+  for (size_t ai = 0; ai < snapshot.allocations.size() && any_shared; ++ai) {
+    const Allocation& a = snapshot.allocations[ai];
+    if (a.terminating || serves[ai]) continue;
     for (const PodPlacement& p : a.pods) {
       // A pod shrunk off a returned node is leaving, not proof of a loan.
       if (std::find(a.leaving.begin(), a.leaving.end(), p) != a.leaving.end()) continue;
@@ -454,12 +459,20 @@ ColocationPlan ColocationController::Prepare(const Snapshot& snapshot) {
 
   // 3. Notice for borrowed work on shared nodes that are not lent.
   const Time deadline = now + grace_;
+  // Only borrowed work with a pod on a shared node not lent can get one:
+  // those, in workload id order.
   std::vector<const Allocation*> allocations;
-  for (const Allocation& a : snapshot.allocations) allocations.push_back(&a);
+  for (size_t ai = 0; ai < snapshot.allocations.size() && any_shared; ++ai) {
+    const Allocation& a = snapshot.allocations[ai];
+    if (a.terminating || serves[ai]) continue;
+    if (std::any_of(a.pods.begin(), a.pods.end(),
+                    [&](const PodPlacement& p) { return is_shared(p.node) && !plan.lent_nodes[p.node.value()]; })) {
+      allocations.push_back(&a);
+    }
+  }
   std::sort(allocations.begin(), allocations.end(),
             [](const Allocation* a, const Allocation* b) { return a->workload < b->workload; });
   for (const Allocation* a : allocations) {
-    if (a->terminating || is_inference(a->workload)) continue;
     std::vector<PodPlacement> leaving;
     WorkloadId beneficiary;
     std::string node_names;

@@ -60,6 +60,9 @@ class Packer {
     const size_t n = snapshot.cluster.nodes.size();
     nodes_.resize(n);
     const engine::WorkloadIndex workloads(snapshot);
+    // Only shared and reserved nodes are packed; other work on any other
+    // node changes nothing here.
+    bool packs_any = false;
     for (size_t i = 0; i < n; ++i) {
       const Node& node = snapshot.cluster.nodes[i];
       NodeState& s = nodes_[i];
@@ -68,13 +71,16 @@ class Packer {
       s.reserved = kind == PoolKind::kInferenceReserved;
       s.usable = node.takes_work();
       s.room = s.usable ? HealthyGpus(node) : 0;
+      packs_any = packs_any || s.shared || s.reserved;
     }
     std::vector<std::pair<size_t, int>> pods_on;  // (node, pods) of one allocation
     std::vector<int> gpus_on;
-    for (const Allocation& a : snapshot.allocations) {
-      const int wi = workloads.Find(a.workload);
+    for (size_t ai = 0; ai < snapshot.allocations.size(); ++ai) {
+      const Allocation& a = snapshot.allocations[ai];
+      const int wi = workloads.OfAllocation(snapshot, ai);
+      const bool inference = wi >= 0 && KindAt(snapshot, wi) == WorkloadKind::kInference;
+      if (!inference && !packs_any) continue;
       const Workload* w = wi < 0 ? nullptr : &snapshot.workloads[wi];
-      const bool inference = w != nullptr && w->kind == WorkloadKind::kInference;
       if (inference && !a.terminating) running_[a.workload] += static_cast<int>(a.pods.size());
       pods_on.clear();
       gpus_on.clear();
@@ -102,7 +108,6 @@ class Packer {
       if (inference || a.terminating) continue;
       const int job = static_cast<int>(jobs_.size());
       Job j;
-      j.lost_gpu_seconds = LostGpuSeconds(w, a, snapshot.now, grace);
       for (size_t k = 0; k < pods_on.size(); ++k) {
         const auto [node, count] = pods_on[k];
         NodeState& s = nodes_[node];
@@ -113,6 +118,7 @@ class Packer {
         j.nodes.push_back(node);
       }
       if (j.nodes.empty()) continue;
+      j.lost_gpu_seconds = LostGpuSeconds(w, a, snapshot.now, grace);
       std::sort(j.nodes.begin(), j.nodes.end());
       jobs_.push_back(std::move(j));
     }

@@ -28,6 +28,17 @@ class WorkloadIndex {
   // cache miss each over a backlog tens of thousands deep).
   explicit WorkloadIndex(const Snapshot& snapshot);
 
+  // The index of allocation `allocation`'s workload in `snapshot` (the one
+  // this index was built from), or -1: the state's kept
+  // allocation_workloads when the snapshot has them, else Find. A walk over
+  // every allocation then reads no workload id through the flat index.
+  int OfAllocation(const Snapshot& snapshot, size_t allocation) const {
+    if (snapshot.allocation_workloads.size() == snapshot.allocations.size()) {
+      return static_cast<int>(snapshot.allocation_workloads[allocation]);
+    }
+    return Find(snapshot.allocations[allocation].workload);
+  }
+
   // The index of `id`, or -1 when it is not in the snapshot.
   int Find(WorkloadId id) const {
     if (dense_) {
@@ -50,5 +61,17 @@ class WorkloadIndex {
 };
 
 }  // namespace tidal::engine
+
+namespace tidal {
+
+// The kind of workload `index` of `snapshot`, from its digest when the
+// snapshot has digests (64 bytes each, in one run) rather than its record.
+inline WorkloadKind KindAt(const Snapshot& snapshot, int index) {
+  const size_t i = static_cast<size_t>(index);
+  if (snapshot.workload_digests.size() == snapshot.workloads.size()) return snapshot.workload_digests[i].kind;
+  return snapshot.workloads[i].kind;
+}
+
+}  // namespace tidal
 
 #endif  // TIDAL_CORE_MODEL_WORKLOAD_INDEX_H_
