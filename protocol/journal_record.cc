@@ -1078,9 +1078,47 @@ void WriteWorkload(JsonWriter& out, const Workload& w) {
   out.EndObject();
 }
 
+// A placement: one per workload a pass starts, thousands in a pass over a
+// deep backlog, so written without a tree too.
+std::string PlaceEntryText(Time at, state::EditOrigin origin, const state::Edit& edit) {
+  const auto& place = std::get<state::PlaceEdit>(edit);
+  std::string text;
+  text.reserve(128 + 32 * place.pods.size());
+  JsonWriter out(text);
+  out.BeginObject();
+  out.Key("at_ms");
+  out.Int(ToMillis(at));
+  out.Key("borrowed");
+  out.Bool(place.borrowed);
+  out.Key("edit");
+  out.String(kEditNames[edit.index()]);
+  out.Key("origin");
+  out.String(NameOf(kOrigins, origin));
+  out.Key("pods");
+  out.BeginArray();
+  for (const PodPlacement& p : place.pods) {
+    out.BeginObject();
+    out.Key("gpus");
+    out.BeginArray();
+    for (GpuMask mask = p.gpus; mask != 0; mask &= mask - 1) out.Int(std::countr_zero(mask));
+    out.EndArray();
+    out.Key("node");
+    out.Uint(p.node.value());
+    out.EndObject();
+  }
+  out.EndArray();
+  out.Key("record");
+  out.String("edit");
+  out.Key("workload");
+  out.Uint(place.workload.value());
+  out.EndObject();
+  return text;
+}
+
 }  // namespace
 
 std::string JournalEntryText(Time at, state::EditOrigin origin, const state::Edit& edit) {
+  if (std::holds_alternative<state::PlaceEdit>(edit)) return PlaceEntryText(at, origin, edit);
   const auto* submit = std::get_if<state::SubmitEdit>(&edit);
   if (submit == nullptr) {
     json j = {{"record", "edit"}, {"at_ms", ToMillis(at)}, {"origin", NameOf(kOrigins, origin)}};

@@ -361,6 +361,9 @@ TEST(JournalRecordTest, SubmitTextIsTheTreeDumpByteForByte) {
     const JournalEntry entry{TimeFromMillis(7), EditOrigin::kEngine, *SampleEdit(i)};
     EXPECT_EQ(JournalEntryText(entry.at, entry.origin, entry.edit), JournalRecordToJson(entry).dump()) << i;
   }
+  // A placement is written directly as well: not borrowed, one pod on one GPU.
+  const JournalEntry place{TimeFromMillis(9), EditOrigin::kWorld, PlaceEdit{WorkloadId(3), {kPods[0]}, false}};
+  EXPECT_EQ(JournalEntryText(place.at, place.origin, place.edit), JournalRecordToJson(place).dump());
 }
 
 // Not UTF-8: refused as the tree's dump refuses it (a record that could not
