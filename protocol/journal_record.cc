@@ -979,16 +979,7 @@ void WriteWorkload(JsonWriter& out, const Workload& w) {
   out.Key("required_gpu_models");
   out.StringArray(w.constraints.required_gpu_models);
   out.Key("tolerations");
-  out.BeginArray();
-  for (const Taint& t : w.constraints.tolerations) {
-    out.BeginObject();
-    out.Key("key");
-    out.String(t.key);
-    out.Key("value");
-    out.String(t.value);
-    out.EndObject();
-  }
-  out.EndArray();
+  WriteTaints(out, w.constraints.tolerations);
   out.Key("topology");
   out.BeginObject();
   out.Key("level");
@@ -1034,22 +1025,7 @@ void WriteWorkload(JsonWriter& out, const Workload& w) {
   out.Key("preemptible");
   out.Bool(w.preemptible);
   out.Key("priority");
-  out.BeginObject();
-  out.Key("awaiting_approval");
-  out.Bool(w.priority.awaiting_approval);
-  out.Key("borrowing_start_delta");
-  out.Int(w.priority.borrowing_start_delta);
-  out.Key("derivation");
-  out.StringArray(w.priority.derivation);
-  out.Key("preemptibility");
-  out.String(NameOf(kClasses, w.priority.preemptibility));
-  out.Key("resume_bonus");
-  out.Int(w.priority.resume_bonus);
-  out.Key("template");
-  out.String(w.priority.template_name);
-  out.Key("value");
-  out.Int(w.priority.value);
-  out.EndObject();
+  WritePriority(out, w.priority);
   out.Key("project");
   out.Uint(w.project.value());
   out.Key("queue");

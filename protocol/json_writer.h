@@ -20,6 +20,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/model/cluster.h"
+#include "core/model/workload.h"
+
 namespace tidal::protocol {
 
 class JsonWriter {
@@ -121,6 +124,40 @@ class JsonWriter {
   bool first_ = true;
   bool after_key_ = false;
 };
+
+// Model values both direct writers (a journal record's workload, a stored
+// workload record) print alike: a priority with its derivation, and taints.
+inline void WritePriority(JsonWriter& out, const Priority& p) {
+  out.BeginObject();
+  out.Key("awaiting_approval");
+  out.Bool(p.awaiting_approval);
+  out.Key("borrowing_start_delta");
+  out.Int(p.borrowing_start_delta);
+  out.Key("derivation");
+  out.StringArray(p.derivation);
+  out.Key("preemptibility");
+  out.String(PreemptibilityClassName(p.preemptibility));
+  out.Key("resume_bonus");
+  out.Int(p.resume_bonus);
+  out.Key("template");
+  out.String(p.template_name);
+  out.Key("value");
+  out.Int(p.value);
+  out.EndObject();
+}
+
+inline void WriteTaints(JsonWriter& out, const std::vector<Taint>& taints) {
+  out.BeginArray();
+  for (const Taint& t : taints) {
+    out.BeginObject();
+    out.Key("key");
+    out.String(t.key);
+    out.Key("value");
+    out.String(t.value);
+    out.EndObject();
+  }
+  out.EndArray();
+}
 
 // j.dump() into a buffer of `reserve` bytes: a record of a few KB printed
 // into a growing string reallocates (and copies) at every doubling, and each

@@ -319,7 +319,7 @@ class RecordWriter {
       out_.EndArray();
     }
     Always("priority");
-    Priority(w.priority);
+    protocol::WritePriority(out_, w.priority);
     Always("project");
     out_.String(ScopeOf(catalog_).ProjectName(w.project));
     Always("queue");
@@ -378,16 +378,7 @@ class RecordWriter {
     out_.String(w.tenant);
     if (!c.tolerations.empty()) {
       Always("tolerations");
-      out_.BeginArray();
-      for (const Taint& t : c.tolerations) {
-        out_.BeginObject();
-        out_.Key("key");
-        out_.String(t.key);
-        out_.Key("value");
-        out_.String(t.value);
-        out_.EndObject();
-      }
-      out_.EndArray();
+      protocol::WriteTaints(out_, c.tolerations);
     }
     if (c.topology.level != TopologyLevel::kNone) {
       Always("topology");
@@ -499,24 +490,6 @@ class RecordWriter {
     out_.Int(ToMillis(a.start_time));
     out_.Key("terminating");
     out_.Bool(a.terminating);
-    out_.EndObject();
-  }
-  void Priority(const tidal::Priority& p) {
-    out_.BeginObject();
-    out_.Key("awaiting_approval");
-    out_.Bool(p.awaiting_approval);
-    out_.Key("borrowing_start_delta");
-    out_.Int(p.borrowing_start_delta);
-    out_.Key("derivation");
-    out_.StringArray(p.derivation);
-    out_.Key("preemptibility");
-    out_.String(PreemptibilityClassName(p.preemptibility));
-    out_.Key("resume_bonus");
-    out_.Int(p.resume_bonus);
-    out_.Key("template");
-    out_.String(p.template_name);
-    out_.Key("value");
-    out_.Int(p.value);
     out_.EndObject();
   }
   void Preemption(const PreemptionRecord& p) {
