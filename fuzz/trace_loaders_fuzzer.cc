@@ -62,5 +62,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)LoadPolluxWorkload(path, pollux);
   (void)LoadOpenbCluster(path, OpenbClusterOptions{});
   (void)ParseLoadCsv(file, "fuzz");
+  std::remove(path.c_str());  // one input's file; a run leaves none behind
   return 0;
 }

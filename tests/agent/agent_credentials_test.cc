@@ -96,11 +96,14 @@ TEST(TokenSourceTest, TakeEnvTokenScrubsTheInitialEnvironment) {
   const std::string filter = "--gtest_filter=TokenSourceTest.TakeEnvTokenScrubsTheInitialEnvironment";
   const std::string token_var = std::string("TIDAL_TOKEN=") + kSecret;
   const std::string flag_var = std::string(kChildFlag) + "=1";
+  // The child's scratch dir goes inside this process's, removed with it.
+  const std::string tmp_var = std::string("TMPDIR=") + std::filesystem::temp_directory_path().string();
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     char* argv[] = {const_cast<char*>("self"), const_cast<char*>(filter.c_str()), nullptr};
-    char* envp[] = {const_cast<char*>(token_var.c_str()), const_cast<char*>(flag_var.c_str()), nullptr};
+    char* envp[] = {const_cast<char*>(token_var.c_str()), const_cast<char*>(flag_var.c_str()),
+                    const_cast<char*>(tmp_var.c_str()), nullptr};
     execve("/proc/self/exe", argv, envp);
     _exit(127);
   }
