@@ -189,16 +189,23 @@ std::vector<int> ColocationController::SpareReplicas(
     }
     for (int i = running; i < target; ++i) pending.push_back(std::max(1, services[k]->gpus_per_pod));
   }
-  // First fit, largest pods first; false if some pod finds no room.
+  // First fit, largest pods first; false if some pod finds no room. Room
+  // only shrinks, so the first node with room for g GPUs never moves back:
+  // one cursor per pod size walks the nodes once, where a scan per pod cost
+  // pods x nodes (thousands of each), and finds the same nodes.
   const auto pack = [](std::vector<int>& room, std::vector<int> pods) {
     std::sort(pods.rbegin(), pods.rend());
+    std::vector<size_t> first_fit;  // by pod GPUs: no node before it has room
     bool all = true;
     for (int gpus : pods) {
-      auto it = std::find_if(room.begin(), room.end(), [&](int r) { return r >= gpus; });
-      if (it == room.end()) {
+      const size_t size = static_cast<size_t>(gpus);
+      if (size >= first_fit.size()) first_fit.resize(size + 1, 0);
+      size_t& i = first_fit[size];
+      while (i < room.size() && room[i] < gpus) ++i;
+      if (i == room.size()) {
         all = false;
       } else {
-        *it -= gpus;
+        room[i] -= gpus;
       }
     }
     return all;
