@@ -37,24 +37,21 @@ double ErlangB(int servers, double offered_load) {
   return b;
 }
 
-double ErlangC(int servers, double offered_load) {
+namespace {
+
+// ErlangC given `erlang_b` = ErlangB(servers, offered_load), which a caller
+// stepping through server counts keeps by the recurrence.
+double ErlangCFromB(int servers, double offered_load, double erlang_b) {
   if (servers <= 0 || offered_load >= servers) return 1.0;
   if (offered_load <= 0) return 0.0;
-  const double b = ErlangB(servers, offered_load);
   const double rho = offered_load / servers;
-  return b / (1 - rho * (1 - b));
+  return erlang_b / (1 - rho * (1 - erlang_b));
 }
 
-double ResponseTimeQuantileMs(double arrival_rps, double capacity_rps, int replicas,
-                              double quantile) {
-  TIDAL_CHECK(quantile > 0 && quantile < 1) << "quantile " << quantile;
-  TIDAL_CHECK(capacity_rps > 0) << "replica capacity must be positive";
-  if (replicas <= 0) return kInf;
-  const double mu = capacity_rps;
-  const double lambda = std::max(0.0, arrival_rps);
+// ResponseTimeQuantileMs given `c_prob` = ErlangC(replicas, lambda / mu).
+double ResponseQuantileMsGivenWait(double lambda, double mu, int replicas, double quantile, double c_prob) {
   const double theta = replicas * mu - lambda;
   if (theta <= 0) return kInf;
-  const double c_prob = ErlangC(replicas, lambda / mu);
   const double tail = 1 - quantile;
   // The tail is at most e^{-min(mu,theta) t} (1 + mu t), so doubling from
   // 1/min(mu, theta) brackets the quantile quickly.
@@ -73,6 +70,24 @@ double ResponseTimeQuantileMs(double arrival_rps, double capacity_rps, int repli
     }
   }
   return 0.5 * (lo + hi) * 1000.0;
+}
+
+}  // namespace
+
+double ErlangC(int servers, double offered_load) {
+  if (servers <= 0 || offered_load >= servers) return 1.0;
+  if (offered_load <= 0) return 0.0;
+  return ErlangCFromB(servers, offered_load, ErlangB(servers, offered_load));
+}
+
+double ResponseTimeQuantileMs(double arrival_rps, double capacity_rps, int replicas,
+                              double quantile) {
+  TIDAL_CHECK(quantile > 0 && quantile < 1) << "quantile " << quantile;
+  TIDAL_CHECK(capacity_rps > 0) << "replica capacity must be positive";
+  if (replicas <= 0) return kInf;
+  const double mu = capacity_rps;
+  const double lambda = std::max(0.0, arrival_rps);
+  return ResponseQuantileMsGivenWait(lambda, mu, replicas, quantile, ErlangC(replicas, lambda / mu));
 }
 
 double WaitTimeQuantileMs(double arrival_rps, double capacity_rps, int replicas,
@@ -127,13 +142,19 @@ int MinReplicasForTarget(double rps, double capacity_rps, Duration target_p99,
   // The smallest stable count.
   int c = static_cast<int>(std::floor(lambda / mu)) + 1;
   const bool reachable = target_ms > std::log(100.0) / mu * 1000.0;
+  // ErlangB(c) from ErlangB(c - 1) by one step of its recurrence, the same
+  // arithmetic as ErlangB's own loop: each count up costs O(1), not O(c).
+  const double offered = lambda / mu;
+  double erlang_b = ErlangB(c, offered);
   while (true) {
+    const double c_prob = ErlangCFromB(c, offered, erlang_b);
     if (reachable) {
-      if (ResponseTimeQuantileMs(lambda, mu, c, 0.99) <= target_ms) return c;
-    } else if (ErlangC(c, lambda / mu) <= 0.01) {
+      if (ResponseQuantileMsGivenWait(lambda, mu, c, 0.99, c_prob) <= target_ms) return c;
+    } else if (c_prob <= 0.01) {
       return c;
     }
     ++c;
+    erlang_b = offered * erlang_b / (c + offered * erlang_b);
   }
 }
 

@@ -1,6 +1,7 @@
 #include "core/colocation/latency_model.h"
 
 #include <cmath>
+#include <random>
 
 #include <gtest/gtest.h>
 
@@ -97,6 +98,33 @@ TEST(MinReplicasTest, MeetsTargetAndOneFewerDoesNot) {
     const int c = MinReplicasForTarget(rps, 10, milliseconds(600), 0.2);
     EXPECT_LE(ResponseTimeQuantileMs(rps * 1.2, 10, c, 0.99), 600.0) << rps;
     EXPECT_GT(ResponseTimeQuantileMs(rps * 1.2, 10, c - 1, 0.99), 600.0) << rps;
+  }
+}
+
+// MinReplicasForTarget steps ErlangB up one server at a time; the count it
+// finds must be the one the definition gives, computing each candidate
+// count from scratch (ErlangC and ResponseTimeQuantileMs), for loads from a
+// fraction of a replica to thousands of them.
+TEST(MinReplicasTest, SteppedErlangGivesTheCountsComputedFromScratch) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> log_rps(-2, 3.5);
+  std::uniform_real_distribution<double> log_capacity(-1, 2);
+  std::uniform_int_distribution<int> target_ms(1, 5000);
+  std::uniform_real_distribution<double> headroom(0, 0.5);
+  for (int i = 0; i < 500; ++i) {
+    const double rps = std::pow(10.0, log_rps(rng));
+    const double capacity = std::pow(10.0, log_capacity(rng));
+    const Duration target = milliseconds(target_ms(rng));
+    const double h = headroom(rng);
+    const double lambda = rps * (1 + h);
+    const bool reachable = static_cast<double>(target.count()) > std::log(100.0) / capacity * 1000.0;
+    int expected = static_cast<int>(std::floor(lambda / capacity)) + 1;
+    while (reachable ? ResponseTimeQuantileMs(lambda, capacity, expected, 0.99) > target.count()
+                     : ErlangC(expected, lambda / capacity) > 0.01) {
+      ++expected;
+    }
+    ASSERT_EQ(MinReplicasForTarget(rps, capacity, target, h), expected)
+        << "rps " << rps << ", capacity " << capacity << ", target " << target.count() << " ms, headroom " << h;
   }
 }
 
