@@ -189,22 +189,28 @@ std::vector<int> ColocationController::SpareReplicas(
     }
     for (int i = running; i < target; ++i) pending.push_back(std::max(1, services[k]->gpus_per_pod));
   }
-  // First fit, largest pods first; false if some pod finds no room. Room
-  // only shrinks, so the first node with room for g GPUs never moves back:
-  // one cursor per pod size walks the nodes once, where a scan per pod cost
-  // pods x nodes (thousands of each), and finds the same nodes.
-  const auto pack = [](std::vector<int>& room, std::vector<int> pods) {
-    std::sort(pods.rbegin(), pods.rend());
-    std::vector<size_t> first_fit;  // by pod GPUs: no node before it has room
-    bool all = true;
+  // First fit, largest pods first; false if some pod finds no room. Pods of
+  // one size are alike, so they are counted by size, not sorted; and room
+  // only shrinks, so the first node with room for them never moves back:
+  // one walk of the nodes per size, where a scan per pod cost pods x nodes
+  // (thousands of each). The same nodes either way.
+  const auto pack = [](std::vector<int>& room, const std::vector<int>& pods) {
+    std::vector<int> count;  // by pod GPUs
     for (int gpus : pods) {
       const size_t size = static_cast<size_t>(gpus);
-      if (size >= first_fit.size()) first_fit.resize(size + 1, 0);
-      size_t& i = first_fit[size];
-      while (i < room.size() && room[i] < gpus) ++i;
-      if (i == room.size()) {
-        all = false;
-      } else {
+      if (size >= count.size()) count.resize(size + 1, 0);
+      ++count[size];
+    }
+    bool all = true;
+    for (size_t size = count.size(); size-- > 1;) {
+      const int gpus = static_cast<int>(size);
+      size_t i = 0;  // no node before it has room for `gpus`
+      for (int left = count[size]; left > 0; --left) {
+        while (i < room.size() && room[i] < gpus) ++i;
+        if (i == room.size()) {
+          all = false;
+          break;
+        }
         room[i] -= gpus;
       }
     }
