@@ -32,9 +32,12 @@ std::string Sha256Hex(std::string_view data) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
   EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr);
-  std::string hex;
-  hex.reserve(length * 2);
-  for (unsigned int i = 0; i < length; ++i) hex += fmt::format("{:02x}", digest[i]);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex(length * 2, '0');
+  for (unsigned int i = 0; i < length; ++i) {
+    hex[2 * i] = kHex[digest[i] >> 4];
+    hex[2 * i + 1] = kHex[digest[i] & 0xf];
+  }
   return hex;
 }
 
@@ -66,13 +69,22 @@ Status Authenticator::AddToken(const std::string& sha256_hex, Principal principa
   return Status::Ok();
 }
 
-StatusOr<Principal> Authenticator::Authenticate(std::string_view header) const {
+StatusOr<std::string> BearerTokenDigest(std::string_view header) {
   constexpr std::string_view kPrefix = "Bearer ";
   if (header.empty()) return Unauthenticated("missing Authorization: Bearer <token> header");
   if (header.substr(0, kPrefix.size()) != kPrefix || header.size() == kPrefix.size()) {
     return Unauthenticated("Authorization header: expected \"Bearer <token>\"");
   }
-  auto it = by_digest_.find(Sha256Hex(header.substr(kPrefix.size())));
+  return Sha256Hex(header.substr(kPrefix.size()));
+}
+
+StatusOr<Principal> Authenticator::Authenticate(std::string_view header) const {
+  TIDAL_ASSIGN_OR_RETURN(const std::string digest, BearerTokenDigest(header));
+  return AuthenticateDigest(digest);
+}
+
+StatusOr<Principal> Authenticator::AuthenticateDigest(const std::string& token_sha256_hex) const {
+  auto it = by_digest_.find(token_sha256_hex);
   if (it == by_digest_.end()) return Unauthenticated("unknown token");
   return it->second;
 }

@@ -36,6 +36,11 @@ std::string NewNodeCredential();
 // Lowercase hex SHA-256 of `data`.
 std::string Sha256Hex(std::string_view data);
 
+// The digest of the token in an "Authorization: Bearer <token>" value;
+// Unauthenticated when the value is missing or malformed. Tokens are known
+// only by digest, and a request's is computed once.
+StatusOr<std::string> BearerTokenDigest(std::string_view authorization_header);
+
 class Authenticator {
  public:
   // `sha256_hex` is the digest of the token; duplicates are an error.
@@ -44,6 +49,8 @@ class Authenticator {
   // From an "Authorization" header value. Unauthenticated when missing,
   // malformed or unknown.
   StatusOr<Principal> Authenticate(std::string_view authorization_header) const;
+  // By the token's digest (BearerTokenDigest); Unauthenticated when unknown.
+  StatusOr<Principal> AuthenticateDigest(const std::string& token_sha256_hex) const;
 
   bool empty() const { return by_digest_.empty(); }
 

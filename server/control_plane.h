@@ -172,9 +172,10 @@ class ControlPlane {
   // Answers every parked watch now (the HTTP layer's shutdown: their
   // responders must not outlive it).
   void AnswerPodWatches();
-  // The node a credential issued at registration belongs to, from an
-  // "Authorization: Bearer ..." header; Unauthenticated when unknown.
-  StatusOr<Principal> AuthenticateNode(std::string_view authorization_header) const;
+  // The node a credential issued at registration belongs to, by the
+  // credential's digest (BearerTokenDigest of the request's Authorization
+  // header); Unauthenticated when unknown.
+  StatusOr<Principal> AuthenticateNode(const std::string& token_sha256_hex) const;
   StatusOr<nlohmann::json> PodStatus(const Principal& who, const std::string& node,
                                      const nlohmann::json& body);
   // Pod output (control_plane_logs.cc): an agent's upload

@@ -35,12 +35,7 @@ bool InventoryChanged(const Node& before, const Node& after) {
 
 }  // namespace
 
-StatusOr<Principal> ControlPlane::AuthenticateNode(std::string_view header) const {
-  constexpr std::string_view kPrefix = "Bearer ";
-  if (!header.starts_with(kPrefix) || header.size() == kPrefix.size()) {
-    return Unauthenticated("Authorization header: expected \"Bearer <token>\"");
-  }
-  const std::string digest = Sha256Hex(header.substr(kPrefix.size()));
+StatusOr<Principal> ControlPlane::AuthenticateNode(const std::string& digest) const {
   std::lock_guard lock(mu_);
   auto it = node_by_credential_.find(digest);
   if (it == node_by_credential_.end()) return Unauthenticated("unknown token");

@@ -285,11 +285,12 @@ bool HttpApi::FollowerAnswers(const HttpRequest& req, const std::string& route_n
 }
 
 StatusOr<Principal> HttpApi::Authenticate(const std::string& authorization_header, const ControlPlane& cp) const {
-  auto who = auth_.Authenticate(authorization_header);
-  if (who.ok() || authorization_header.empty()) return who;
+  TIDAL_ASSIGN_OR_RETURN(const std::string digest, BearerTokenDigest(authorization_header));
+  auto who = auth_.AuthenticateDigest(digest);
+  if (who.ok()) return who;
   // Not a configured token: maybe a node's credential, which the control
   // plane issued and keeps (by digest) in its store.
-  auto node = cp.AuthenticateNode(authorization_header);
+  auto node = cp.AuthenticateNode(digest);
   return node.ok() ? node : who;
 }
 

@@ -786,11 +786,11 @@ TEST_F(ControlPlaneTest, TheBootstrapTokenRegistersANodeOnceAndTheCredentialIsBo
   const std::string credential = (*first)["credential"];
   ASSERT_EQ(credential.size(), 64u);  // 256 bits, hex
   // The credential authenticates as node x, and nothing else does.
-  auto who = cp_->AuthenticateNode("Bearer " + credential);
+  auto who = cp_->AuthenticateNode(Sha256Hex(credential));
   ASSERT_TRUE(who.ok()) << who.status().ToString();
   EXPECT_EQ(who->role, Role::kNode);
   EXPECT_EQ(who->node, "x");
-  EXPECT_EQ(cp_->AuthenticateNode("Bearer " + std::string(64, '0')).status().code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(cp_->AuthenticateNode(Sha256Hex(std::string(64, '0'))).status().code(), StatusCode::kUnauthenticated);
   // The bootstrap token may not register x again while x is alive...
   auto again = cp_->RegisterNode(kAgent, one_gpu);
   ASSERT_FALSE(again.ok());
@@ -812,7 +812,7 @@ TEST_F(ControlPlaneTest, TheBootstrapTokenRegistersANodeOnceAndTheCredentialIsBo
   auto renewed = cp_->RegisterNode(*who, one_gpu);
   ASSERT_TRUE(renewed.ok()) << renewed.status().ToString();
   EXPECT_NE((*renewed)["credential"], credential);
-  EXPECT_FALSE(cp_->AuthenticateNode("Bearer " + credential).ok());
+  EXPECT_FALSE(cp_->AuthenticateNode(Sha256Hex(credential)).ok());
   EXPECT_TRUE(cp_->Heartbeat(NodeP("x"), "x", json::object()).ok());
   // Refusals are audited: 3 calls x 2 callers, 2 registrations of x as y,
   // the ghost's pod status.
@@ -833,7 +833,7 @@ TEST_F(ControlPlaneTest, NodeCredentialsSurviveARestartAsDigestsOnly) {
   ASSERT_TRUE(reg.ok()) << reg.status().ToString();
   const std::string credential = (*reg)["credential"];
   Restart();
-  auto who = cp_->AuthenticateNode("Bearer " + credential);
+  auto who = cp_->AuthenticateNode(Sha256Hex(credential));
   ASSERT_TRUE(who.ok()) << who.status().ToString();
   EXPECT_EQ(who->node, "x");
   // The store holds the digest, never the credential.

@@ -33,6 +33,12 @@ TEST(Auth, TokensAreKnownOnlyByDigest) {
   EXPECT_EQ(auth.Authenticate("Bearer wrong").status().code(), StatusCode::kUnauthenticated);
   EXPECT_EQ(auth.Authenticate("").status().code(), StatusCode::kUnauthenticated);
   EXPECT_EQ(auth.Authenticate("Basic s3cret").status().code(), StatusCode::kUnauthenticated);
+  // A request's token is hashed once; both the configured tokens and the
+  // nodes' credentials are looked up by that digest.
+  EXPECT_EQ(*BearerTokenDigest("Bearer s3cret"), Sha256Hex("s3cret"));
+  EXPECT_EQ(auth.AuthenticateDigest(Sha256Hex("s3cret"))->name, "alice");
+  EXPECT_EQ(BearerTokenDigest("Bearer ").status().code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(BearerTokenDigest("").status().message(), "missing Authorization: Bearer <token> header");
   // A user token without a tenant, or a malformed digest, is refused.
   EXPECT_FALSE(auth.AddToken(Sha256Hex("x"), {"bob", Role::kUser, ""}).ok());
   EXPECT_FALSE(auth.AddToken("abc", {"carol", Role::kAdmin, ""}).ok());
