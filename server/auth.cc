@@ -78,12 +78,7 @@ StatusOr<std::string> BearerTokenDigest(std::string_view header) {
   return Sha256Hex(header.substr(kPrefix.size()));
 }
 
-StatusOr<Principal> Authenticator::Authenticate(std::string_view header) const {
-  TIDAL_ASSIGN_OR_RETURN(const std::string digest, BearerTokenDigest(header));
-  return AuthenticateDigest(digest);
-}
-
-StatusOr<Principal> Authenticator::AuthenticateDigest(const std::string& token_sha256_hex) const {
+StatusOr<Principal> Authenticator::Authenticate(const std::string& token_sha256_hex) const {
   auto it = by_digest_.find(token_sha256_hex);
   if (it == by_digest_.end()) return Unauthenticated("unknown token");
   return it->second;

@@ -46,11 +46,9 @@ class Authenticator {
   // `sha256_hex` is the digest of the token; duplicates are an error.
   Status AddToken(const std::string& sha256_hex, Principal principal);
 
-  // From an "Authorization" header value. Unauthenticated when missing,
-  // malformed or unknown.
-  StatusOr<Principal> Authenticate(std::string_view authorization_header) const;
-  // By the token's digest (BearerTokenDigest); Unauthenticated when unknown.
-  StatusOr<Principal> AuthenticateDigest(const std::string& token_sha256_hex) const;
+  // By the token's digest (BearerTokenDigest of the request's
+  // Authorization header); Unauthenticated when unknown.
+  StatusOr<Principal> Authenticate(const std::string& token_sha256_hex) const;
 
   bool empty() const { return by_digest_.empty(); }
 

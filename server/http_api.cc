@@ -286,7 +286,7 @@ bool HttpApi::FollowerAnswers(const HttpRequest& req, const std::string& route_n
 
 StatusOr<Principal> HttpApi::Authenticate(const std::string& authorization_header, const ControlPlane& cp) const {
   TIDAL_ASSIGN_OR_RETURN(const std::string digest, BearerTokenDigest(authorization_header));
-  auto who = auth_.AuthenticateDigest(digest);
+  auto who = auth_.Authenticate(digest);
   if (who.ok()) return who;
   // Not a configured token: maybe a node's credential, which the control
   // plane issued and keeps (by digest) in its store.
