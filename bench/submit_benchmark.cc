@@ -7,7 +7,7 @@
 //   build/bench/submit_benchmark [--tidal build/tidal] [--clients 64] [--seconds 10]
 //                                [--interval-ms 1000 | --server-defaults 1]
 //                                [--idle N] [--slowloris N] [--store etcd://...] [--batch N]
-//                                [--listers N]
+//                                [--listers N] [--rate R]
 //
 // --store etcd://H:P,...?prefix=/P runs the server as the one replica on an
 // etcd cluster (a prefix of its own per run: the store must be empty); a
@@ -29,6 +29,13 @@
 // workloads (GET /v1/workloads?limit=10000) back to back, as dashboards
 // polling a deep queue would: the submits' latency with them shows what
 // large reads cost writers.
+//
+// --rate R sends R requests a second in all, open loop: client t sends its
+// k-th request at (k x clients + t) / R seconds and its latency counts from
+// then, so a stall that holds every client's request shows as the wait of
+// every request due during it (a closed loop shows it only in its maximum:
+// its clients stop sending while they wait). Without --rate each client
+// sends its next request when the last is answered.
 //
 // (Not a Google Benchmark: the thing measured is another process.)
 #include <arpa/inet.h>
@@ -126,6 +133,7 @@ int main(int argc, char** argv) {
   int interval_ms = 1000;  // scheduling loop timer (and minimum gap)
   bool server_defaults = false;
   int idle = 0, slowloris = 0, batch = 1, listers = 0;
+  double rate = 0;  // requests a second, open loop; 0 = closed loop
   std::string store;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
@@ -139,6 +147,7 @@ int main(int argc, char** argv) {
     if (a == "--store") store = argv[i + 1];
     if (a == "--batch") batch = std::max(1, std::atoi(argv[i + 1]));
     if (a == "--listers") listers = std::atoi(argv[i + 1]);
+    if (a == "--rate") rate = std::atof(argv[i + 1]);
   }
   char tmpl[] = "/tmp/tidal-submit-bench-XXXXXX";
   const std::string dir = mkdtemp(tmpl);
@@ -206,11 +215,12 @@ int main(int argc, char** argv) {
   std::atomic<long> errors{0};
   std::vector<std::vector<double>> latencies(clients);
   std::vector<std::thread> threads;
-  const auto start = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point measured_from;  // set before `go`
   for (int t = 0; t < clients; ++t) {
     threads.emplace_back([&, t] {
       httplib::Client c = BenchClient(port);
-      long n = 0;
+      long n = 0;  // workloads named
+      long k = 0;  // requests sent
       // Warm-up: open the keep-alive connection before the clock starts.
       for (int i = 0; i < 50; ++i) {
         if (c.Get("/healthz")) break;
@@ -232,7 +242,14 @@ int main(int argc, char** argv) {
           for (int i = 0; i < batch; ++i) b.workloads.push_back(workload());
           body = tidal::protocol::WorkloadBatchToJson(b).dump();
         }
-        const auto s = std::chrono::steady_clock::now();
+        auto s = std::chrono::steady_clock::now();
+        if (rate > 0) {  // open loop: due at its slot, timed from it
+          const double due_s = static_cast<double>(k++ * clients + t) / rate;
+          s = measured_from + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                  std::chrono::duration<double>(due_s));
+          std::this_thread::sleep_until(s);
+          if (stop) break;
+        }
         auto r = c.Post(batch == 1 ? "/v1/workloads" : std::string(tidal::protocol::kWorkloadBatchPath), body,
                         "application/json");
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count();
@@ -264,7 +281,7 @@ int main(int argc, char** argv) {
       }
     });
   }
-  const auto measured_from = std::chrono::steady_clock::now();
+  measured_from = std::chrono::steady_clock::now();
   go = true;
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   stop = true;
@@ -272,7 +289,6 @@ int main(int argc, char** argv) {
   for (auto& th : lister_threads) th.join();
   hostile.join();
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - measured_from).count();
-  (void)start;
   std::vector<double> all;
   for (auto& v : latencies) all.insert(all.end(), v.begin(), v.end());
   const double commits = Scrape(port, "tidal_store_commits_total");
@@ -283,8 +299,10 @@ int main(int argc, char** argv) {
     std::printf("batches of %d: %zu durable workloads, %.0f/s\n", batch, all.size() * batch,
                 all.size() * batch / elapsed);
   }
-  std::printf("latency ms: p50 %.2f  p90 %.2f  p99 %.2f  max %.2f\n", tidal::Percentile(all, 0.50),
-              tidal::Percentile(all, 0.90), tidal::Percentile(all, 0.99), tidal::Percentile(all, 1.0));
+  if (rate > 0) std::printf("open loop: %.0f requests/s due\n", rate);
+  std::printf("latency ms: p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  max %.2f\n", tidal::Percentile(all, 0.50),
+              tidal::Percentile(all, 0.90), tidal::Percentile(all, 0.99), tidal::Percentile(all, 0.999),
+              tidal::Percentile(all, 1.0));
   std::printf("group commit: %.0f transactions, %.1f changes each\n", commits,
               commits > 0 ? mutations / commits : 0);
   const double passes = Scrape(port, "tidal_scheduling_pass_seconds_count");

@@ -15,6 +15,9 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <thread>
 
 #include <fmt/format.h>
@@ -25,6 +28,8 @@ namespace tidal::server {
 namespace {
 
 constexpr size_t kMaxBatch = 4096;
+// How much of older snapshots' parts one step deletes.
+constexpr size_t kDropBytesPerStep = 1 << 20;
 
 // A prepared statement. A failed prepare is kept as status() (a damaged
 // schema, a full disk), never an abort: the caller turns it into a Status.
@@ -44,6 +49,10 @@ class Statement {
   sqlite3_stmt* get() { return stmt_; }
   void BindText(int i, const std::string& s) {
     sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+  }
+  // `s` must outlive the statement's next Run.
+  void BindTextView(int i, std::string_view s) {
+    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_STATIC);
   }
   void BindInt(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
   // Runs to completion; returns the sqlite result code.
@@ -115,8 +124,14 @@ CREATE TABLE IF NOT EXISTS idempotency (key TEXT PRIMARY KEY, workload INTEGER N
 CREATE TABLE IF NOT EXISTS journal (seq INTEGER PRIMARY KEY AUTOINCREMENT, entry TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 -- Journal snapshots (docs/formats.md "Snapshots"): the state after journal
--- row seq. Only the latest is kept, and the journal rows it covers are gone.
+-- row seq. A row marks a snapshot complete; its text is in snapshot_parts,
+-- written a part per transaction before the row (a row of a store written
+-- before parts holds the whole text in `snapshot`; a new one holds '').
+-- Only the latest is kept, and the journal rows it covers are deleted in
+-- steps after it.
 CREATE TABLE IF NOT EXISTS snapshots (seq INTEGER PRIMARY KEY, snapshot TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS snapshot_parts (seq INTEGER NOT NULL, part INTEGER NOT NULL, text TEXT NOT NULL,
+                                           PRIMARY KEY (seq, part));
 )sql";
 
 // The writer's prepared statements, in one place so WriteBatch takes one.
@@ -129,9 +144,13 @@ struct Statements {
   Statement& put_key;
   Statement& put_journal;
   Statement& put_meta;
-  Statement& put_snapshot;
+  Statement& clear_parts;  // of a seq, before its first part
+  Statement& put_part;
+  Statement& mark_snapshot;  // the row that makes a written snapshot the latest
+  Statement& drop_snapshots;  // older rows
+  Statement& compaction_end;  // the seq of the compaction step's last row
   Statement& drop_journal;
-  Statement& drop_snapshots;
+  Statement& drop_parts;  // of snapshots neither the latest nor being written
   Statement& snapshot_bounds;  // the last journal seq given, the latest snapshot's seq
 };
 
@@ -149,7 +168,10 @@ class SqliteStore final : public Store {
     if (lock_fd_ >= 0) close(lock_fd_);  // releases the flock
   }
 
-  Status Open(const std::string& path, SqliteDurability durability) {
+  Status Open(const std::string& path, SqliteDurability durability, SqliteSteps steps) {
+    steps_ = steps;
+    steps_.snapshot_part_bytes = std::max<size_t>(1, steps_.snapshot_part_bytes);
+    steps_.compaction_rows = std::max(1, steps_.compaction_rows);
     TIDAL_RETURN_IF_ERROR(LockExclusive(path));
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX;
     if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
@@ -165,6 +187,7 @@ class SqliteStore final : public Store {
       return Unavailable(fmt::format("store sqlite:{}: {}", path, sqlite3_errmsg(reader_)));
     }
     sqlite3_busy_timeout(reader_, 5000);
+    TIDAL_RETURN_IF_ERROR(ResumeSteps());
     writer_ = std::thread([this] { WriterLoop(); });
     return Status::Ok();
   }
@@ -316,14 +339,12 @@ class SqliteStore final : public Store {
 
   StatusOr<std::optional<SnapshotRow>> ReadSnapshot() override {
     std::lock_guard lock(reader_mu_);
-    Statement s(reader_, "SELECT seq, snapshot FROM snapshots ORDER BY seq DESC LIMIT 1");
-    TIDAL_RETURN_IF_ERROR(s.status());
-    TIDAL_ASSIGN_OR_RETURN(bool row, NextRow(reader_, s, "snapshots"));
-    if (!row) return std::optional<SnapshotRow>();
-    SnapshotRow out;
-    out.seq = sqlite3_column_int64(s.get(), 0);
-    TIDAL_ASSIGN_OR_RETURN(out.snapshot, TextColumn(s.get(), 1, "snapshots", std::to_string(out.seq)));
-    return std::optional<SnapshotRow>(std::move(out));
+    // One read transaction: the writer may make a newer snapshot the
+    // latest and drop this one's parts between the two queries.
+    TIDAL_RETURN_IF_ERROR(Exec(reader_, "BEGIN"));
+    auto out = ReadLatestSnapshot();
+    (void)Exec(reader_, "COMMIT");
+    return out;
   }
 
   StatusOr<std::optional<std::string>> ReadMeta(const std::string& key) override {
@@ -341,6 +362,55 @@ class SqliteStore final : public Store {
   uint64_t committed_mutations() const override { return committed_mutations_.load(); }
 
  private:
+  // The latest snapshot's row and, unless the row holds the whole text (a
+  // store written before parts), its parts in order (reader_mu_ held).
+  StatusOr<std::optional<SnapshotRow>> ReadLatestSnapshot() {
+    Statement s(reader_, "SELECT seq, snapshot FROM snapshots ORDER BY seq DESC LIMIT 1");
+    TIDAL_RETURN_IF_ERROR(s.status());
+    TIDAL_ASSIGN_OR_RETURN(bool row, NextRow(reader_, s, "snapshots"));
+    if (!row) return std::optional<SnapshotRow>();
+    SnapshotRow out;
+    out.seq = sqlite3_column_int64(s.get(), 0);
+    const std::string row_name = std::to_string(out.seq);
+    TIDAL_ASSIGN_OR_RETURN(out.snapshot, TextColumn(s.get(), 1, "snapshots", row_name));
+    if (!out.snapshot.empty()) return std::optional<SnapshotRow>(std::move(out));
+    Statement parts(reader_, "SELECT part, text FROM snapshot_parts WHERE seq = ?1 ORDER BY part");
+    TIDAL_RETURN_IF_ERROR(parts.status());
+    parts.BindInt(1, out.seq);
+    int64_t expected = 0;  // parts are 0, 1, ...: a gap is a torn store
+    bool gap = false;
+    while (true) {
+      TIDAL_ASSIGN_OR_RETURN(bool more, NextRow(reader_, parts, "snapshot_parts"));
+      if (!more) break;
+      if (sqlite3_column_int64(parts.get(), 0) != expected) {
+        gap = true;
+        break;
+      }
+      TIDAL_ASSIGN_OR_RETURN(std::string text, TextColumn(parts.get(), 1, "snapshot_parts", row_name));
+      out.snapshot += text;
+      ++expected;
+    }
+    if (gap || expected == 0) {
+      return Internal(fmt::format("store: snapshots row {}: part {} is missing (a torn store)", row_name, expected));
+    }
+    return std::optional<SnapshotRow>(std::move(out));
+  }
+
+  // What a crash left undone, taken up once the store writes: parts of a
+  // snapshot it was writing, and the latest snapshot's compaction. Its
+  // window for load samples was not stored, so every load sample stays
+  // until the next snapshot's compaction.
+  Status ResumeSteps() {
+    Statement s(db_, "SELECT MAX(seq) FROM snapshots");
+    TIDAL_RETURN_IF_ERROR(s.status());
+    TIDAL_ASSIGN_OR_RETURN(bool row, NextRow(db_, s, "snapshots"));
+    if (row && sqlite3_column_type(s.get(), 0) != SQLITE_NULL) {
+      compaction_ = Compaction{sqlite3_column_int64(s.get(), 0), INT64_MIN, 0};
+    }
+    parts_to_drop_ = true;
+    return Status::Ok();
+  }
+
   // One server per store: a second writer would hand out the same audit
   // sequence numbers and ids, and its first commit would kill the other
   // (UNIQUE constraint failed: audit.seq). flock on PATH.lock, held for the
@@ -384,19 +454,26 @@ class SqliteStore final : public Store {
     Statement put_meta(db_,
                        "INSERT INTO meta(key, value) VALUES (?1, ?2) "
                        "ON CONFLICT(key) DO UPDATE SET value = excluded.value");
-    Statement put_snapshot(db_, "INSERT INTO snapshots(seq, snapshot) VALUES (?1, ?2)");
-    Statement drop_journal(db_,
-                           "DELETE FROM journal WHERE seq <= ?1 AND NOT (json_extract(entry, '$.record') = 'load' "
-                           "AND json_extract(entry, '$.at_ms') >= ?2)");
+    Statement clear_parts(db_, "DELETE FROM snapshot_parts WHERE seq = ?1");
+    Statement put_part(db_, "INSERT INTO snapshot_parts(seq, part, text) VALUES (?1, ?2, ?3)");
+    Statement mark_snapshot(db_, "INSERT INTO snapshots(seq, snapshot) VALUES (?1, '')");
     Statement drop_snapshots(db_, "DELETE FROM snapshots WHERE seq < ?1");
+    Statement compaction_end(db_, "SELECT seq FROM journal WHERE seq > ?1 ORDER BY seq LIMIT 1 OFFSET ?2");
+    Statement drop_journal(db_,
+                           "DELETE FROM journal WHERE seq > ?1 AND seq <= ?2 AND NOT "
+                           "(json_extract(entry, '$.record') = 'load' AND json_extract(entry, '$.at_ms') >= ?3)");
+    Statement drop_parts(db_,
+                         "DELETE FROM snapshot_parts WHERE rowid IN (SELECT rowid FROM snapshot_parts WHERE "
+                         "seq != COALESCE((SELECT MAX(seq) FROM snapshots), 0) AND seq != ?1 LIMIT ?2)");
     Statement snapshot_bounds(db_,
                               "SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'journal'), 0), "
                               "COALESCE((SELECT MAX(seq) FROM snapshots), 0)");
-    Statements statements{begin,    commit,       put_workload, put_node,       put_audit,      put_key, put_journal,
-                          put_meta, put_snapshot, drop_journal, drop_snapshots, snapshot_bounds};
+    Statements statements{begin,         commit,         put_workload,   put_node,     put_audit,  put_key,
+                          put_journal,   put_meta,       clear_parts,    put_part,     mark_snapshot,
+                          drop_snapshots, compaction_end, drop_journal,  drop_parts,   snapshot_bounds};
     for (const Statement* st : {&begin, &commit, &rollback, &put_workload, &put_node, &put_audit, &put_key,
-                                &put_journal, &put_meta, &put_snapshot, &drop_journal, &drop_snapshots,
-                                &snapshot_bounds}) {
+                                &put_journal, &put_meta, &clear_parts, &put_part, &mark_snapshot, &drop_snapshots,
+                                &compaction_end, &drop_journal, &drop_parts, &snapshot_bounds}) {
       if (!st->status().ok()) {
         Fail(st->status());
         break;
@@ -407,8 +484,12 @@ class SqliteStore final : public Store {
       uint64_t last_seq = 0;
       {
         std::unique_lock lock(mu_);
-        queued_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-        if (queue_.empty()) return;  // stopping, and everything is durable
+        // Steps left (a snapshot's parts, its compaction) go on while no
+        // mutation waits, and finish before the store closes; a store
+        // opened only to be read (`tidal sim replay`) is not written.
+        const auto steps_left = [&] { return error_.ok() && wrote_ && StepsLeft(); };
+        queued_cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || steps_left(); });
+        if (queue_.empty() && !steps_left()) return;  // stopping, and everything is durable
         while (!queue_.empty() && batch.size() < kMaxBatch) {
           batch.push_back(std::move(queue_.front()));
           queue_.pop_front();
@@ -437,15 +518,16 @@ class SqliteStore final : public Store {
     }
   }
 
-  Status WriteBatch(const std::vector<Mutation>& batch, Statements& st) {
-    auto& [begin, commit, put_workload, put_node, put_audit, put_key, put_journal, put_meta, put_snapshot,
-           drop_journal, drop_snapshots, snapshot_bounds] = st;
+  Status WriteBatch(std::vector<Mutation>& batch, Statements& st) {
+    auto& [begin, commit, put_workload, put_node, put_audit, put_key, put_journal, put_meta, clear_parts, put_part,
+           mark_snapshot, drop_snapshots, compaction_end, drop_journal, drop_parts, snapshot_bounds] = st;
     {
       std::lock_guard lock(mu_);
       if (!error_.ok()) return error_;
     }
     TIDAL_RETURN_IF_ERROR(Check(begin.Run(), "BEGIN"));
-    for (const Mutation& m : batch) {
+    wrote_ = true;
+    for (Mutation& m : batch) {
       for (const auto& [id, record] : m.workloads) {
         put_workload.BindInt(1, static_cast<int64_t>(id));
         put_workload.BindText(2, record);
@@ -483,19 +565,87 @@ class SqliteStore final : public Store {
       }
       if (!m.snapshot.empty()) {
         TIDAL_RETURN_IF_ERROR(CheckSnapshotSeq(m.snapshot_seq, snapshot_bounds));
-        put_snapshot.BindInt(1, m.snapshot_seq);
-        put_snapshot.BindText(2, m.snapshot);
-        TIDAL_RETURN_IF_ERROR(Check(put_snapshot.Run(), "snapshot"));
-        drop_journal.BindInt(1, m.snapshot_seq);
-        drop_journal.BindInt(2, m.keep_load_since_ms);
-        TIDAL_RETURN_IF_ERROR(Check(drop_journal.Run(), "journal compaction"));
-        drop_snapshots.BindInt(1, m.snapshot_seq);
-        TIDAL_RETURN_IF_ERROR(Check(drop_snapshots.Run(), "snapshot compaction"));
+        // A newer snapshot replaces one still being written, whose parts
+        // written so far are left to DropParts.
+        if (writing_) parts_to_drop_ = true;
+        writing_ = SnapshotWrite{m.snapshot_seq, std::move(m.snapshot), m.keep_load_since_ms};
       }
     }
+    TIDAL_RETURN_IF_ERROR(Step(st));
     TIDAL_RETURN_IF_ERROR(Check(commit.Run(), "COMMIT"));
     commits_.fetch_add(1);
     committed_mutations_.fetch_add(batch.size());
+    return Status::Ok();
+  }
+
+  // Whether a snapshot left steps to take (writer thread only).
+  bool StepsLeft() const { return writing_.has_value() || compaction_.has_value() || parts_to_drop_; }
+
+  // One step of what snapshots leave, in every transaction until none is
+  // left, so that no commit waits on more than one step: the next part of
+  // the snapshot being written (the last part's step also makes it the
+  // latest and starts its compaction); else the next compaction_rows
+  // journal rows the latest snapshot covers; else a few parts of snapshots
+  // that are no longer the latest. Writing a snapshot in one transaction
+  // held every commit queued behind it for as long as the state is large
+  // (about a second at 85,000 workloads: docs/PERFORMANCE.md).
+  Status Step(Statements& st) {
+    if (writing_) return WritePart(st);
+    if (compaction_) return Compact(st);
+    if (parts_to_drop_) return DropParts(st);
+    return Status::Ok();
+  }
+
+  Status WritePart(Statements& st) {
+    SnapshotWrite& w = *writing_;
+    if (w.parts == 0) {  // parts a crash left at this seq would join the text
+      st.clear_parts.BindInt(1, w.seq);
+      TIDAL_RETURN_IF_ERROR(Check(st.clear_parts.Run(), "snapshot part"));
+    }
+    const size_t n = std::min(steps_.snapshot_part_bytes, w.text.size() - w.written);
+    st.put_part.BindInt(1, w.seq);
+    st.put_part.BindInt(2, w.parts);
+    st.put_part.BindTextView(3, std::string_view(w.text).substr(w.written, n));
+    TIDAL_RETURN_IF_ERROR(Check(st.put_part.Run(), "snapshot part"));
+    w.written += n;
+    ++w.parts;
+    if (w.written < w.text.size()) return Status::Ok();
+    // Every part is in: this transaction makes it the latest snapshot.
+    st.mark_snapshot.BindInt(1, w.seq);
+    TIDAL_RETURN_IF_ERROR(Check(st.mark_snapshot.Run(), "snapshot"));
+    st.drop_snapshots.BindInt(1, w.seq);
+    TIDAL_RETURN_IF_ERROR(Check(st.drop_snapshots.Run(), "snapshot compaction"));
+    // From the journal's start: a compaction still going is taken over,
+    // and load samples an older one kept may have left the window.
+    compaction_ = Compaction{w.seq, w.keep_load_since_ms, 0};
+    parts_to_drop_ = true;  // the older snapshot's
+    writing_.reset();
+    return Status::Ok();
+  }
+
+  Status Compact(Statements& st) {
+    Compaction& c = *compaction_;
+    int64_t end = c.upto_seq;
+    st.compaction_end.BindInt(1, c.after_seq);
+    st.compaction_end.BindInt(2, steps_.compaction_rows - 1);
+    const int rc = sqlite3_step(st.compaction_end.get());
+    if (rc == SQLITE_ROW) end = std::min<int64_t>(end, sqlite3_column_int64(st.compaction_end.get(), 0));
+    sqlite3_reset(st.compaction_end.get());
+    if (rc != SQLITE_ROW) TIDAL_RETURN_IF_ERROR(Check(rc, "journal compaction"));
+    st.drop_journal.BindInt(1, c.after_seq);
+    st.drop_journal.BindInt(2, end);
+    st.drop_journal.BindInt(3, c.keep_load_since_ms);
+    TIDAL_RETURN_IF_ERROR(Check(st.drop_journal.Run(), "journal compaction"));
+    c.after_seq = end;
+    if (end == c.upto_seq) compaction_.reset();
+    return Status::Ok();
+  }
+
+  Status DropParts(Statements& st) {
+    st.drop_parts.BindInt(1, writing_ ? writing_->seq : -1);
+    st.drop_parts.BindInt(2, static_cast<int64_t>(std::max<size_t>(1, kDropBytesPerStep / steps_.snapshot_part_bytes)));
+    TIDAL_RETURN_IF_ERROR(Check(st.drop_parts.Run(), "snapshot compaction"));
+    if (sqlite3_changes(db_) == 0) parts_to_drop_ = false;
     return Status::Ok();
   }
 
@@ -507,9 +657,10 @@ class SqliteStore final : public Store {
   Status CheckSnapshotSeq(int64_t seq, Statement& bounds) {
     const int rc = sqlite3_step(bounds.get());
     const int64_t last_record = rc == SQLITE_ROW ? sqlite3_column_int64(bounds.get(), 0) : -1;
-    const int64_t latest_snapshot = rc == SQLITE_ROW ? sqlite3_column_int64(bounds.get(), 1) : -1;
+    int64_t latest_snapshot = rc == SQLITE_ROW ? sqlite3_column_int64(bounds.get(), 1) : -1;
     sqlite3_reset(bounds.get());
     if (rc != SQLITE_ROW) return Check(rc, "snapshot bounds");
+    if (writing_) latest_snapshot = std::max(latest_snapshot, writing_->seq);
     if (seq > last_record || seq <= latest_snapshot) {
       return Internal(fmt::format("store write failed (snapshot): it covers journal row {}, but the journal's "
                                   "last row is {} and the latest snapshot covers row {}",
@@ -557,14 +708,35 @@ class SqliteStore final : public Store {
   Status error_;  // sticky: the first failed write
   std::atomic<uint64_t> commits_{0};
   std::atomic<uint64_t> committed_mutations_{0};
+
+  // What snapshots leave to do, a Step per transaction (writer thread only,
+  // and Open before it starts).
+  struct SnapshotWrite {
+    int64_t seq = 0;
+    std::string text;
+    int64_t keep_load_since_ms = 0;
+    size_t written = 0;  // bytes in parts so far
+    int64_t parts = 0;
+  };
+  struct Compaction {
+    int64_t upto_seq = 0;  // the latest snapshot's: rows up to it go
+    int64_t keep_load_since_ms = 0;
+    int64_t after_seq = 0;  // rows up to this one are done
+  };
+  SqliteSteps steps_;
+  std::optional<SnapshotWrite> writing_;
+  std::optional<Compaction> compaction_;
+  bool parts_to_drop_ = false;
+  bool wrote_ = false;  // a mutation came: steps may be taken
   std::thread writer_;
 };
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path, SqliteDurability durability) {
+StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path, SqliteDurability durability,
+                                                 SqliteSteps steps) {
   auto store = std::make_unique<SqliteStore>();
-  TIDAL_RETURN_IF_ERROR(store->Open(path, durability));
+  TIDAL_RETURN_IF_ERROR(store->Open(path, durability, steps));
   return std::unique_ptr<Store>(std::move(store));
 }
 

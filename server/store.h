@@ -15,6 +15,7 @@
 #ifndef TIDAL_SERVER_STORE_H_
 #define TIDAL_SERVER_STORE_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -59,13 +60,16 @@ struct Mutation {
   // it off the state lock and enqueues it in a mutation of its own after the
   // records it covers, so `snapshot_seq` is at most the seq of the last
   // record written before it (records enqueued after the copy may come
-  // first). The store writes it, then compacts in the same transaction: the
-  // journal rows it covers (seq <= snapshot_seq) and every older snapshot
-  // are deleted. One transaction, so a crash or a failed write leaves
-  // either the old snapshot and the whole journal, or the new snapshot and
-  // its tail. A `snapshot_seq` past the last record written, or not after
-  // the latest snapshot's, fails the write (the caller miscounted): a
-  // snapshot never claims records it does not cover.
+  // first). The store writes it in steps after this mutation is durable (a
+  // SQLite store: in parts, then it compacts: SqliteSteps): it becomes the
+  // latest snapshot only once it is whole, and then the journal rows it
+  // covers (seq <= snapshot_seq) and every older snapshot are deleted. So
+  // a crash or a failed write leaves the latest whole snapshot and the
+  // whole journal after it (rows before it that a compaction had not
+  // reached yet are covered by it: readers start after its seq). A
+  // `snapshot_seq` past the last record written, or not after the latest
+  // snapshot's (or the one being written), fails the write (the caller
+  // miscounted): a snapshot never claims records it does not cover.
   std::string snapshot;
   int64_t snapshot_seq = 0;
   // Compaction keeps the load samples (`"record":"load"`) taken at or after
@@ -165,9 +169,19 @@ enum class SqliteDurability {
   kFsync,  // synchronous=FULL: a commit survives a power loss
   kCache,  // synchronous=OFF: a copy of a store kept elsewhere (etcd's cache)
 };
+// How the SQLite store spreads the work a journal snapshot leaves over its
+// transactions: one step in each (and in transactions of their own while no
+// mutation waits), so that no commit waits for more than one. A snapshot is
+// written in parts, then the journal rows it covers are deleted in runs.
+// The defaults are the fast settings; tests shrink them to see the steps.
+struct SqliteSteps {
+  size_t snapshot_part_bytes = 256 * 1024;
+  int compaction_rows = 500;
+};
 // WAL mode and group commit: one writer thread commits every queued
 // mutation in one transaction.
-StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path, SqliteDurability durability);
+StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path, SqliteDurability durability,
+                                                 SqliteSteps steps = {});
 
 }  // namespace tidal::server
 

@@ -113,7 +113,8 @@ class JournalReplay {
   // StartFromSnapshot and before the first Feed. The snapshot holds the
   // controller's memory, so it is not observed again; it only warms the
   // controller of a server_start after the snapshot, as it warmed the
-  // server's. Anything but a load sample fails.
+  // server's. Other records the snapshot covers (a compaction in steps
+  // had not reached them) are skipped; a record that does not decode fails.
   Status KeepLoadText(int64_t seq, std::string_view text);
   // The snapshot a server writes after record `seq`, when that is the last
   // record fed and no pass is in progress (the next one is a tick marker or
@@ -178,7 +179,7 @@ concept JournalStore = requires(S& store, int64_t after_seq, int limit) {
 
 // Feeds `replay` what `store` keeps of the journal: its latest snapshot,
 // when it has one (a compacted journal starts after it, but for the load
-// samples it kept: KeepLoadText), then every record after that, `page_rows` at a time (enough to amortize the query, few
+// samples it kept and rows a compaction has not reached: KeepLoadText), then every record after that, `page_rows` at a time (enough to amortize the query, few
 // enough to bound memory). Stops at the first read or record that fails;
 // then Finish reports the records fed before it.
 template <JournalStore S>

@@ -215,8 +215,10 @@ TEST_F(StoreSnapshotTest, ADamagedSnapshotIsRefusedWithAClearMessage) {
   Stored stored = ReadStore();
   ASSERT_TRUE(stored.snapshot.has_value());
 
-  // Torn: the row holds the first half of its text.
-  ExecOnStoreFile(db_path(), "UPDATE snapshots SET snapshot = substr(snapshot, 1, length(snapshot) / 2)");
+  // Torn: its last part holds the first half of its text.
+  ExecOnStoreFile(db_path(),
+                  "UPDATE snapshot_parts SET text = substr(text, 1, length(text) / 2) "
+                  "WHERE part = (SELECT MAX(part) FROM snapshot_parts)");
   Status torn = Open();
   ASSERT_FALSE(torn.ok());
   EXPECT_NE(torn.message().find("journal snapshot (row " + std::to_string(stored.snapshot->seq) + ") is damaged"),
@@ -224,7 +226,8 @@ TEST_F(StoreSnapshotTest, ADamagedSnapshotIsRefusedWithAClearMessage) {
       << torn.message();
   EXPECT_NE(torn.message().find("not valid JSON"), std::string::npos) << torn.message();
 
-  // Garbled: valid JSON, but not a snapshot.
+  // Garbled: valid JSON, but not a snapshot (in the row, as a store
+  // written before parts keeps it).
   ExecOnStoreFile(db_path(), "UPDATE snapshots SET snapshot = '{\"record\":\"snapshot\",\"seq\":\"x\"}'");
   Status garbled = Open();
   ASSERT_FALSE(garbled.ok());
