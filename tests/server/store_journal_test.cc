@@ -50,6 +50,15 @@ class StoreJournalTest : public ::testing::Test {
     return out;
   }
 
+  // The store's latest snapshot is `text` at row `seq`.
+  static void ExpectSnapshot(Store& store, int64_t seq, const std::string& text) {
+    auto snapshot = store.ReadSnapshot();
+    ASSERT_TRUE(snapshot.ok()) << snapshot.status().ToString();
+    ASSERT_TRUE(snapshot->has_value());
+    EXPECT_EQ((*snapshot)->seq, seq);
+    EXPECT_EQ((*snapshot)->snapshot, text);
+  }
+
   static std::vector<std::string> Entries(Store& store) {
     std::vector<std::string> out;
     int64_t after = 0;
@@ -183,10 +192,7 @@ TEST_F(StoreJournalTest, ASnapshotCoversTheRowsBeforeItAndNoMore) {
   {
     auto store = Open();
     ASSERT_NE(store, nullptr);
-    auto snapshot = store->ReadSnapshot();
-    ASSERT_TRUE(snapshot.ok() && snapshot->has_value());
-    EXPECT_EQ((*snapshot)->seq, 3);
-    EXPECT_EQ((*snapshot)->snapshot, "state after r3");
+    ExpectSnapshot(*store, 3, "state after r3");
     EXPECT_EQ(Entries(*store), (std::vector<std::string>{"{\"record\":\"r4\"}", "{\"record\":\"r5\"}"}));
     auto recovered = store->Load();
     ASSERT_TRUE(recovered.ok());
@@ -233,11 +239,7 @@ TEST_F(StoreJournalTest, ASnapshotIsWrittenInPartsAndCompactsInSteps) {
   EXPECT_EQ(QueryInt("SELECT length(snapshot) FROM snapshots WHERE seq = 6"), 0) << "the row holds no text";
   auto store = Open();
   ASSERT_NE(store, nullptr);
-  auto snapshot = store->ReadSnapshot();
-  ASSERT_TRUE(snapshot.ok()) << snapshot.status().ToString();
-  ASSERT_TRUE(snapshot->has_value());
-  EXPECT_EQ((*snapshot)->seq, 6);
-  EXPECT_EQ((*snapshot)->snapshot, text);
+  ExpectSnapshot(*store, 6, text);
   // The load sample in the window stays; the one before it goes.
   EXPECT_EQ(Entries(*store), (std::vector<std::string>{"{\"record\":\"load\",\"at_ms\":2000}",
                                                        "{\"record\":\"r7\"}"}));
@@ -268,10 +270,7 @@ TEST_F(StoreJournalTest, ACrashMidSnapshotLeavesTheLatestWholeOneAndTheNextStart
   {
     auto store = Open();
     ASSERT_NE(store, nullptr);
-    auto snapshot = store->ReadSnapshot();
-    ASSERT_TRUE(snapshot.ok() && snapshot->has_value());
-    EXPECT_EQ((*snapshot)->seq, 2);
-    EXPECT_EQ((*snapshot)->snapshot, "state after r2");
+    ExpectSnapshot(*store, 2, "state after r2");
     auto recovered = store->Load();
     ASSERT_TRUE(recovered.ok());
     EXPECT_EQ(recovered->journal_since_snapshot, 2);
@@ -286,10 +285,7 @@ TEST_F(StoreJournalTest, ACrashMidSnapshotLeavesTheLatestWholeOneAndTheNextStart
   EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM snapshots"), 1);
   auto store = Open();
   ASSERT_NE(store, nullptr);
-  auto snapshot = store->ReadSnapshot();
-  ASSERT_TRUE(snapshot.ok() && snapshot->has_value());
-  EXPECT_EQ((*snapshot)->seq, 3);
-  EXPECT_EQ((*snapshot)->snapshot, "state after r3");
+  ExpectSnapshot(*store, 3, "state after r3");
   EXPECT_EQ(Entries(*store), (std::vector<std::string>{"{\"record\":\"r4\"}"}))
       << "row 1 is a load sample before the new snapshot's window";
 }
