@@ -69,11 +69,10 @@ Status Work(ControlPlane& cp, const tidal::server::ServerConfig& config, tidal::
   }
   std::vector<uint64_t> ids;
   for (int i = 0; i < rounds; ++i) {
-    auto r = cp.Submit(kAlice,
-                       {{"name", "m" + std::to_string(i)}, {"project", "vision"}, {"gpus_per_replica", 1 + i % 8}},
-                       "");
+    auto r = cp.Submit(kAlice, tidal::server::SubmitRequest{{nlohmann::json{
+                                   {"name", "m" + std::to_string(i)}, {"project", "vision"}, {"gpus_per_replica", 1 + i % 8}}}});
     if (!r.ok()) return r.status();
-    ids.push_back(r->workload["id"].get<uint64_t>());
+    ids.push_back(r->ids[0]);
     if (ids.size() > 3) TIDAL_RETURN_IF_ERROR(cp.Cancel(kAdmin, ids[ids.size() - 4]).status());
     clock.Advance(tidal::seconds(2));
     for (const tidal::Node& node : config.catalog.cluster.nodes) {  // the leases stay fresh

@@ -7,7 +7,10 @@ scripts/install-deps.sh --test
 # The dashboard's npm packages (esbuild, uPlot, playwright-core), exactly as
 # locked; the browser test builds web/dist from them.
 (cd web && npm ci --no-audit --no-fund)
-cmake -S . -B build/sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTIDAL_SANITIZE=ON -DTIDAL_BUILD_BENCH=OFF >/dev/null
+# The benchmarks are built too (not run): a bench/ tool that no longer
+# compiles against the code it measures fails here, not on the day it is
+# needed.
+cmake -S . -B build/sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTIDAL_SANITIZE=ON -DTIDAL_BUILD_BENCH=ON >/dev/null
 cmake --build build/sanitize
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
