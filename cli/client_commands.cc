@@ -779,8 +779,8 @@ RegisterCommand reg([](CLI::App& root) {
     CLI::App* c = root.add_subcommand("version", "Print the version and how this binary was built");
     c->callback([] {
       std::cout << kTidalVersion << "\n"
-                << fmt::format("  api:       v1\n  build:     {}\n  compiler:  {}\n  c++:       {}\n",
-                               TIDAL_BUILD_TYPE, server::kTidalCompiler, __cplusplus);
+                << fmt::format("  api:       v1\n  build:     {}\n  compiler:  {}\n  c++:       {}\n  allocator: {}\n",
+                               TIDAL_BUILD_TYPE, server::kTidalCompiler, __cplusplus, TIDAL_ALLOCATOR);
     });
   }
   // resize

@@ -8,7 +8,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libyaml-cpp-dev libcpp-httplib-dev libsqlite3-dev
   libcli11-dev libfmt-dev libspdlog-dev libssl-dev zlib1g-dev libboost-dev
-  prometheus-cpp-dev libcivetweb-dev
+  prometheus-cpp-dev libcivetweb-dev libjemalloc-dev
   curl procps
 )
 # Node and npm build the dashboard (web/). Node may come from elsewhere

@@ -428,6 +428,8 @@ TEST_F(CliTest, VersionCommand) {
   EXPECT_TRUE(v.out.starts_with("tidal 0.1.0\n")) << v.out;
   EXPECT_NE(v.out.find("  build:     "), std::string::npos) << v.out;
   EXPECT_NE(v.out.find("  compiler:  "), std::string::npos) << v.out;
+  // The suite's build is sanitized: the sanitizers' allocator, not jemalloc.
+  EXPECT_NE(v.out.find("  allocator: sanitizer\n"), std::string::npos) << v.out;
 }
 
 TEST_F(CliTest, GetVerbsAndOutputFormats) {
