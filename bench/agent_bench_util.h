@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <optional>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -28,6 +29,15 @@
 extern char** environ;
 
 namespace tidal::bench {
+
+// The value of an unlabelled metric on the server's /metrics (0 if absent).
+inline double Scrape(int port, const std::string& metric) {
+  httplib::Client c("127.0.0.1", port);
+  auto r = c.Get("/metrics");
+  if (!r) return 0;
+  const size_t at = r->body.find("\n" + metric + " ");
+  return at == std::string::npos ? 0 : std::atof(r->body.c_str() + at + metric.size() + 2);
+}
 
 inline int FreePort() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);

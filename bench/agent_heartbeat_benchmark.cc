@@ -214,6 +214,9 @@ int main(int argc, char** argv) {
   const double wall = std::chrono::duration<double>(Clock::now() - start).count();
   const double cpu1 = CpuSeconds(server);
   const long rss = StatusKib(server, "VmRSS");
+  // Each journal snapshot's copy holds the state lock: every request waits.
+  const double snapshots = Scrape(port, "tidal_journal_snapshot_copy_seconds_count");
+  const double copy_ms = snapshots > 0 ? 1000 * Scrape(port, "tidal_journal_snapshot_copy_seconds_sum") / snapshots : 0;
   Stop(server);
   fmt::print("heartbeat load: {} agents, one heartbeat each per {} s, {:.0f} s\n", agents,
              interval_s, wall);
@@ -231,6 +234,7 @@ int main(int argc, char** argv) {
                tidal::Percentile(submit_ms, 0.5), tidal::Percentile(submit_ms, 0.99),
                tidal::Percentile(submit_ms, 1.0));
   }
+  fmt::print("  journal snapshots: {:.0f}, copy mean {:.1f} ms (under the state lock)\n", snapshots, copy_ms);
   if (!first_error.empty()) fmt::print("  first error: {}\n", first_error.substr(0, 300));
   fmt::print("  CPU model: {}\n", CpuModel());
   fs::remove_all(dir);

@@ -59,19 +59,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/agent_bench_util.h"
 #include "core/common/percentile.h"
 #include "protocol/node_registration.h"
 #include "protocol/workload_batch.h"
 
 namespace {
 
-double Scrape(int port, const std::string& metric) {
-  httplib::Client c("127.0.0.1", port);
-  auto r = c.Get("/metrics");
-  if (!r) return 0;
-  const size_t at = r->body.find("\n" + metric + " ");
-  return at == std::string::npos ? 0 : std::atof(r->body.c_str() + at + metric.size() + 2);
-}
+using tidal::bench::Scrape;
 
 int Connect(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
