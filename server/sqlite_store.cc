@@ -150,7 +150,7 @@ struct Statements {
   Statement& drop_snapshots;  // older rows
   Statement& compaction_end;  // the seq of the compaction step's last row
   Statement& drop_journal;
-  Statement& drop_parts;  // of snapshots neither the latest nor being written
+  Statement& drop_parts;  // of snapshots other than the latest
   Statement& snapshot_bounds;  // the last journal seq given, the latest snapshot's seq
 };
 
@@ -464,7 +464,7 @@ class SqliteStore final : public Store {
                            "(json_extract(entry, '$.record') = 'load' AND json_extract(entry, '$.at_ms') >= ?3)");
     Statement drop_parts(db_,
                          "DELETE FROM snapshot_parts WHERE rowid IN (SELECT rowid FROM snapshot_parts WHERE "
-                         "seq != COALESCE((SELECT MAX(seq) FROM snapshots), 0) AND seq != ?1 LIMIT ?2)");
+                         "seq != COALESCE((SELECT MAX(seq) FROM snapshots), 0) LIMIT ?1)");
     Statement snapshot_bounds(db_,
                               "SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'journal'), 0), "
                               "COALESCE((SELECT MAX(seq) FROM snapshots), 0)");
@@ -641,9 +641,10 @@ class SqliteStore final : public Store {
     return Status::Ok();
   }
 
+  // Runs only when no snapshot is being written (Step), so every part not
+  // of the latest snapshot is an older or abandoned one's.
   Status DropParts(Statements& st) {
-    st.drop_parts.BindInt(1, writing_ ? writing_->seq : -1);
-    st.drop_parts.BindInt(2, static_cast<int64_t>(std::max<size_t>(1, kDropBytesPerStep / steps_.snapshot_part_bytes)));
+    st.drop_parts.BindInt(1, static_cast<int64_t>(std::max<size_t>(1, kDropBytesPerStep / steps_.snapshot_part_bytes)));
     TIDAL_RETURN_IF_ERROR(Check(st.drop_parts.Run(), "snapshot compaction"));
     if (sqlite3_changes(db_) == 0) parts_to_drop_ = false;
     return Status::Ok();
