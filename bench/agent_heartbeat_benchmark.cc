@@ -217,6 +217,9 @@ int main(int argc, char** argv) {
   // Each journal snapshot's copy holds the state lock: every request waits.
   const double snapshots = Scrape(port, "tidal_journal_snapshot_copy_seconds_count");
   const double copy_ms = snapshots > 0 ? 1000 * Scrape(port, "tidal_journal_snapshot_copy_seconds_sum") / snapshots : 0;
+  // So does each scheduling pass (until durable: the lock is released before).
+  const double passes = Scrape(port, "tidal_scheduling_pass_seconds_count");
+  const double pass_ms = passes > 0 ? 1000 * Scrape(port, "tidal_scheduling_pass_seconds_sum") / passes : 0;
   Stop(server);
   fmt::print("heartbeat load: {} agents, one heartbeat each per {} s, {:.0f} s\n", agents,
              interval_s, wall);
@@ -235,6 +238,7 @@ int main(int argc, char** argv) {
                tidal::Percentile(submit_ms, 1.0));
   }
   fmt::print("  journal snapshots: {:.0f}, copy mean {:.1f} ms (under the state lock)\n", snapshots, copy_ms);
+  fmt::print("  scheduling passes: {:.0f}, mean {:.1f} ms (under the state lock, then until durable)\n", passes, pass_ms);
   if (!first_error.empty()) fmt::print("  first error: {}\n", first_error.substr(0, 300));
   fmt::print("  CPU model: {}\n", CpuModel());
   fs::remove_all(dir);
