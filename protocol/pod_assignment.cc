@@ -94,7 +94,7 @@ StatusOr<PodAssignment> PodAssignmentFromJson(const json& j, std::string_view pa
   TIDAL_RETURN_IF_ERROR(r.String("name", &p.name));
   TIDAL_RETURN_IF_ERROR(r.String("kind", &p.kind));
   TIDAL_RETURN_IF_ERROR(r.Int("world_size", &p.world_size, 1));
-  TIDAL_RETURN_IF_ERROR(r.Int("rank", &p.key.rank, 0, p.world_size - 1));
+  TIDAL_RETURN_IF_ERROR(r.Int("rank", &p.key.rank, 0, kMaxPodRank - 1));
   TIDAL_RETURN_IF_ERROR(r.IntList("gpus", &p.gpus, 0, kMaxGpusPerNode - 1));
   TIDAL_RETURN_IF_ERROR(r.String("master_addr", &p.master_addr));
   TIDAL_RETURN_IF_ERROR(r.Int("master_port", &p.master_port, 0, 65535));
@@ -130,7 +130,6 @@ StatusOr<PodAssignment> PodAssignmentFromJson(const json& j, std::string_view pa
     TIDAL_RETURN_IF_ERROR(n.Bool("checkpoint", &notice.checkpoint));
     p.notice = notice;
   }
-  if (p.desired_run && p.command.empty()) return FieldError(r.FieldPath("command"), "empty for a pod to run");
   return p;
 }
 

@@ -37,6 +37,11 @@ struct StopNotice {
   bool operator==(const StopNotice&) const = default;
 };
 
+// A pod's rank is not bounded by the world size: a pod a shrink removes
+// keeps its rank while the world counts the pods that stay, and an inference
+// replica keeps its rank while others come and go (server/pod_ranks.h).
+inline constexpr int kMaxPodRank = 1 << 30;
+
 struct PodAssignment {
   PodKey key;
   std::string name;  // workload name

@@ -173,8 +173,8 @@ Status ControlPlane::Recover(RecoverAs as) {
     const WorkloadRecord& r = records_.at(id);
     if (r.w.kind != WorkloadKind::kInference || !r.allocation) continue;
     for (int rank : r.ready_ranks) {
-      if (rank < static_cast<int>(r.allocation->pods.size())) {
-        (void)machine_->Apply(state::ReplicaReadyEdit{r.w.id, r.allocation->pods[rank], true});
+      if (auto pod = r.PodOfRank(rank)) {
+        (void)machine_->Apply(state::ReplicaReadyEdit{r.w.id, r.allocation->pods[*pod], true});
       }
     }
   }
@@ -384,24 +384,33 @@ void ControlPlane::CloseRuns(WorkloadRecord& r, int64_t now_ms, const std::strin
   }
 }
 
-void ControlPlane::RemoveRank(WorkloadRecord& r, int rank) {
-  auto shift = [rank](std::set<int>& ranks) {
-    std::set<int> out;
-    for (int x : ranks) {
-      if (x != rank) out.insert(x > rank ? x - 1 : x);
+void ControlPlane::RemovePod(WorkloadRecord& r, size_t pod) {
+  const int rank = r.RankOf(pod);
+  if (KeepsRanks(r.w.kind)) {
+    r.exited_ranks.erase(rank);
+    r.ready_ranks.erase(rank);
+    r.replica_load.erase(rank);
+    if (pod < r.pod_ranks.size()) r.pod_ranks.erase(r.pod_ranks.begin() + static_cast<std::ptrdiff_t>(pod));
+  } else {
+    // The pods after it move down a rank.
+    auto shift = [rank](std::set<int>& ranks) {
+      std::set<int> out;
+      for (int x : ranks) {
+        if (x != rank) out.insert(x > rank ? x - 1 : x);
+      }
+      ranks = std::move(out);
+    };
+    shift(r.exited_ranks);
+    shift(r.ready_ranks);
+    std::map<int, WorkloadRecord::ReplicaLoad> load;
+    for (auto& [x, l] : r.replica_load) {
+      if (x != rank) load[x > rank ? x - 1 : x] = l;
     }
-    ranks = std::move(out);
-  };
-  shift(r.exited_ranks);
-  shift(r.ready_ranks);
-  std::map<int, WorkloadRecord::ReplicaLoad> load;
-  for (auto& [x, l] : r.replica_load) {
-    if (x != rank) load[x > rank ? x - 1 : x] = l;
+    r.replica_load = std::move(load);
   }
-  r.replica_load = std::move(load);
   auto& pods = r.allocation->pods;
-  const PodPlacement gone = pods[rank];
-  pods.erase(pods.begin() + rank);
+  const PodPlacement gone = pods[pod];
+  pods.erase(pods.begin() + static_cast<std::ptrdiff_t>(pod));
   auto& leaving = r.allocation->leaving;
   if (auto it = std::find(leaving.begin(), leaving.end(), gone); it != leaving.end()) leaving.erase(it);
 }

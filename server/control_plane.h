@@ -306,9 +306,10 @@ class ControlPlane {
   void IndexAllocation(const WorkloadRecord& r, bool add);
   // Ends the open run intervals (usage reports, project budget spent).
   void CloseRuns(WorkloadRecord& r, int64_t now_ms, const std::string& reason);
-  // The record's side of a pod exit: rank `rank`'s per-rank state goes, and
-  // later ranks move down by one, as the machine's allocation did.
-  void RemoveRank(WorkloadRecord& r, int rank);
+  // The record's side of a pod exit: the allocation's pod `pod` and its
+  // rank's state go. Where ranks are not kept (server/pod_ranks.h), the
+  // later pods' ranks move down by one, as their places in the list did.
+  void RemovePod(WorkloadRecord& r, size_t pod);
   // The preemption the current stop notice belongs to, if any.
   PreemptionRecord* OpenPreemption(WorkloadRecord& r);
   // Re-derives priorities whose inputs changed (budget state, deadlines).

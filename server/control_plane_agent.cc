@@ -424,10 +424,11 @@ std::vector<protocol::PodAssignment> ControlPlane::PodsFor(NodeId node) const {
     const auto& all = r->allocation->pods;
     const auto& leaving = r->allocation->leaving;
     const int world = static_cast<int>(all.size() - leaving.size());
-    for (int i = 0; i < static_cast<int>(all.size()); ++i) {
-      if (all[i].node != node || r->exited_ranks.count(i)) continue;
+    for (size_t i = 0; i < all.size(); ++i) {
+      const int rank = r->RankOf(i);
+      if (all[i].node != node || r->exited_ranks.count(rank)) continue;
       const bool is_leaving = std::find(leaving.begin(), leaving.end(), all[i]) != leaving.end();
-      add(all[i], i, world, r->stop ? r->stop : is_leaving ? r->shrink_notice : std::nullopt);
+      add(all[i], rank, world, r->stop ? r->stop : is_leaving ? r->shrink_notice : std::nullopt);
     }
   }
   return pods;
@@ -496,10 +497,11 @@ StatusOr<json> ControlPlane::PodStatus(const Principal& who, const std::string& 
       // An event about an earlier placement (the agent had not yet seen the
       // requeue) must not touch the new one.
       if (ev.key.attempt > 0 && ev.key.attempt != w->attempt) continue;
-      if (!w->allocation || rank >= static_cast<int>(w->allocation->pods.size()) ||
-          w->allocation->pods[rank].node != *node) {
+      const std::optional<size_t> pod_index = w->PodOfRank(rank);
+      if (!pod_index || w->allocation->pods[*pod_index].node != *node) {
         continue;  // not a pod of this node (any more)
       }
+      const PodPlacement pod = w->allocation->pods[*pod_index];
       ++accepted;
       const Time at = ev.time_ms > 0 ? TimeFromMillis(ev.time_ms) : now;
       bool dirty = false;
@@ -521,11 +523,10 @@ StatusOr<json> ControlPlane::PodStatus(const Principal& who, const std::string& 
         w->ready_ranks.insert(rank);
         // The state counts ready replicas: a pending scale-up is judged
         // from them by the lifecycle (ScaleUpEndEdit), not here.
-        (void)ApplyEdit(state::ReplicaReadyEdit{w->w.id, w->allocation->pods[rank], true});
+        (void)ApplyEdit(state::ReplicaReadyEdit{w->w.id, pod, true});
         dirty = true;
       } else if (ev.phase == "exited") {
         auto& leaving = w->allocation->leaving;
-        const PodPlacement pod = w->allocation->pods[rank];
         if (!w->stop && std::find(leaving.begin(), leaving.end(), pod) != leaving.end()) {
           // A pod removed by a shrink is gone: its GPUs are free now.
           AddAudit(m, actor, "pod_exit", w, {{"rank", rank}, {"exit_code", ev.exit_code},

@@ -24,8 +24,8 @@ StatusOr<json> ControlPlane::PodLogs(const Principal& who, const std::string& no
       // after its exit freed the placement).
       const WorkloadRecord* w = Find(c.key.workload);
       if (!w) continue;
-      const bool placed_here = w->allocation && c.key.rank < static_cast<int>(w->allocation->pods.size()) &&
-                               w->allocation->pods[c.key.rank].node == *node &&
+      const std::optional<size_t> pod = w->PodOfRank(c.key.rank);
+      const bool placed_here = pod && w->allocation->pods[*pod].node == *node &&
                                (c.key.attempt == 0 || c.key.attempt == w->attempt);
       if (!placed_here && pod_logs_.Writer(c.key.workload, c.key.rank) != node_name) continue;
       taken.push_back(&c);

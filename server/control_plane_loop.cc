@@ -266,12 +266,20 @@ void ControlPlane::ApplyDecisions(Decisions d) {
 
 void ControlPlane::SyncRecord(WorkloadRecord& r) {
   IndexAllocation(r, false);
+  std::vector<PodPlacement> before;
+  if (KeepsRanks(r.w.kind) && r.allocation) before = r.allocation->pods;
   if (const Workload* w = machine_->state().workload(r.w.id)) {
     r.w = *w;
     const Allocation* a = machine_->state().allocation(r.w.id);
     r.allocation = a ? std::optional<Allocation>(*a) : std::nullopt;
   } else {
     r.allocation.reset();
+  }
+  if (KeepsRanks(r.w.kind) && r.allocation) {
+    r.pod_ranks = RankPods(before, r.pod_ranks, r.allocation->pods, &r.next_rank);
+  } else {
+    r.pod_ranks.clear();
+    r.next_rank = 0;
   }
   IndexAllocation(r, true);
   MarkChanged(r);
@@ -330,12 +338,12 @@ void ControlPlane::React(state::EditOrigin origin, const state::Edit& edit) {
             ReactResize(*r, edit);
           } else if constexpr (std::is_same_v<E, state::PodExitEdit>) {
             auto& pods = r->allocation->pods;
-            const int rank = static_cast<int>(std::find(pods.begin(), pods.end(), e.pod) - pods.begin());
+            const size_t pod = std::find(pods.begin(), pods.end(), e.pod) - pods.begin();
             if (machine_->state().allocation(e.workload) == nullptr) {
               // Its last pod: the workload waits again.
               ReleaseView(*r, WorkloadState::kPending, "replica_exited", now);
             } else {
-              if (rank < static_cast<int>(pods.size())) RemoveRank(*r, rank);
+              if (pod < pods.size()) RemovePod(*r, pod);
               if (r->allocation->leaving.empty()) r->shrink_notice.reset();
             }
             SyncRecord(*r);

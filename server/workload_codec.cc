@@ -63,11 +63,22 @@ std::optional<Endpoint> EndpointFromJson(const json& j) {
   return Endpoint{j.value("port", 0), j.value("path", std::string("/"))};
 }
 
-json PodsToJson(const std::vector<PodPlacement>& pods, const Catalog& catalog) {
+// A pod's rank: the record's for a pod of its allocation (a leaving pod
+// too), else its place in `pods`.
+int RankIn(const WorkloadRecord& r, const std::vector<PodPlacement>& pods, size_t i) {
+  if (r.allocation && &pods != &r.allocation->pods) {
+    const auto& all = r.allocation->pods;
+    const size_t at = std::find(all.begin(), all.end(), pods[i]) - all.begin();
+    if (at < all.size()) return r.RankOf(at);
+  }
+  return r.RankOf(i);
+}
+
+json PodsToJson(const WorkloadRecord& r, const std::vector<PodPlacement>& pods, const Catalog& catalog) {
   json out = json::array();
   for (size_t i = 0; i < pods.size(); ++i) {
     const PodPlacement& p = pods[i];
-    out.push_back({{"rank", i},
+    out.push_back({{"rank", RankIn(r, pods, i)},
                    {"node", p.node.value() < catalog.cluster.nodes.size()
                                 ? catalog.cluster.nodes[p.node.value()].name
                                 : ""},
@@ -76,7 +87,9 @@ json PodsToJson(const std::vector<PodPlacement>& pods, const Catalog& catalog) {
   return out;
 }
 
-StatusOr<std::vector<PodPlacement>> PodsFromJson(const json& j, const Catalog& catalog) {
+// The pods, and their ranks into `ranks` when given (-1 where none is).
+StatusOr<std::vector<PodPlacement>> PodsFromJson(const json& j, const Catalog& catalog,
+                                                 std::vector<int>* ranks = nullptr) {
   std::vector<PodPlacement> pods;
   for (const json& p : j) {
     auto node = catalog.FindNode(p.at("node").get<std::string>());
@@ -84,6 +97,12 @@ StatusOr<std::vector<PodPlacement>> PodsFromJson(const json& j, const Catalog& c
     GpuMask mask = 0;
     for (int g : p.at("gpus")) mask |= GpuMask{1} << g;
     pods.push_back({*node, mask});
+    if (ranks) {
+      const json& rank = p.value("rank", json());
+      ranks->push_back(rank.is_number_integer() && rank.get<int64_t>() >= 0 && rank.get<int64_t>() < protocol::kMaxPodRank
+                           ? rank.get<int>()
+                           : -1);
+    }
   }
   return pods;
 }
@@ -102,15 +121,16 @@ std::optional<StopNotice> NoticeFromJson(const json& j) {
                     j.at("grace_deadline_ms").get<int64_t>(), j.value("requeue", true)};
 }
 
-json AllocationToJson(const Allocation& a, const Catalog& catalog) {
-  json j = {{"pods", PodsToJson(a.pods, catalog)},
+json AllocationToJson(const WorkloadRecord& r, const Catalog& catalog) {
+  const Allocation& a = *r.allocation;
+  json j = {{"pods", PodsToJson(r, a.pods, catalog)},
             {"start_time_ms", ToMillis(a.start_time)},
             {"last_checkpoint_ms", ToMillis(a.last_checkpoint)},
             {"borrowed", a.borrowed},
             {"terminating", a.terminating},
             {"grace_deadline_ms",
              a.grace_deadline == kInfiniteFuture ? json(nullptr) : json(ToMillis(a.grace_deadline))}};
-  j["leaving"] = PodsToJson(a.leaving, catalog);
+  j["leaving"] = PodsToJson(r, a.leaving, catalog);
   return j;
 }
 
@@ -148,13 +168,14 @@ void AddServerFields(const WorkloadRecord& r, const Catalog& catalog, const Wait
   put("approved", r.w.top_tier_approved, !r.w.top_tier_approved);
   put("requeues", r.w.requeues, r.w.requeues == 0);
   put("spare_pods", r.w.spare_pods, r.w.spare_pods == 0);
-  put("allocation", r.allocation ? AllocationToJson(*r.allocation, catalog) : json(nullptr), !r.allocation);
+  put("allocation", r.allocation ? AllocationToJson(r, catalog) : json(nullptr), !r.allocation);
   put("stop", NoticeToJson(r.stop), !r.stop);
   put("shrink", NoticeToJson(r.shrink_notice), !r.shrink_notice);
   put("exited_ranks", r.exited_ranks, r.exited_ranks.empty());
   put("ready_ranks", r.ready_ranks, r.ready_ranks.empty());
   put("pod_started_ms", r.pod_started_ms, r.pod_started_ms == 0);
   put("attempt", r.attempt, r.attempt == 0);
+  put("next_rank", r.next_rank, r.next_rank == 0);
   // The last pass's wait is an explanation, not history: not stored.
   if (!compact) j["wait"] = wait ? WaitToJson(*wait) : json(nullptr);
   put("rejected",
@@ -222,7 +243,7 @@ class RecordWriter {
     out_.BeginObject();
     if (Put("allocation", !r.allocation)) {
       if (r.allocation) {
-        Allocation(*r.allocation);
+        Allocation(r);
       } else {
         out_.Null();
       }
@@ -306,6 +327,7 @@ class RecordWriter {
     if (Put("model_version", r.run.model_version.empty())) out_.String(r.run.model_version);
     Always("name");
     out_.String(w.name);
+    if (Put("next_rank", r.next_rank == 0)) out_.Int(r.next_rank);
     if (!c.node_selector.empty()) {
       Always("node_selector");
       out_.StringMap(c.node_selector);
@@ -456,7 +478,7 @@ class RecordWriter {
     out_.Bool(n->requeue);
     out_.EndObject();
   }
-  void Pods(const std::vector<PodPlacement>& pods) {
+  void Pods(const WorkloadRecord& r, const std::vector<PodPlacement>& pods) {
     out_.BeginArray();
     for (size_t i = 0; i < pods.size(); ++i) {
       const PodPlacement& p = pods[i];
@@ -469,12 +491,13 @@ class RecordWriter {
       out_.String(p.node.value() < catalog_.cluster.nodes.size() ? catalog_.cluster.nodes[p.node.value()].name
                                                                  : std::string_view());
       out_.Key("rank");
-      out_.Uint(i);
+      out_.Int(RankIn(r, pods, i));
       out_.EndObject();
     }
     out_.EndArray();
   }
-  void Allocation(const tidal::Allocation& a) {
+  void Allocation(const WorkloadRecord& r) {
+    const tidal::Allocation& a = *r.allocation;
     out_.BeginObject();
     out_.Key("borrowed");
     out_.Bool(a.borrowed);
@@ -483,9 +506,9 @@ class RecordWriter {
     out_.Key("last_checkpoint_ms");
     out_.Int(ToMillis(a.last_checkpoint));
     out_.Key("leaving");
-    Pods(a.leaving);
+    Pods(r, a.leaving);
     out_.Key("pods");
-    Pods(a.pods);
+    Pods(r, a.pods);
     out_.Key("start_time_ms");
     out_.Int(ToMillis(a.start_time));
     out_.Key("terminating");
@@ -816,7 +839,8 @@ StatusOr<WorkloadRecord> RecordFromJson(const json& j, const Catalog& catalog) {
       const json& a = alloc_json;
       Allocation alloc;
       alloc.workload = w.id;
-      TIDAL_ASSIGN_OR_RETURN(alloc.pods, PodsFromJson(a.at("pods"), catalog));
+      std::vector<int> ranks;
+      TIDAL_ASSIGN_OR_RETURN(alloc.pods, PodsFromJson(a.at("pods"), catalog, &ranks));
       TIDAL_ASSIGN_OR_RETURN(alloc.leaving, PodsFromJson(a.value("leaving", json::array()), catalog));
       alloc.start_time = TimeFromMillis(a.at("start_time_ms"));
       alloc.last_checkpoint = TimeFromMillis(a.at("last_checkpoint_ms"));
@@ -833,6 +857,13 @@ StatusOr<WorkloadRecord> RecordFromJson(const json& j, const Catalog& catalog) {
         alloc.leaving.push_back(p);
       }
       r.allocation = alloc;
+      // Ranks that do not hold together (a record from before ranks were
+      // kept: each pod's place) number the pods by place.
+      if (KeepsRanks(r.w.kind) && !ranks.empty() && RanksHoldTogether(r.w.kind, ranks, alloc.pods.size())) {
+        r.pod_ranks = std::move(ranks);
+        const int above = *std::max_element(r.pod_ranks.begin(), r.pod_ranks.end()) + 1;
+        r.next_rank = std::clamp(j.value("next_rank", above), above, protocol::kMaxPodRank);
+      }
     }
     r.stop = NoticeFromJson(j.value("stop", json()));
     r.shrink_notice = NoticeFromJson(j.value("shrink", json()));

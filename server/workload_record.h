@@ -19,6 +19,7 @@
 #include "core/model/lost_work.h"
 #include "core/model/policy.h"
 #include "core/model/workload.h"
+#include "server/pod_ranks.h"
 
 namespace tidal::server {
 
@@ -110,6 +111,11 @@ struct WorkloadRecord {
   // record from before digests were kept.
   std::string request_digest;
   std::optional<Allocation> allocation;
+  // Each pod's rank, parallel to allocation->pods, for a kind that keeps
+  // ranks (server/pod_ranks.h); empty = each pod's place in the list.
+  // Agents key pods by (workload, rank, attempt): a pod whose rank changes
+  // is a new pod to them.
+  std::vector<int> pod_ranks;
   std::optional<StopNotice> stop;
   // The notice of allocation->leaving (pods a shrink removes: they keep
   // their rank and GPUs until they exit or this grace deadline passes).
@@ -121,6 +127,10 @@ struct WorkloadRecord {
   // pods by (workload, rank, attempt), so a requeued rank that lands on the
   // same node again is restarted, not mistaken for the old process.
   int64_t attempt = 0;
+  // Where ranks are kept: the rank the next new pod of this attempt takes.
+  // No rank is reused within an attempt, since an agent cannot tell a list
+  // naming a reused rank from one written before that rank's pod exited.
+  int next_rank = 0;
   std::optional<RejectDecision> rejected;
   std::vector<RunInterval> runs;
   std::vector<PreemptionRecord> preemptions;
@@ -150,6 +160,16 @@ struct WorkloadRecord {
   int64_t last_slo_sample_ms = 0;
   std::optional<diagnosis::MissDiagnosis> last_miss;
   int64_t last_miss_ms = 0;
+
+  int RankOf(size_t pod) const { return pod < pod_ranks.size() ? pod_ranks[pod] : static_cast<int>(pod); }
+  // The allocation's pod of that rank, if it has one.
+  std::optional<size_t> PodOfRank(int rank) const {
+    if (!allocation) return std::nullopt;
+    for (size_t i = 0; i < allocation->pods.size(); ++i) {
+      if (RankOf(i) == rank) return i;
+    }
+    return std::nullopt;
+  }
 
   bool active() const {
     return w.state == WorkloadState::kAwaitingApproval || w.state == WorkloadState::kPending ||

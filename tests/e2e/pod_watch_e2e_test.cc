@@ -27,5 +27,20 @@ TEST_F(E2eTest, PlacementsAndStopsReachTheAgentBetweenHeartbeats) {
   EXPECT_TRUE(WaitFor([&] { return State(job) == "cancelled"; }, 20)) << Workload(job).dump();
 }
 
+// A pod its agent cannot start (here: nothing to run) fails on its own; the
+// list that names it still reaches the agent, so the node's other pods are
+// not held back by a tenant's bad workload.
+TEST_F(E2eTest, APodThatCannotStartHoldsBackNoOtherPodOfItsNode) {
+  StartCluster(Nodes({"training"}, 2));
+  const uint64_t empty = Submit({{"name", "nothing"}, {"kind", "training"}, {"project", "llm"},
+                                 {"gpus_per_replica", 1}, {"replicas", 1}});
+  const uint64_t job = Submit({{"name", "real"}, {"kind", "training"}, {"project", "llm"},
+                               {"gpus_per_replica", 1}, {"replicas", 1},
+                               {"command", {Examples() + "/trainer", "--steps", "100000", "--step-ms", "50"}}});
+  EXPECT_TRUE(WaitFor([&] { return State(empty) == "failed"; }, 20)) << Workload(empty).dump();
+  EXPECT_TRUE(WaitFor([&] { return PodsOf(job, "running").size() == 1; }, 20)) << Pods().dump();
+  EXPECT_NE(Workload(empty).dump().find("command"), std::string::npos) << Workload(empty).dump();
+}
+
 }  // namespace
 }  // namespace tidal::e2e

@@ -84,7 +84,14 @@ class ControlPlaneTest : public ::testing::Test {
     return r.ok() ? r->ids[0] : 0;
   }
   json Get(uint64_t id) { return cp_->Get(kAdmin, id).value(); }
-  json Pods(const std::string& node) { return cp_->NodePods(NodeP(node), node).value()["pods"]; }
+  // The node's pod list, which its agent must be able to decode: a list it
+  // refuses would hold back every change to the node's pods.
+  json Pods(const std::string& node) {
+    const json list = cp_->NodePods(NodeP(node), node).value();
+    auto decoded = protocol::PodAssignmentListFromJson(list);
+    EXPECT_TRUE(decoded.ok()) << decoded.status().ToString();
+    return list["pods"];
+  }
   json Events(const std::string& node, const json& events) {
     auto r = cp_->PodStatus(NodeP(node), node, json{{"events", events}});
     EXPECT_TRUE(r.ok()) << r.status().ToString();
@@ -577,9 +584,25 @@ TEST_F(ControlPlaneTest, AReplicaThatDiesIsReplacedNotTheServiceFailed) {
   EXPECT_EQ(w["allocation"]["pods"].size(), 2u);  // 3 - the dead one
   ASSERT_EQ(AuditOf(id, "pod_exit").size(), 1u);
   EXPECT_EQ(AuditOf(id, "pod_exit")[0]["detail"]["cause"], "replica_replaced");
-  // The next pass grows the service back to its 3 desired replicas.
+  // The others keep their ranks (0 and 2): renumbered, rank 2 would be a
+  // new pod to its agent, restarted with a cold start.
+  auto ranks = [&] {
+    const json now = Get(id);
+    std::vector<int> out;
+    for (const json& p : now["allocation"]["pods"]) out.push_back(p["rank"]);
+    return out;
+  };
+  EXPECT_EQ(ranks(), (std::vector<int>{0, 2}));
+  // The next pass grows the service back to its 3 desired replicas; the new
+  // one takes the next rank, not the dead one's.
   cp_->RunPass();
-  EXPECT_EQ(Get(id)["allocation"]["pods"].size(), 3u);
+  EXPECT_EQ(ranks(), (std::vector<int>{0, 2, 3}));
+  w = Get(id);
+  for (const json& p : w["allocation"]["pods"]) {
+    bool listed = false;
+    for (const json& pod : Pods(p["node"])) listed = listed || (pod["workload"] == id && pod["rank"] == p["rank"]);
+    EXPECT_TRUE(listed) << p.dump();
+  }
 }
 
 TEST_F(ControlPlaneTest, ShrunkPodsKeepTheirGpusUntilTheyExit) {

@@ -380,6 +380,10 @@ WorkloadRecord EveryFieldRecord(WorkloadKind kind) {
   r.ready_ranks = {1};
   r.pod_started_ms = 2'100;
   r.attempt = 4;
+  if (KeepsRanks(kind)) {  // replicas that kept their ranks while others left
+    r.pod_ranks = {5, 2};
+    r.next_rank = 6;
+  }
   r.rejected = RejectDecision{w.id, ReasonCode::kCapacity, "too large"};
   r.runs = {{2'000, 3'000, 6, true, "preempted", "H100-80GB"}, {4'000, 0, 6, false, "", ""}};
   PreemptionRecord p;
@@ -411,6 +415,48 @@ WorkloadRecord EveryFieldRecord(WorkloadKind kind) {
   r.slo_miss_s_by_cause[diagnosis::kMissCauseCount - 1] = 2.5;
   r.gang_start_failures = 1;
   return r;
+}
+
+// A replica's rank is part of its agent's pod key: a restarted server that
+// numbered the replicas afresh would have their agents restart them.
+TEST(RecordCodec, AServicesReplicasKeepTheirRanksAcrossARestart) {
+  Catalog cat = OneProjectCatalog();
+  for (const char* name : {"node-a", "node-b"}) {
+    Node n;
+    n.id = NodeId(static_cast<NodeId::Rep>(cat.cluster.nodes.size()));
+    n.name = name;
+    cat.cluster.nodes.push_back(n);
+  }
+  cat.Index();
+  const WorkloadRecord service = EveryFieldRecord(WorkloadKind::kInference);
+  auto back = RecordFromJson(RecordToStoredJson(service, cat), cat);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->pod_ranks, (std::vector<int>{5, 2}));
+  EXPECT_EQ(back->next_rank, 6);
+  EXPECT_EQ(back->RankOf(1), 2);
+  EXPECT_EQ(back->PodOfRank(5), 0u);
+  EXPECT_EQ(back->PodOfRank(0), std::nullopt);
+  // The leaving pod (node-b's) is written with its rank in the allocation.
+  EXPECT_EQ(RecordToStoredJson(service, cat)["allocation"]["leaving"][0]["rank"], 2);
+
+  // Ranks that do not hold together (twice the same; a record written before
+  // ranks were kept gives each pod its place) number the pods by place.
+  nlohmann::json twice = RecordToStoredJson(service, cat);
+  twice["allocation"]["pods"][1]["rank"] = 5;
+  back = RecordFromJson(twice, cat);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(back->pod_ranks.empty());
+  EXPECT_EQ(back->RankOf(1), 1);
+
+  // A job's ranks are always its pods' places, whatever a record says.
+  WorkloadRecord job = EveryFieldRecord(WorkloadKind::kTraining);
+  nlohmann::json stored = RecordToStoredJson(job, cat);
+  EXPECT_EQ(stored["allocation"]["pods"][1]["rank"], 1);
+  EXPECT_FALSE(stored.contains("next_rank"));
+  stored["allocation"]["pods"][0]["rank"] = 9;
+  back = RecordFromJson(stored, cat);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->RankOf(0), 0);
 }
 
 TEST(RecordCodec, TextIsTheTreesDumpByteForByte) {
