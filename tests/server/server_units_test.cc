@@ -417,9 +417,8 @@ WorkloadRecord EveryFieldRecord(WorkloadKind kind) {
   return r;
 }
 
-// A replica's rank is part of its agent's pod key: a restarted server that
-// numbered the replicas afresh would have their agents restart them.
-TEST(RecordCodec, AServicesReplicasKeepTheirRanksAcrossARestart) {
+// OneProjectCatalog with the nodes EveryFieldRecord's pods are on.
+Catalog TwoNodeCatalog() {
   Catalog cat = OneProjectCatalog();
   for (const char* name : {"node-a", "node-b"}) {
     Node n;
@@ -428,6 +427,13 @@ TEST(RecordCodec, AServicesReplicasKeepTheirRanksAcrossARestart) {
     cat.cluster.nodes.push_back(n);
   }
   cat.Index();
+  return cat;
+}
+
+// A replica's rank is part of its agent's pod key: a restarted server that
+// numbered the replicas afresh would have their agents restart them.
+TEST(RecordCodec, AServicesReplicasKeepTheirRanksAcrossARestart) {
+  const Catalog cat = TwoNodeCatalog();
   const WorkloadRecord service = EveryFieldRecord(WorkloadKind::kInference);
   auto back = RecordFromJson(RecordToStoredJson(service, cat), cat);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
@@ -460,14 +466,7 @@ TEST(RecordCodec, AServicesReplicasKeepTheirRanksAcrossARestart) {
 }
 
 TEST(RecordCodec, TextIsTheTreesDumpByteForByte) {
-  Catalog cat = OneProjectCatalog();
-  for (const char* name : {"node-a", "node-b"}) {
-    Node n;
-    n.id = NodeId(static_cast<NodeId::Rep>(cat.cluster.nodes.size()));
-    n.name = name;
-    cat.cluster.nodes.push_back(n);
-  }
-  cat.Index();
+  const Catalog cat = TwoNodeCatalog();
   const WaitDecision estimated{WorkloadId(42), ReasonCode::kQuota, "quota: over", TimeFromMillis(60'000)};
   const WaitDecision unknown{WorkloadId(42), ReasonCode::kGang, "gang: 3 of 4", std::nullopt};
   for (WorkloadKind kind : {WorkloadKind::kTraining, WorkloadKind::kInference, WorkloadKind::kBatchInference,
