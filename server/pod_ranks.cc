@@ -1,5 +1,6 @@
 #include "server/pod_ranks.h"
 
+#include <algorithm>
 #include <map>
 #include <numeric>
 #include <set>
@@ -19,7 +20,10 @@ std::vector<int> RankPods(const std::vector<PodPlacement>& before, const std::ve
   }
   std::map<std::pair<uint32_t, GpuMask>, int> rank_of;
   for (size_t i = 0; i < before.size(); ++i) {
-    rank_of[{before[i].node.value(), before[i].gpus}] = i < before_ranks.size() ? before_ranks[i] : static_cast<int>(i);
+    const int rank = i < before_ranks.size() ? before_ranks[i] : static_cast<int>(i);
+    rank_of[{before[i].node.value(), before[i].gpus}] = rank;
+    // Never below a rank in use (`before_ranks` empty: ranks by place).
+    *next_rank = std::max(*next_rank, rank + 1);
   }
   for (size_t i = 0; i < after.size(); ++i) {
     auto it = rank_of.find({after[i].node.value(), after[i].gpus});

@@ -28,8 +28,9 @@ bool KeepsRanks(WorkloadKind kind);
 // For a kind that keeps ranks: the ranks of `after`'s pods, given those of
 // `before`'s (parallel to it). A pod of both lists keeps its rank (a pod is
 // named by its node and GPUs, since no two pods of an allocation share a
-// GPU). New pods, in their order, take ranks from `*next_rank` on; a first
-// allocation (`before` empty) is ranked 0..n-1.
+// GPU). New pods, in their order, take ranks from `*next_rank` on (raised
+// above every rank of `before` first); a first allocation (`before` empty)
+// is ranked 0..n-1. Without `before_ranks`, `before` is ranked by place.
 std::vector<int> RankPods(const std::vector<PodPlacement>& before, const std::vector<int>& before_ranks,
                           const std::vector<PodPlacement>& after, int* next_rank);
 

@@ -857,8 +857,9 @@ StatusOr<WorkloadRecord> RecordFromJson(const json& j, const Catalog& catalog) {
         alloc.leaving.push_back(p);
       }
       r.allocation = alloc;
-      // Ranks that do not hold together (a record from before ranks were
-      // kept: each pod's place) number the pods by place.
+      // A service's replicas keep the ranks the record gives them; ranks
+      // that do not hold together (twice the same, one missing) are not
+      // used, and the pods are numbered by place.
       if (KeepsRanks(r.w.kind) && !ranks.empty() && RanksHoldTogether(r.w.kind, ranks, alloc.pods.size())) {
         r.pod_ranks = std::move(ranks);
         const int above = *std::max_element(r.pod_ranks.begin(), r.pod_ranks.end()) + 1;

@@ -39,6 +39,14 @@ TEST(PodRanks, ReplicasKeepTheirRanksAndNewOnesTakeTheNext) {
   EXPECT_EQ(next, 5);
 }
 
+// A record read back without ranks that held together numbers its pods by
+// place: a new pod must still take a rank none of them has.
+TEST(PodRanks, WithoutKnownRanksANewPodTakesARankAboveThePlaces) {
+  int next = 0;
+  EXPECT_EQ(RankPods({On(4), On(2)}, {}, {On(4), On(2), On(7)}, &next), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(next, 3);
+}
+
 TEST(PodRanks, StoredRanksHoldTogetherOrAreNotUsed) {
   EXPECT_TRUE(RanksHoldTogether(WorkloadKind::kInference, {5, 2}, 2));
   EXPECT_FALSE(RanksHoldTogether(WorkloadKind::kInference, {5, 5}, 2));
