@@ -16,6 +16,7 @@
 #include "protocol/json_writer.h"
 #include "protocol/leader_redirect.h"
 #include "protocol/object_reader.h"
+#include "protocol/pod_assignment.h"
 #include "protocol/workload_batch.h"
 #include "server/overload_guard.h"
 #include "server/report.h"
@@ -556,7 +557,7 @@ void HttpApi::Routes() {
     TIDAL_ASSIGN_OR_RETURN(uint64_t id, ParseId(req.path_params[0]));
     TIDAL_RETURN_IF_ERROR(OnlyParams(req, {"rank", "offset"}));
     int64_t rank = 0, offset = 0;
-    TIDAL_RETURN_IF_ERROR(ParamInt(req, "rank", &rank, 0, 1 << 20));
+    TIDAL_RETURN_IF_ERROR(ParamInt(req, "rank", &rank, 0, protocol::kMaxPodRank - 1));
     TIDAL_RETURN_IF_ERROR(ParamInt(req, "offset", &offset, 0, INT64_MAX));
     return cp.WorkloadLogs(p, id, static_cast<int>(rank), offset);
   }));
