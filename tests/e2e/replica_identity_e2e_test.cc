@@ -5,6 +5,7 @@
 // (a cold start each), which the simulator, where they run on, never shows.
 #include <signal.h>
 
+#include "agent/pod_process.h"
 #include "tests/e2e/e2e_fixture.h"
 
 namespace tidal::e2e {
@@ -43,6 +44,46 @@ TEST_F(E2eTest, AnInferenceReplicaThatExitsLeavesTheOthersRunning) {
     EXPECT_EQ(p["pid"].get<pid_t>(), before[p["node"]]) << "the replica on " << p["node"] << " was restarted: "
                                                          << Pods().dump();
   }
+}
+
+// A scale-down removes the last replicas: they keep their ranks, which are
+// then past the world size, and their agents must still take the list that
+// gives them notice (it was refused whole once, and the leaving replicas ran
+// on), while the replica that stays runs on untouched.
+TEST_F(E2eTest, AScaleDownStopsTheLeavingReplicasAndKeepsTheRest) {
+  StartCluster(Nodes({"inference-reserved", "inference-reserved", "inference-reserved"}, 1));
+  const uint64_t svc = Submit({{"name", "echo"}, {"kind", "inference"}, {"project", "chat-serving"},
+                               {"gpus_per_replica", 1}, {"replicas", 3}, {"min_replicas", 1},
+                               {"max_replicas", 3}, {"target_p99_ms", 250}, {"replica_capacity_rps", 5},
+                               {"cold_start_s", 1}, {"command", {"/bin/sleep", "100000"}}});
+  ASSERT_TRUE(WaitFor([&] { return PodsOf(svc, "running").size() == 3; }, 30)) << Pods().dump();
+  std::map<int, pid_t> group;  // rank -> process group
+  for (const json& p : PodsOf(svc, "running")) group[p["rank"]] = p["pid"];
+  auto resized = cluster_->Post(fmt::format("/v1/workloads/{}/resize", svc),
+                                {{"replicas", 1}, {"min_replicas", 1}, {"max_replicas", 1}});
+  ASSERT_TRUE(resized.ok()) << resized.status().message();
+  EXPECT_TRUE(WaitFor([&] { return !agent::ProcessGroupAlive(group[1]) && !agent::ProcessGroupAlive(group[2]); },
+                      30))
+      << Pods().dump() << Workload(svc).dump();
+  // They exited on their notice, before the grace deadline: the server saw
+  // each exit as a shrink's (not the deadline passing with no word from the
+  // agent).
+  auto shrink_exits = [&] {
+    auto audit = cluster_->Get(fmt::format("/v1/audit?workload={}", svc));
+    int n = 0;
+    if (!audit.ok()) return n;
+    for (const json& row : (*audit)["audit"]) {
+      n += row["action"] == "pod_exit" && row["detail"].value("cause", "") == "shrink";
+    }
+    return n;
+  };
+  EXPECT_TRUE(WaitFor([&] { return shrink_exits() == 2; }, 30))
+      << cluster_->Get(fmt::format("/v1/audit?workload={}", svc)).value().dump();
+  EXPECT_TRUE(WaitFor([&] { return Workload(svc)["allocation"]["pods"].size() == 1; }, 30)) << Workload(svc).dump();
+  const json left = PodsOf(svc, "running");
+  ASSERT_EQ(left.size(), 1u) << Pods().dump();
+  EXPECT_EQ(left[0]["rank"], 0);
+  EXPECT_EQ(left[0]["pid"].get<pid_t>(), group[0]);
 }
 
 }  // namespace
