@@ -11,13 +11,25 @@
 namespace tidal::e2e {
 namespace {
 
-TEST_F(E2eTest, AnInferenceReplicaThatExitsLeavesTheOthersRunning) {
-  StartCluster(Nodes({"inference-reserved", "inference-reserved", "inference-reserved"}, 1));
-  const uint64_t svc = Submit({{"name", "echo"}, {"kind", "inference"}, {"project", "chat-serving"},
-                               {"gpus_per_replica", 1}, {"replicas", 3}, {"min_replicas", 3},
-                               {"max_replicas", 3}, {"target_p99_ms", 250}, {"replica_capacity_rps", 5},
-                               {"cold_start_s", 1}, {"command", {"/bin/sleep", "100000"}}});
-  ASSERT_TRUE(WaitFor([&] { return PodsOf(svc, "running").size() == 3; }, 30)) << Pods().dump();
+class ReplicaTest : public E2eTest {
+ protected:
+  // A service of 3 replicas (at least `min_replicas`) running, one on each
+  // of 3 one-GPU nodes; its id, or 0 if they did not all start.
+  uint64_t StartThreeReplicas(int min_replicas) {
+    StartCluster(Nodes({"inference-reserved", "inference-reserved", "inference-reserved"}, 1));
+    const uint64_t svc = Submit({{"name", "echo"}, {"kind", "inference"}, {"project", "chat-serving"},
+                                 {"gpus_per_replica", 1}, {"replicas", 3}, {"min_replicas", min_replicas},
+                                 {"max_replicas", 3}, {"target_p99_ms", 250}, {"replica_capacity_rps", 5},
+                                 {"cold_start_s", 1}, {"command", {"/bin/sleep", "100000"}}});
+    const bool running = WaitFor([&] { return PodsOf(svc, "running").size() == 3; }, 30);
+    EXPECT_TRUE(running) << Pods().dump();
+    return running ? svc : 0;
+  }
+};
+
+TEST_F(ReplicaTest, AnInferenceReplicaThatExitsLeavesTheOthersRunning) {
+  const uint64_t svc = StartThreeReplicas(3);
+  ASSERT_NE(svc, 0u);
   std::map<std::string, pid_t> before;  // node -> pid
   std::string first;                    // the node of rank 0
   pid_t crashing = 0;
@@ -50,13 +62,9 @@ TEST_F(E2eTest, AnInferenceReplicaThatExitsLeavesTheOthersRunning) {
 // then past the world size, and their agents must still take the list that
 // gives them notice (it was refused whole once, and the leaving replicas ran
 // on), while the replica that stays runs on untouched.
-TEST_F(E2eTest, AScaleDownStopsTheLeavingReplicasAndKeepsTheRest) {
-  StartCluster(Nodes({"inference-reserved", "inference-reserved", "inference-reserved"}, 1));
-  const uint64_t svc = Submit({{"name", "echo"}, {"kind", "inference"}, {"project", "chat-serving"},
-                               {"gpus_per_replica", 1}, {"replicas", 3}, {"min_replicas", 1},
-                               {"max_replicas", 3}, {"target_p99_ms", 250}, {"replica_capacity_rps", 5},
-                               {"cold_start_s", 1}, {"command", {"/bin/sleep", "100000"}}});
-  ASSERT_TRUE(WaitFor([&] { return PodsOf(svc, "running").size() == 3; }, 30)) << Pods().dump();
+TEST_F(ReplicaTest, AScaleDownStopsTheLeavingReplicasAndKeepsTheRest) {
+  const uint64_t svc = StartThreeReplicas(1);
+  ASSERT_NE(svc, 0u);
   std::map<int, pid_t> group;  // rank -> process group
   for (const json& p : PodsOf(svc, "running")) group[p["rank"]] = p["pid"];
   auto resized = cluster_->Post(fmt::format("/v1/workloads/{}/resize", svc),
