@@ -266,8 +266,10 @@ void ControlPlane::ApplyDecisions(Decisions d) {
 
 void ControlPlane::SyncRecord(WorkloadRecord& r) {
   IndexAllocation(r, false);
+  // The pods before this edit, whose ranks the ones that stay keep (moved
+  // out: the record takes the state's allocation anew below).
   std::vector<PodPlacement> before;
-  if (KeepsRanks(r.w.kind) && r.allocation) before = r.allocation->pods;
+  if (KeepsRanks(r.w.kind) && r.allocation) before = std::move(r.allocation->pods);
   if (const Workload* w = machine_->state().workload(r.w.id)) {
     r.w = *w;
     const Allocation* a = machine_->state().allocation(r.w.id);

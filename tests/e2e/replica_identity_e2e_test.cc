@@ -2,7 +2,7 @@
 // the others keep running. Agents key pods by (workload, rank, attempt), so
 // a replica's rank must not change when another replica leaves: were ranks
 // renumbered, every replica after the one that exited would be restarted
-// (a cold start each), which the simulator, where they run on, never shows.
+// (a cold start each), which the simulator never shows.
 #include <signal.h>
 
 #include "agent/pod_process.h"
