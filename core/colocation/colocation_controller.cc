@@ -282,7 +282,9 @@ ColocationPlan ColocationController::Prepare(const Snapshot& snapshot) {
   // allocations in every pass, so each is looked at once here.
   std::vector<const Allocation*> allocation_of(snapshot.workloads.size(), nullptr);
   std::vector<bool> serves(snapshot.allocations.size(), false);
-  for (size_t ai = 0; ai < snapshot.allocations.size(); ++ai) {
+  bool any_inference = false;  // active or not: a leaving service's allocation serves too
+  snapshot.ForEachOfKind(WorkloadKind::kInference, [&](const Workload&) { any_inference = true; });
+  for (size_t ai = 0; ai < snapshot.allocations.size() && any_inference; ++ai) {
     const int wi = index.OfAllocation(snapshot, ai);
     if (wi < 0 || KindAt(snapshot, wi) != WorkloadKind::kInference) continue;
     serves[ai] = true;

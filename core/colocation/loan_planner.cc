@@ -299,6 +299,14 @@ LoanPlan PlanLoans(ColocationMode mode, const Snapshot& snapshot, Duration grace
   const size_t n = snapshot.cluster.nodes.size();
   LoanPlan plan;
   plan.lent_nodes.assign(n, false);
+  // With no replica to place and no shared node there is nothing to plan;
+  // the packer would still walk every allocation (a training backlog of
+  // tens of thousands, every pass) to learn it.
+  const bool any_shared = std::any_of(snapshot.cluster.nodes.begin(), snapshot.cluster.nodes.end(),
+                                      [&](const Node& node) {
+                                        return snapshot.cluster.pool(node.pool).kind == PoolKind::kShared;
+                                      });
+  if (demand.empty() && !any_shared) return plan;
   Packer packer(snapshot, grace, previously_lent);
 
   if (mode != ColocationMode::kStatic) {
