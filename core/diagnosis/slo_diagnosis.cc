@@ -131,6 +131,40 @@ void SloDiagnosis::SyncScaleUps(const state::State& state, WorkloadId id, Servic
   }
 }
 
+MissCause SloDiagnosis::PlacementDelay(const Service& s) {
+  std::array<double, kMissCauseCount> waited{};
+  for (const OpenScaleUp& o : s.scale_ups) {
+    for (MissCause c : {MissCause::kVictimsInGrace, MissCause::kLoanNotReturned, MissCause::kCapacityShort}) {
+      waited[static_cast<int>(c)] += o.seconds[static_cast<int>(c)];
+    }
+  }
+  return std::any_of(waited.begin(), waited.end(), [](double x) { return x > 0; }) ? DominantMissCause(waited)
+                                                                                  : MissCause::kColdStart;
+}
+
+void SloDiagnosis::NoteTarget(Service& s, Time now, int pods) {
+  if (!s.targets.empty() && s.targets.back().pods == pods) return;
+  s.targets.push_back(TargetSince{now, pods});
+  // Drop what no interval can reach back to, keeping the entry in force at
+  // the cutoff.
+  size_t drop = 0;
+  while (drop + 1 < s.targets.size() &&
+         (s.targets[drop + 1].since + kKeepTargets <= now || s.targets.size() - drop > kMaxTargets)) {
+    ++drop;
+  }
+  s.targets.erase(s.targets.begin(), s.targets.begin() + static_cast<std::ptrdiff_t>(drop));
+}
+
+int SloDiagnosis::LowestTargetSince(const Service& s, Time t, int now) {
+  auto after = std::upper_bound(s.targets.begin(), s.targets.end(), t,
+                                [](Time at, const TargetSince& e) { return at < e.since; });
+  int lowest = now;
+  for (auto it = after == s.targets.begin() ? after : std::prev(after); it != s.targets.end(); ++it) {
+    lowest = std::min(lowest, it->pods);
+  }
+  return lowest;
+}
+
 void SloDiagnosis::Observe(const state::State& state, const state::Edit& edit) {
   const Time now = state.now();
   // Charge the interval since the last edit to what blocked each open
@@ -249,7 +283,10 @@ void SloDiagnosis::Observe(const state::State& state, const state::Edit& edit) {
   if (touched.valid()) {
     auto it = services_.find(touched);
     if (it == services_.end() && IsInference(state, touched)) it = services_.emplace(touched, Service{}).first;
-    if (it != services_.end()) SyncScaleUps(state, touched, it->second);
+    if (it != services_.end()) {
+      SyncScaleUps(state, touched, it->second);
+      if (const Workload* w = state.workload(touched)) NoteTarget(it->second, now, w->pods);
+    }
   }
   // What blocks each open scale-up from now on.
   for (auto& [id, s] : open_scale_ups_ > 0 ? services_ : no_services_) {
@@ -274,21 +311,30 @@ MissDiagnosis SloDiagnosis::DiagnoseMiss(const state::State& state, const MissOb
   }
   const InferenceSpec& spec = w->inference;
   d.target = w->pods;
-  d.declared_cold_start_s = ToSeconds(EstimateColdStart(spec));
+  const Duration cold = EstimateColdStart(spec);
+  d.declared_cold_start_s = ToSeconds(cold);
   // The interval was missed, so whatever the model says, one more replica
   // than was ready was needed.
   // The autoscaler's own sizing (RequiredReplicas), without its headroom.
   d.needed = std::max(RequiredReplicas(spec, miss.rps, 0.0), miss.ready + 1);
   auto add = [&](MissCause c, int n) { d.short_by_cause[static_cast<int>(c)] += n; };
 
-  // Above the target: replicas never asked for.
+  auto it = services_.find(miss.service);
+  // Only replicas asked for from a declared cold start before the interval
+  // on could serve it: the lowest target since then.
+  d.target_in_time = it == services_.end() ? d.target : LowestTargetSince(it->second, miss.from - cold, d.target);
+
+  // Above the target: replicas never asked for; between the target in time
+  // and the target now: asked for too late to load in time. Both are the load outrunning
+  // what the target was sized for, unless max_pods capped it.
   const int above = std::max(0, d.needed - std::max(d.target, miss.ready));
   const bool at_max = d.target >= std::max(w->min_pods, w->max_pods);
   add(at_max ? MissCause::kMaxReplicasReached : MissCause::kForecastUnderPredicted, above);
+  add(MissCause::kForecastUnderPredicted,
+      std::max(0, std::min(d.needed, d.target) - std::max(d.target_in_time, miss.ready)));
 
-  // Below the target: wanted, not serving.
-  int left = std::max(0, std::min(d.needed, d.target) - miss.ready);
-  auto it = services_.find(miss.service);
+  // Below the target in time: wanted in time, not serving.
+  int left = std::max(0, std::min(d.needed, d.target_in_time) - miss.ready);
   int from_losses = 0;
   if (it != services_.end()) {
     const Service& s = it->second;
@@ -305,10 +351,21 @@ MissDiagnosis SloDiagnosis::DiagnoseMiss(const state::State& state, const MissOb
     for (const PodRecord& r : s.pods) {
       if (a == nullptr || Contains(a->leaving, r.pod) || r.ready_at <= miss.from) continue;
       ++d.loading;
+      if (r.placed_at + cold > miss.from) ++d.placed_late;
       d.loading_s = std::max(d.loading_s, ToSeconds(std::min(r.ready_at, state.now()) - r.placed_at));
     }
-    const int take = std::min(left, std::max(0, d.loading - from_losses));
+    // The replacements of losses are among the loading pods, placed late
+    // first. Of the rest, a pod placed a cold start before the interval
+    // loads slower than declared (cold_start); one placed later could not
+    // serve it whatever its load: its placement waited, on what kept its
+    // scale-up from placing.
+    const int late = std::max(0, d.placed_late - from_losses);
+    const int slow = std::max(0, d.loading - from_losses - late);
+    int take = std::min(left, slow);
     add(MissCause::kColdStart, take);
+    left -= take;
+    take = std::min(left, late);
+    add(PlacementDelay(s), take);
     left -= take;
     for (const auto& [victim, deadline] : s.victims) {
       if (!Leaving(state, victim)) continue;
@@ -341,10 +398,18 @@ MissDiagnosis SloDiagnosis::DiagnoseMiss(const state::State& state, const MissOb
     case MissCause::kLoanNotReturned:
       d.detail += Str("; ", d.lent_nodes, " shared nodes still lent to training");
       break;
+    case MissCause::kForecastUnderPredicted:
+      d.detail += Str("; target in time ", d.target_in_time, " (the lowest since one cold start, ",
+                      R1(d.declared_cold_start_s), " s, before the interval)");
+      break;
     case MissCause::kMaxReplicasReached:
       d.detail += Str("; max_pods ", std::max(w->min_pods, w->max_pods));
       break;
     default: break;
+  }
+  if (d.placed_late > 0 && (d.cause == MissCause::kVictimsInGrace || d.cause == MissCause::kLoanNotReturned ||
+                            d.cause == MissCause::kCapacityShort)) {
+    d.detail += Str("; ", d.placed_late, " placed too late to load in time");
   }
   return d;
 }

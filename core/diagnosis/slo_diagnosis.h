@@ -14,17 +14,27 @@
 // observed load needed (the autoscaler's RequiredReplicas at the observed
 // rate without its headroom, and at least one more than were ready, since the
 // interval was missed) minus the replicas ready over the interval is the
-// shortfall. It is cut in two:
-//   * below the target: replicas the autoscaler wanted but that did not serve.
-//     They go, in this order, to the losses not yet made up (node_lost,
-//     gpu_fault, replica_crash), then to the pods placed but still loading
-//     (cold_start), then to pods not placed: victims still in their grace for
+// shortfall. A replica serves an interval only if it was asked for at least
+// a declared cold start before the interval began, and all along since, so
+// the shortfall is cut against two targets: the target in time (the lowest
+// target from one cold start before the interval to now, kept from the
+// edits) and the target now:
+//   * below the target in time: replicas the autoscaler wanted early enough
+//     that did not serve. They go, in this order, to the losses not yet made
+//     up (node_lost, gpu_fault, replica_crash), then to the pods placed but
+//     still loading: slower than declared if placed a cold start before the
+//     interval (cold_start), else placed late, charged to what its open
+//     scale-ups waited on before placing (victims_in_grace,
+//     loan_not_returned or capacity_short; cold_start if they never
+//     waited), then to pods not placed: victims still in their grace for
 //     this service (victims_in_grace), else shared nodes still lent to
 //     training (loan_not_returned), else capacity_short;
-//   * above the target: replicas the autoscaler never asked for:
-//     max_replicas_reached when the target is at the service's max_pods,
-//     else forecast_under_predicted (the target was sized for less load than
-//     came).
+//   * between the target in time and the target now: replicas asked for too
+//     late to load in time, and above the target now: replicas never asked
+//     for. Both are forecast_under_predicted (the target was sized for less
+//     load than came; reactive and static modes size for the load of the
+//     moment, so a rise always is), except those above a target at the
+//     service's max_pods: max_replicas_reached.
 // The dominant cause is the one short the most replicas. A tie goes to the
 // cause listed first in MissCause, which lists root causes before the
 // consequences they set off (a lost node is why its replicas cold start; a
@@ -99,9 +109,13 @@ struct MissDiagnosis {
   int needed = 0;  // replicas the observed load needed (>= ready + 1)
   int ready = 0;
   int target = 0;  // the autoscaler's target at diagnosis
+  // The lowest target since one declared cold start before the interval
+  // began: the replicas asked for early enough to serve it.
+  int target_in_time = 0;
   std::array<int, kMissCauseCount> short_by_cause{};  // replicas, by MissCause
   // The numbers of the causes that apply (0 when not):
   int loading = 0;                 // pods placed, not ready during the interval
+  int placed_late = 0;             // of them, placed less than a cold start before it
   double loading_s = 0;            // the longest of them has loaded this long
   double declared_cold_start_s = 0;
   int victims = 0;                 // workloads stopping for it
@@ -160,16 +174,38 @@ class SloDiagnosis {
     Time since;
     std::array<double, kMissCauseCount> seconds{};
   };
+  // A target the service had from `since` on.
+  struct TargetSince {
+    Time since;
+    int pods = 0;
+  };
+  // How far back targets are kept: a miss is judged against the target one
+  // declared cold start before its interval, and intervals end at most a
+  // load sample's gap before they are judged. Bounded in entries too, for a
+  // target that flickers every pass.
+  static constexpr Duration kKeepTargets = hours(2);
+  static constexpr size_t kMaxTargets = 1024;
   struct Service {
     std::vector<PodRecord> pods;
     std::vector<Loss> losses;          // oldest first
     std::map<WorkloadId, Time> victims;  // victim -> grace deadline
     std::vector<OpenScaleUp> scale_ups;
+    std::vector<TargetSince> targets;  // oldest first, each a change
   };
 
   Service& ServiceOf(WorkloadId id) { return services_[id]; }
   void Lose(WorkloadId service, MissCause cause, int replicas);
   void PodsGone(Service& s, const std::vector<PodPlacement>& pods);
+  static void NoteTarget(Service& s, Time now, int pods);
+  // What the service's open scale-ups waited on before their pods were
+  // placed (victims in grace, a loan not returned, capacity short: the one
+  // charged the most seconds), or cold_start if they never waited.
+  static MissCause PlacementDelay(const Service& s);
+  // The lowest target from `t` to now (`now` the target now): the replicas
+  // asked for all along since `t`. An entry in force at `t` counts; when `t`
+  // is older than every entry the first one does (a service is judged
+  // against its first target while it first deploys).
+  static int LowestTargetSince(const Service& s, Time t, int now);
   void ForgetVictim(WorkloadId victim);
   void SyncScaleUps(const state::State& state, WorkloadId id, Service& s);
   MissCause Blocking(const state::State& state, WorkloadId id, const Service& s, int goal) const;

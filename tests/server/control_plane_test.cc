@@ -1049,11 +1049,15 @@ TEST_F(ControlPlaneTest, AScaleUpNotReadyInTimeFailsOnce) {
 }
 
 // Diagnosis (core/diagnosis): a scale-up whose replicas are placed but never
-// ready, under a load its one ready replica misses. The load sample 20 s
-// after the scale-up's replicas were placed misses those 20 s, and the cause
-// is the replicas still loading (cold_start); the timed-out scale-up is slow
-// with the same cause. Metrics, explain and the report show it; another
-// tenant's report and explain do not.
+// ready, under a load its one ready replica misses (declared cold start: the
+// default estimate, 30 s). The load sample 20 s after the scale-up's
+// replicas were placed misses the 25 s since the first sample, which began
+// before the scale-up was asked for: the target had been sized for less load
+// (forecast_under_predicted). A sample 40 s later judges 20 s that began a
+// cold start after the scale-up: its replicas, asked for in time, are still
+// loading (cold_start). The timed-out scale-up is slow, its time loading.
+// Metrics, explain and the report show it; another tenant's report and
+// explain do not.
 TEST_F(ControlPlaneTest, MissedSloAndSlowScaleUpsShowTheirCause) {
   const uint64_t id = OverloadedService();
   const std::string n0 = Get(id)["allocation"]["pods"][0]["node"];
@@ -1061,17 +1065,33 @@ TEST_F(ControlPlaneTest, MissedSloAndSlowScaleUpsShowTheirCause) {
   cp_->RunPass();
   ASSERT_GT(Get(id)["allocation"]["pods"].size(), 1u);
   // 20 s later the one ready replica still reports 500 ms against 80 ms.
+  const auto overloaded = [&] {
+    Events(n0, json::array({json{{"workload", id}, {"rank", 0}, {"load", {{"rps", 250}, {"p99_ms", 500}}}}}));
+  };
   clock_.Advance(seconds(20));
-  Events(n0, json::array({json{{"workload", id}, {"rank", 0}, {"load", {{"rps", 250}, {"p99_ms", 500}}}}}));
+  overloaded();
   // The first sample judged no interval; this one misses the 25 s since.
   std::string text = cp_->MetricsText();
-  EXPECT_NE(text.find("tidal_slo_miss_seconds_total{cause=\"cold_start\"} 25"), std::string::npos) << text;
+  EXPECT_NE(text.find("tidal_slo_miss_seconds_total{cause=\"forecast_under_predicted\"} 25"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("tidal_slo_miss_seconds_total{cause=\"cold_start\"} 0"), std::string::npos) << text;
+  // 20 s more: the interval from 20 s after the scale-up is not judged in
+  // time either (20 < 30 s of cold start); the next 20 s are.
+  clock_.Advance(seconds(20));
+  overloaded();
+  clock_.Advance(seconds(20));
+  overloaded();
+  text = cp_->MetricsText();
+  EXPECT_NE(text.find("tidal_slo_miss_seconds_total{cause=\"forecast_under_predicted\"} 45"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("tidal_slo_miss_seconds_total{cause=\"cold_start\"} 20"), std::string::npos) << text;
   EXPECT_NE(text.find("tidal_slo_miss_seconds_total{cause=\"gpu_fault\"} 0"), std::string::npos) << text;
   const Principal chat{"carol", Role::kUser, "chat"};
   auto explained = cp_->Explain(chat, id);
   ASSERT_TRUE(explained.ok()) << explained.status().ToString();
   EXPECT_EQ((*explained)["slo"]["last_miss"]["cause"], "cold_start") << explained->dump();
-  EXPECT_DOUBLE_EQ((*explained)["slo"]["miss_s_by_cause"].value("cold_start", 0.0), 25);
+  EXPECT_DOUBLE_EQ((*explained)["slo"]["miss_s_by_cause"].value("cold_start", 0.0), 20);
+  EXPECT_DOUBLE_EQ((*explained)["slo"]["miss_s_by_cause"].value("forecast_under_predicted", 0.0), 45);
   EXPECT_FALSE(cp_->Explain(kAlice, id).ok());  // another tenant's service
 
   // Never ready: timed out at 10 min, slow, its time loading.
@@ -1092,7 +1112,9 @@ TEST_F(ControlPlaneTest, MissedSloAndSlowScaleUpsShowTheirCause) {
   for (const json& row : (*mine)["rows"]) {
     if (row["project"] != "chat-serving") continue;
     found = true;
-    EXPECT_DOUBLE_EQ(row["inference"]["slo_miss_s_by_cause"].value("cold_start", 0.0), 25) << row.dump();
+    EXPECT_DOUBLE_EQ(row["inference"]["slo_miss_s_by_cause"].value("cold_start", 0.0), 20) << row.dump();
+    EXPECT_DOUBLE_EQ(row["inference"]["slo_miss_s_by_cause"].value("forecast_under_predicted", 0.0), 45)
+        << row.dump();
     EXPECT_EQ(row["inference"]["slow_scale_ups_by_cause"].value("cold_start", 0), 1) << row.dump();
   }
   EXPECT_TRUE(found) << mine->dump();
