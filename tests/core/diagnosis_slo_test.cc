@@ -30,7 +30,7 @@ PodPlacement Pod(uint32_t node, int gpu, int count = 1) { return {NodeId(node), 
 int Short(const MissDiagnosis& d, MissCause c) { return d.short_by_cause[static_cast<int>(c)]; }
 
 class SloDiagnosisTest : public ::testing::Test {
- public:  // ScaleUpBehindAVictim drives it too
+ public:  // ScaleUpBehindAVictim and RiseToFiveWithThreeLoading drive it too
   // Two nodes of `gpus_per_node` GPUs.
   void Build(int gpus_per_node = 8) {
     Snapshot s = testing::SimpleCluster(1, 2, gpus_per_node);
@@ -61,6 +61,21 @@ class SloDiagnosisTest : public ::testing::Test {
     Ok(state::SubmitEdit{testing::Job(id, QueueId(0), static_cast<int>(pods.size()), 1, hours(1))});
     Ok(state::PlaceEdit{W(id), std::move(pods)});
   }
+  // On 4-GPU nodes: service 1 with 2 ready replicas and training job 2 on
+  // GPUs 2-3 of node 0; at 60 s the service's target rises to 4 and job 2
+  // gets notice for it, with grace until `grace_deadline_s`.
+  void ScaleToFourBehindAVictim(int grace_deadline_s) {
+    Build(4);
+    Service(2);
+    Training(2, {Pod(0, 2, 2)});
+    Advance(60);
+    Ok(state::SetTargetEdit{W(1), 4});
+    state::NoticeEdit notice;
+    notice.workload = W(2);
+    notice.preemptor = W(1);
+    notice.grace_deadline = At(grace_deadline_s);
+    Ok(notice);
+  }
   MissDiagnosis Miss(int from, double rps, int ready) {
     return diag_.DiagnoseMiss(machine_->state(), MissObservation{W(1), At(from), machine_->state().now(), rps, ready});
   }
@@ -69,16 +84,21 @@ class SloDiagnosisTest : public ::testing::Test {
   SloDiagnosis diag_;
 };
 
+// Service 1 with 2 ready replicas; at 60 s its target rises to 5 and 3
+// replicas are placed, loading.
+void RiseToFiveWithThreeLoading(SloDiagnosisTest& t) {
+  t.Build();
+  t.Service(2);
+  t.Advance(60);
+  t.Ok(state::SetTargetEdit{W(1), 5});
+  t.Ok(state::GrowEdit{W(1), {Pod(0, 2), Pod(0, 3), Pod(0, 4)}});
+}
+
+// At 180 s the replicas placed at 60 s still load, 120 s against the
+// declared 60 s. The interval 120-180 s began a cold start after the rise,
+// so all 5 were asked for in time. 45 rps needs 5: 3 short, all 3 loading.
 TEST_F(SloDiagnosisTest, ReplicasStillLoadingAreAColdStart) {
-  Build();
-  Service(2);
-  // At 60 s the target rises to 5 and 3 replicas are placed; at 180 s they
-  // still load, 120 s against the declared 60 s. The interval 120-180 s
-  // began a cold start after the rise, so all 5 were asked for in time.
-  // 45 rps needs 5: 3 short, all 3 loading.
-  Advance(60);
-  Ok(state::SetTargetEdit{W(1), 5});
-  Ok(state::GrowEdit{W(1), {Pod(0, 2), Pod(0, 3), Pod(0, 4)}});
+  RiseToFiveWithThreeLoading(*this);
   Advance(180);
   const MissDiagnosis d = Miss(120, 45, 2);
   EXPECT_EQ(d.cause, MissCause::kColdStart);
@@ -97,11 +117,7 @@ TEST_F(SloDiagnosisTest, ReplicasStillLoadingAreAColdStart) {
 // to serve it, however fast they load: the target was sized for less load
 // than came.
 TEST_F(SloDiagnosisTest, ReplicasAskedForLessThanAColdStartAheadAreTheForecasts) {
-  Build();
-  Service(2);
-  Advance(60);
-  Ok(state::SetTargetEdit{W(1), 5});
-  Ok(state::GrowEdit{W(1), {Pod(0, 2), Pod(0, 3), Pod(0, 4)}});
+  RiseToFiveWithThreeLoading(*this);
   Advance(120);
   const MissDiagnosis d = Miss(60, 45, 2);
   EXPECT_EQ(d.cause, MissCause::kForecastUnderPredicted);
@@ -109,7 +125,9 @@ TEST_F(SloDiagnosisTest, ReplicasAskedForLessThanAColdStartAheadAreTheForecasts)
   EXPECT_EQ(d.target_in_time, 2);
   EXPECT_EQ(Short(d, MissCause::kForecastUnderPredicted), 3);
   EXPECT_EQ(Short(d, MissCause::kColdStart), 0);
-  EXPECT_NE(d.detail.find("target in time 2 (the lowest since one cold start, 60 s, before the interval)"), std::string::npos) << d.detail;
+  EXPECT_NE(d.detail.find("target in time 2 (the lowest since one cold start, 60 s, before the interval)"),
+            std::string::npos)
+      << d.detail;
 }
 
 // A replica asked for, dropped and asked for again was not asked for all
@@ -160,21 +178,11 @@ TEST_F(SloDiagnosisTest, AFlickeringTargetKeepsABoundedHistory) {
   EXPECT_EQ(d.cause, MissCause::kForecastUnderPredicted);
 }
 
+// The victim's grace runs until 150 s. At 140 s, judging 120-140 s (a cold
+// start after the rise): 35 rps needs 4, 2 ready, none placed: 2 short
+// waiting on 1 victim with 10 s of grace left.
 TEST_F(SloDiagnosisTest, ReplicasWaitingOnVictimsInGrace) {
-  Build(4);
-  Service(2);
-  Training(2, {Pod(0, 2, 2)});
-  // The target rises to 4 at 60 s; the training job on GPUs 2-3 gets notice
-  // for the service, grace until 150 s. At 140 s, judging 120-140 s (a cold
-  // start after the rise): 35 rps needs 4, 2 ready, none placed: 2 short
-  // waiting on 1 victim with 10 s of grace left.
-  Advance(60);
-  Ok(state::SetTargetEdit{W(1), 4});
-  state::NoticeEdit notice;
-  notice.workload = W(2);
-  notice.preemptor = W(1);
-  notice.grace_deadline = At(150);
-  Ok(notice);
+  ScaleToFourBehindAVictim(150);
   Advance(140);
   const MissDiagnosis d = Miss(120, 35, 2);
   EXPECT_EQ(d.cause, MissCause::kVictimsInGrace);
@@ -183,24 +191,14 @@ TEST_F(SloDiagnosisTest, ReplicasWaitingOnVictimsInGrace) {
   EXPECT_DOUBLE_EQ(d.victims_grace_left_s, 10);
 }
 
-// Replicas asked for in time but placed late: the target rises to 4 at 60
-// s, the training job on GPUs 2-3 gets notice for the service with grace
-// until 130 s, leaves then, and the 2 new replicas are placed, loading.
+// Replicas asked for in time but placed late: the victim's grace runs until
+// 130 s, it leaves then, and the 2 new replicas are placed, loading.
 // Judging 150-170 s (the target at 90 s was 4: asked in time), placed at
 // 130 s they could not be ready by 150 s even loading in the declared 60 s:
 // their scale-up waited 70 s on the victim, so the 2 short are the victim's,
 // not a slow model load.
 TEST_F(SloDiagnosisTest, ReplicasPlacedLateAreWhatTheirPlacementWaitedOn) {
-  Build(4);
-  Service(2);
-  Training(2, {Pod(0, 2, 2)});
-  Advance(60);
-  Ok(state::SetTargetEdit{W(1), 4});
-  state::NoticeEdit notice;
-  notice.workload = W(2);
-  notice.preemptor = W(1);
-  notice.grace_deadline = At(130);
-  Ok(notice);
+  ScaleToFourBehindAVictim(130);
   Advance(130);
   Ok(state::RequeueEdit{W(2)});
   Ok(state::GrowEdit{W(1), {Pod(0, 2), Pod(0, 3)}});
@@ -369,16 +367,7 @@ TEST(MissCauseNameTest, NamesAreStableSnakeCase) {
 // replicas are placed then and ready at `ready_s`. The judged scale-up's
 // diagnosis.
 diagnosis::ScaleUpDiagnosis ScaleUpBehindAVictim(SloDiagnosisTest& t, int victim_gone_s, int ready_s) {
-  t.Build(4);
-  t.Service(2);
-  t.Training(2, {Pod(0, 2, 2)});
-  t.Advance(60);
-  t.Ok(state::SetTargetEdit{W(1), 4});
-  state::NoticeEdit notice;
-  notice.workload = W(2);
-  notice.preemptor = W(1);
-  notice.grace_deadline = At(victim_gone_s);
-  t.Ok(notice);
+  t.ScaleToFourBehindAVictim(victim_gone_s);
   t.Advance(victim_gone_s);
   t.Ok(state::RequeueEdit{W(2)});
   t.Ok(state::GrowEdit{W(1), {Pod(0, 2), Pod(0, 3)}});
