@@ -165,6 +165,10 @@ struct WorkloadRecord {
   // The allocation's pod of that rank, if it has one.
   std::optional<size_t> PodOfRank(int rank) const {
     if (!allocation) return std::nullopt;
+    if (pod_ranks.empty()) {  // ranks by place: no walk on each pod event
+      return rank >= 0 && static_cast<size_t>(rank) < allocation->pods.size() ? std::optional<size_t>(rank)
+                                                                               : std::nullopt;
+    }
     for (size_t i = 0; i < allocation->pods.size(); ++i) {
       if (RankOf(i) == rank) return i;
     }

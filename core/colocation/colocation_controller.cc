@@ -266,9 +266,12 @@ ColocationPlan ColocationController::Prepare(const Snapshot& snapshot) {
   const bool predictive = config_.mode == ColocationMode::kPredictive;
   const size_t node_count = snapshot.cluster.nodes.size();
 
-  // The active services, in id order.
+  // The active services, in id order, and whether any service is there at
+  // all (a leaving one's allocation serves too).
   std::vector<const Workload*> by_id;
+  bool any_inference = false;
   snapshot.ForEachOfKind(WorkloadKind::kInference, [&](const Workload& w) {
+    any_inference = true;
     if (Active(w)) by_id.push_back(&w);
   });
   std::sort(by_id.begin(), by_id.end(),
@@ -282,8 +285,6 @@ ColocationPlan ColocationController::Prepare(const Snapshot& snapshot) {
   // allocations in every pass, so each is looked at once here.
   std::vector<const Allocation*> allocation_of(snapshot.workloads.size(), nullptr);
   std::vector<bool> serves(snapshot.allocations.size(), false);
-  bool any_inference = false;  // active or not: a leaving service's allocation serves too
-  snapshot.ForEachOfKind(WorkloadKind::kInference, [&](const Workload&) { any_inference = true; });
   for (size_t ai = 0; ai < snapshot.allocations.size() && any_inference; ++ai) {
     const int wi = index.OfAllocation(snapshot, ai);
     if (wi < 0 || KindAt(snapshot, wi) != WorkloadKind::kInference) continue;

@@ -109,6 +109,9 @@ async function checkSimPages(browser) {
   check(demo.status === 0, `tidal sim demo ran (exit ${demo.status})${demo.status === 0 ? '' : ': ' + demo.stderr + demo.stdout}`);
   if (demo.status !== 0) return;
   const context = await browser.newContext({ viewport: { width: 1366, height: 768 }, colorScheme: 'light' });
+  // A report is a local file, but on a 2-core machine busy with other builds
+  // or tests Chromium took over the default 30 s to load one.
+  context.setDefaultNavigationTimeout(90000);
   const page = await context.newPage();
   const errors = [];
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
