@@ -433,11 +433,13 @@ bool ProcessGroupAlive(pid_t pgid) {
   // answers, where a walk of /proc reads every process's stat (with 256
   // local agents and their pods, a thousand reads per agent asked about).
   if (LiveMemberOf(fmt::format("/proc/{}/stat", pgid), pgid)) return true;
+  // A range-for's increment throws on a read error; this walk must not.
   std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
-    const std::string name = entry.path().filename().string();
+  for (auto it = std::filesystem::directory_iterator("/proc", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
     if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
-    if (LiveMemberOf(entry.path() / "stat", pgid)) return true;
+    if (LiveMemberOf(it->path() / "stat", pgid)) return true;
   }
   return false;
 }

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <regex>
 #include <string>
 #include <thread>
@@ -50,6 +51,9 @@ class UpTest : public ::testing::Test {
         "tidal_up", ::testing::UnitTest::GetInstance()->current_test_info()->name());
   }
   void TearDown() override {
+    // What `tidal up` said on stderr (a sanitizer's report, an exception)
+    // is what explains a failure.
+    if (HasFailure() && !dir_.empty()) std::cerr << "tidal up's stderr:\n" << ReadWholeFile(dir_ / "up.err");
     up_.reset();
     if (!dir_.empty() && !HasFailure()) fs::remove_all(dir_);
   }
