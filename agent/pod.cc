@@ -301,9 +301,11 @@ void Pod::FinishExit(const ExitStatus& status, int64_t now_ms, std::vector<PodEv
     stop.checkpointed_in_time = !killed_at_deadline_ && now_ms <= kill_deadline_ms_ &&
                                 e.checkpoint_time_ms > checkpoint_at_notice_ms_ &&
                                 e.checkpoint_time_ms >= notice_received_ms_ - 1000;
-    e.reason = fmt::format("stopped ({}): {}{}; notice at {} ms, {}", notice_->cause,
+    // How long after its notice, not the notice's epoch time: a reader
+    // compares it with the grace, and `notice_time_ms` carries the time.
+    e.reason = fmt::format("stopped ({}): {}{}; {:.1f} s after the notice, {}", notice_->cause,
                            status.Describe(), killed_at_deadline_ ? " at the grace deadline" : "",
-                           notice_received_ms_,
+                           std::max<int64_t>(0, now_ms - notice_received_ms_) / 1000.0,
                            stop.checkpointed_in_time ? "checkpointed in time" : "no checkpoint after the notice");
   } else {
     e.reason = status.success() ? "completed" : fmt::format("failed: {}", status.Describe());
