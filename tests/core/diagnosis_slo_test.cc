@@ -31,8 +31,9 @@ int Short(const MissDiagnosis& d, MissCause c) { return d.short_by_cause[static_
 
 class SloDiagnosisTest : public ::testing::Test {
  public:  // ScaleUpBehindAVictim and RiseToFiveWithThreeLoading drive it too
-  // Two nodes of `gpus_per_node` GPUs.
+  // Two nodes of `gpus_per_node` GPUs, and a fresh diagnosis.
   void Build(int gpus_per_node = 8) {
+    diag_ = SloDiagnosis();
     Snapshot s = testing::SimpleCluster(1, 2, gpus_per_node);
     machine_.emplace(state::State(s.cluster, s.queues, s.projects),
                      state::LifecycleOptions{seconds(30), Duration(0), minutes(10)});
@@ -408,6 +409,35 @@ TEST_F(SloDiagnosisTest, AScaleUpHeldByALongGraceIsTheVictims) {
   EXPECT_EQ(d.cause, MissCause::kVictimsInGrace);
 }
 
+// The service scales from 2 to 4 at 60 s on free GPUs; both new replicas
+// are ready `load` after. Loading 60.04 s shows as 60 s, the declared cold
+// start: not "longer". 61 s is.
+diagnosis::ScaleUpDiagnosis ScaleUpLoadingFor(SloDiagnosisTest& t, Duration load) {
+  t.Build();
+  t.Service(2);
+  t.Advance(60);
+  t.Ok(state::SetTargetEdit{W(1), 4});
+  t.Ok(state::GrowEdit{W(1), {Pod(0, 2), Pod(0, 3)}});
+  t.machine_->AdvanceTo(At(60) + load);
+  t.Ok(state::ReplicaReadyEdit{W(1), Pod(0, 2)});
+  t.Ok(state::ReplicaReadyEdit{W(1), Pod(0, 3)});
+  std::optional<state::ScaleUpEndEdit> end;
+  for (const Edit& e : t.machine_->Tick()) {
+    if (const auto* s = std::get_if<state::ScaleUpEndEdit>(&e)) end = *s;
+  }
+  EXPECT_TRUE(end.has_value());
+  if (!end) return {};
+  return t.diag_.TakeScaleUp(t.machine_->state(), *end);
+}
+
+TEST_F(SloDiagnosisTest, ALoadAsLongAsDeclaredIsNotCalledLonger) {
+  const diagnosis::ScaleUpDiagnosis on_time = ScaleUpLoadingFor(*this, milliseconds(60040));
+  EXPECT_EQ(on_time.cause, MissCause::kColdStart);
+  EXPECT_FALSE(on_time.slow);
+  EXPECT_EQ(on_time.detail.find("longer than the declared"), std::string::npos) << on_time.detail;
+  const diagnosis::ScaleUpDiagnosis late = ScaleUpLoadingFor(*this, seconds(61));
+  EXPECT_NE(late.detail.find("longer than the declared 60 s"), std::string::npos) << late.detail;
+}
 
 }  // namespace
 }  // namespace tidal
