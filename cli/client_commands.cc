@@ -25,6 +25,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
@@ -298,6 +299,55 @@ std::string HumanizeDetail(const std::string& detail, int64_t now_ms) {
   }
   out.append(last, detail.cend());
   return out;
+}
+
+// An audit row's DETAIL column: its reason or cause where it has one, else
+// the fact its action records (a priority's change, where a placement went),
+// so that no row reads "-" for want of a sentence.
+std::string AuditDetail(const json& row, int64_t now_ms) {
+  const json& d = row["detail"];
+  if (!d.is_object()) return "";
+  const std::string action = row.value("action", "");
+  auto has = [&](const char* k) { return d.contains(k) && d[k].is_number(); };
+  if (action == "recovery" && has("recovery_s")) {
+    return fmt::format("running again after {:.0f} s ({})", d["recovery_s"].get<double>(), Str(d.value("cause", json())));
+  }
+  for (const char* k : {"reason", "cause"}) {
+    if (d.contains(k) && d[k].is_string() && !d[k].get<std::string>().empty()) {
+      return HumanizeDetail(d[k].get<std::string>(), now_ms);
+    }
+  }
+  if (action == "priority" && has("value")) {
+    return has("previous_value") ? fmt::format("{} -> {}", d["previous_value"].dump(), d["value"].dump())
+                                 : d["value"].dump();
+  }
+  if (action == "place" && d.contains("pods") && d["pods"].is_array()) {
+    std::vector<std::string> nodes;
+    for (const json& p : d["pods"]) {
+      const std::string n = p.value("node", "");
+      if (std::find(nodes.begin(), nodes.end(), n) == nodes.end()) nodes.push_back(n);
+    }
+    return fmt::format("on {}{}", fmt::join(nodes, ", "),
+                       has("wait_s") ? fmt::format(" after {:.1f} s waiting", d["wait_s"].get<double>()) : "");
+  }
+  if (action == "scale" && has("from") && has("to")) {
+    return fmt::format("{} -> {} replicas{}", d["from"].dump(), d["to"].dump(),
+                       has("spares") && d["spares"].get<int>() > 0 ? fmt::format(", {} spare", d["spares"].dump()) : "");
+  }
+  if (action == "ready" && has("rank")) {
+    return fmt::format("rank {}{}", d["rank"].dump(),
+                       has("cold_start_ms") ? fmt::format(", loaded in {:.1f} s", d["cold_start_ms"].get<double>() / 1000)
+                                            : "");
+  }
+  if (action == "admit" && has("gpus")) return fmt::format("{} GPUs, queue {}", d["gpus"].dump(), Str(d.value("queue", json())));
+  if (action == "register" && d.contains("node")) {
+    return fmt::format("{}: {} x {} in pool {}", Str(d["node"]), Str(d.value("gpus", json())),
+                       Str(d.value("gpu_model", json())), Str(d.value("pool", json())));
+  }
+  if ((action == "loan" || action == "return") && d.contains("node")) {
+    return fmt::format("{} ({} mode)", Str(d["node"]), Str(d.value("mode", json())));
+  }
+  return "";
 }
 
 std::string Detail(const json& j, int64_t now_ms) {
@@ -942,11 +992,10 @@ RegisterCommand reg([](CLI::App& root) {
             const int64_t now = WallNowMs();
             Table t({"SEQ", "TIME", "AGE", "ACTOR", "ACTION", "WORKLOAD", "TENANT", "DETAIL"});
             for (const json& a : j["audit"]) {
-              std::string detail = a["detail"].is_object() && a["detail"].contains("reason") ? Str(a["detail"]["reason"]) : "";
-              if (detail.empty() && a["detail"].is_object() && a["detail"].contains("cause")) detail = Str(a["detail"]["cause"]);
+              const std::string detail = AuditDetail(a, now);
               t.Add({Str(a["seq"]), Rfc3339(Ms(a["time_ms"])), Relative(Ms(a["time_ms"]), now), Str(a["actor"]), Str(a["action"]),
                      Ms(a["workload"]) > 0 ? Str(a["workload"]) : "-", a["tenant"] == "" ? "-" : Str(a["tenant"]),
-                     detail.empty() ? "-" : HumanizeDetail(detail, now)});
+                     detail.empty() ? "-" : detail});
             }
             std::cout << t.Render();
           });

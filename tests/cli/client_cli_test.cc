@@ -640,6 +640,11 @@ TEST_F(CliTest, WatchPrintsAgainWhenTheAnswerChanges) {
   CliRun events = Tidal("events 1");
   EXPECT_EQ(events.exit_code, 0) << events.err;
   EXPECT_NE(events.out.find("admit"), std::string::npos) << events.out;
+  // Rows without a reason say what their action records.
+  EXPECT_TRUE(std::regex_search(events.out, std::regex(R"( admit +1 .* \d+ GPUs, queue \S+\n)"))) << events.out;
+  EXPECT_TRUE(std::regex_search(events.out, std::regex(R"( priority +1 .* \d+\n)"))) << events.out;
+  EXPECT_TRUE(std::regex_search(events.out, std::regex(R"( place +1 .* on \S+ after \d+\.\d s waiting\n)")))
+      << events.out;
   EXPECT_EQ(Tidal("events x").exit_code, 2);
 }
 
