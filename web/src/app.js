@@ -486,7 +486,7 @@ function nodeCard(d, n) {
     return `<div class="${cls}"><div class="idx">GPU ${g.index}<span class="util">${esc(util)}</span>${fault}</div>${who}</div>`;
   }).join('');
   return `<div class="card node" data-node="${esc(n.name)}"><h3>${esc(n.name)} ${marks}</h3>
-    <div class="muted" style="font-size:12px;margin-bottom:6px">${esc(n.gpu_model)} · ${esc(n.rack || '')} ${esc(n.zone || '')} · heartbeat ${esc(relTime(n.last_heartbeat_ms, d.now))}</div>
+    <div class="muted" style="font-size:12px;margin-bottom:6px">${esc(n.gpu_model)}${n.rack ? ` · rack ${esc(n.rack)}` : ''}${n.zone ? ` · zone ${esc(n.zone)}` : ''} · heartbeat ${esc(relTime(n.last_heartbeat_ms, d.now))}</div>
     <div class="gpus">${gpus}</div></div>`;
 }
 
