@@ -285,12 +285,12 @@ void Agent::Sample(int64_t now_ms) {
   if (auto* fake = dynamic_cast<FakeGpuProbe*>(&probe_)) {
     // Without GPUs, a pod's CPU use stands in for its GPU use: a trainer
     // computing is busy, a debug shell waiting for input is idle.
+    static const double kTickS = 1.0 / static_cast<double>(sysconf(_SC_CLK_TCK));
     std::map<LocalPod*, double> activity;
     for (auto& [key, lp] : pods_) {
       const double cpu = lp.pod->CpuSeconds();
-      const double share = std::max(0.0, cpu - lp.cpu_s_at_sample) / interval_s;
+      activity[&lp] = FakeGpuActivity(cpu - lp.cpu_s_at_sample, interval_s, config_.fake_busy_cpu_share, kTickS);
       lp.cpu_s_at_sample = cpu;
-      activity[&lp] = std::min(1.0, share / config_.fake_busy_cpu_share);
     }
     for (const GpuDevice& gpu : inventory_.gpus) {
       auto it = holder.find(gpu.index);

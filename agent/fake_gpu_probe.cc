@@ -198,6 +198,12 @@ void FakeGpuProbe::InjectFault(const GpuFault& fault) {
   pending_faults_.push_back(fault);
 }
 
+double FakeGpuActivity(double cpu_delta_s, double interval_s, double busy_cpu_share, double tick_s) {
+  if (interval_s <= 0 || busy_cpu_share <= 0) return 0;
+  const double share = std::max(0.0, cpu_delta_s - tick_s) / interval_s;
+  return std::min(1.0, share / busy_cpu_share);
+}
+
 void FakeGpuProbe::SetLoad(int gpu_index, bool held, double activity) {
   std::lock_guard lock(mu_);
   if (gpu_index < 0 || gpu_index >= static_cast<int>(load_.size())) return;

@@ -41,6 +41,17 @@ struct FakeGpuSpec {
 // in .yaml/.yml) is read as YAML.
 StatusOr<FakeGpuSpec> ParseFakeGpuSpec(std::string_view spec);
 
+// How busy a pod's fake GPUs look: its CPU share over a sample (CPU seconds
+// `cpu_delta_s` in `interval_s`) as a fraction of `busy_cpu_share`, capped at
+// 1. /proc charges CPU time in whole clock ticks (`tick_s`, 10 ms), to
+// whichever process runs when the tick lands: a process that only wakes
+// briefly now and then is charged a tick at random, and one tick in a 1 s
+// sample reads as 1 % of a CPU, half of busy at the 2 % default. An idle
+// debug session then looked busy every half minute or so and its idle
+// reclaim never came. So the first tick of each sample is counted as that
+// noise, not as work.
+double FakeGpuActivity(double cpu_delta_s, double interval_s, double busy_cpu_share, double tick_s);
+
 class FakeGpuProbe final : public GpuProbe {
  public:
   explicit FakeGpuProbe(FakeGpuSpec spec, uint64_t seed = 1);

@@ -87,6 +87,21 @@ TEST(FakeGpuSpecTest, ReadsYamlFileAndReportsLineOfBadField) {
   fs::remove_all(dir);
 }
 
+// Busy is 2 % of a CPU; /proc's clock tick is 10 ms.
+TEST(FakeGpuActivityTest, OneStrayTickIsNoiseRealUseIsNot) {
+  const double tick = 0.01;
+  // An idle process charged one tick in a 1 s sample: 0, not 0.01 / 0.02.
+  EXPECT_DOUBLE_EQ(FakeGpuActivity(0.01, 1.0, 0.02, tick), 0);
+  EXPECT_DOUBLE_EQ(FakeGpuActivity(0, 1.0, 0.02, tick), 0);
+  // Two ticks: (0.02 - 0.01) / 1 s = 1 % of a CPU = half of busy.
+  EXPECT_DOUBLE_EQ(FakeGpuActivity(0.02, 1.0, 0.02, tick), 0.5);
+  // A trainer computing 10 % of the time: (0.1 - 0.01) / 1 = 9 %, capped at 1.
+  EXPECT_DOUBLE_EQ(FakeGpuActivity(0.1, 1.0, 0.02, tick), 1);
+  // A 200 ms sample of a spinning process: (0.2 - 0.01) / 0.2 = 95 %: busy.
+  EXPECT_DOUBLE_EQ(FakeGpuActivity(0.2, 0.2, 0.02, tick), 1);
+  EXPECT_DOUBLE_EQ(FakeGpuActivity(0.05, 0, 0.02, tick), 0);
+}
+
 TEST(FakeGpuProbeTest, ControlFileInjectsFaultsOnceAndOnlyWholeLines) {
   fs::path dir = TempDir("faults");
   auto spec = ParseFakeGpuSpec("4xH100-80GB,faults=" + (dir / "faults").string());
