@@ -306,7 +306,7 @@ void Pod::FinishExit(const ExitStatus& status, int64_t now_ms, std::vector<PodEv
     e.reason = fmt::format("stopped ({}): {}{}; {:.1f} s after the notice, {}", notice_->cause,
                            status.Describe(), killed_at_deadline_ ? " at the grace deadline" : "",
                            std::max<int64_t>(0, now_ms - notice_received_ms_) / 1000.0,
-                           stop.checkpointed_in_time ? "checkpointed in time" : "no checkpoint after the notice");
+                           stop.checkpointed_in_time ? "checkpointed in time" : "no new checkpoint");
   } else {
     e.reason = status.success() ? "completed" : fmt::format("failed: {}", status.Describe());
   }

@@ -305,7 +305,8 @@ std::string HumanizeDetail(const std::string& detail, int64_t now_ms) {
 // the fact its action records (a priority's change, where a placement went),
 // so that no row reads "-" for want of a sentence.
 std::string AuditDetail(const json& row, int64_t now_ms) {
-  const json& d = row["detail"];
+  static const json kNone;
+  const json& d = row.contains("detail") ? row["detail"] : kNone;
   if (!d.is_object()) return "";
   const std::string action = row.value("action", "");
   auto has = [&](const char* k) { return d.contains(k) && d[k].is_number(); };

@@ -255,7 +255,7 @@ TEST_F(AgentTest, StopNoticeFromServerAndUnlistedPodsAreStopped) {
   EXPECT_FALSE(r0.stop->checkpointed_in_time);
   const std::string reason = r0.reason;
   EXPECT_TRUE(std::regex_search(
-      reason, std::regex(R"(^stopped \(priority\): killed by SIGTERM; [0-9]+\.[0-9] s after the notice, no checkpoint)")))
+      reason, std::regex(R"(^stopped \(priority\): killed by SIGTERM; [0-9]+\.[0-9] s after the notice, no new checkpoint$)")))
       << reason;
   EXPECT_EQ(reason.find("grace deadline"), std::string::npos);
   EXPECT_TRUE(fs::exists(dir_ / "work/pods/5-r0-a0-0/preempt-notice.json"));
