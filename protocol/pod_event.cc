@@ -42,6 +42,24 @@ Status ReadLoadFigures(const ObjectReader& r, LoadReport* load) {
   return r.Double("p99_ms", &load->p99_ms, 0, 1e9);
 }
 
+// A reason is text for people (the audit, `tidal events`). It may come from
+// a hostile node, or quote a tenant's command line (a failed start names
+// the command), so it could carry terminal escapes or be huge: control
+// characters become '?' and it is cut at kMaxPodReasonBytes, on a UTF-8
+// character boundary. Nothing is refused: the exit it reports must not be
+// lost.
+std::string ShownReason(std::string reason) {
+  if (reason.size() > kMaxPodReasonBytes) {
+    size_t cut = kMaxPodReasonBytes;
+    while (cut > 0 && (static_cast<unsigned char>(reason[cut]) & 0xC0) == 0x80) --cut;
+    reason.resize(cut);
+  }
+  for (char& c : reason) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return reason;
+}
+
 }  // namespace
 
 StatusOr<PodEvent> PodEventFromJson(const json& j, std::string_view path) {
@@ -68,6 +86,7 @@ StatusOr<PodEvent> PodEventFromJson(const json& j, std::string_view path) {
   TIDAL_RETURN_IF_ERROR(r.Int("exit_code", &e.exit_code, -255, 255));
   TIDAL_RETURN_IF_ERROR(r.Int("signal", &e.signal, 0, 128));
   TIDAL_RETURN_IF_ERROR(r.String("reason", &e.reason));
+  e.reason = ShownReason(std::move(e.reason));
   TIDAL_RETURN_IF_ERROR(r.Int64("checkpoint_time_ms", &e.checkpoint_time_ms, 0));
   TIDAL_RETURN_IF_ERROR(r.Int64("cold_start_ms", &e.cold_start_ms, 0));
   if (r.Has("notice_time_ms") || r.Has("killed_at_deadline") || r.Has("checkpointed_in_time")) {

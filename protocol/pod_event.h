@@ -35,6 +35,9 @@ struct StopOutcome {
   bool operator==(const StopOutcome&) const = default;
 };
 
+// The longest exit reason kept (bytes); see PodEventFromJson.
+inline constexpr size_t kMaxPodReasonBytes = 1024;
+
 struct PodEvent {
   PodKey key;          // key.attempt 0 = not sent (the server then takes any attempt)
   std::string phase;   // "running", "ready", "exited"; "" = a periodic report

@@ -70,6 +70,25 @@ TEST(PodEventCodecTest, RoundTripsAReportWithoutPhaseOrStopOutcome) {
   EXPECT_FALSE(PodEventToJson(e)["load"].contains("p95_ms"));
 }
 
+// A hostile node's (or a tenant command's) reason reaches people's
+// terminals: its escapes are defused and its length is bounded, and the
+// event itself is still taken.
+TEST(PodEventCodecTest, AReasonLosesControlCharactersAndIsBounded) {
+  PodEvent e = FullExitEvent();
+  e.reason = "failed to start: execve /bin/\x1b]0;owned\x07x\r\n";
+  auto decoded = PodEventFromJson(Wire(PodEventToJson(e)));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->reason, "failed to start: execve /bin/?]0;owned?x??");
+  // 2,000 two-byte characters: cut at 1,024 bytes, between characters.
+  std::string long_reason;
+  for (int i = 0; i < 2000; ++i) long_reason += "\xc3\xa9";  // e-acute
+  e.reason = "x" + long_reason;  // odd offset: byte 1,024 is inside a character
+  decoded = PodEventFromJson(Wire(PodEventToJson(e)));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->reason.size(), 1023u);
+  EXPECT_NO_THROW(json(decoded->reason).dump());  // still valid UTF-8
+}
+
 TEST(PodEventCodecTest, BatchRoundTrips) {
   PodEventBatch batch;
   batch.events.push_back(FullExitEvent());
