@@ -24,6 +24,10 @@ using nlohmann::json;
 namespace {
 
 constexpr int kMasterPortBase = 29500;
+// Topology domains agents may add beyond the cluster file's: a rack per node
+// for ten times the 10,000-node fleet the benchmarks register.
+constexpr size_t kMaxZones = 1000;
+constexpr size_t kMaxRacks = 100000;
 constexpr int kMasterPortSpan = 20000;
 
 // What a registration changes of the hardware pods were placed on: such a
@@ -123,12 +127,35 @@ StatusOr<ControlPlane::ParsedRegistration> ControlPlane::ParseRegistration(const
                                                       "an agent cannot change them", name));
     }
   }
+  // What an agent says of itself is shown (`tidal nodes`, the dashboard)
+  // and becomes metric labels: printable and bounded, whatever a hostile
+  // agent sends.
+  for (const auto& [field, value] : {std::pair{"zone", &reg.zone}, std::pair{"rack", &reg.rack},
+                                     std::pair{"gpu_model", &reg.gpu_model},
+                                     std::pair{"driver_version", &reg.driver_version}}) {
+    if (*value) TIDAL_RETURN_IF_ERROR(config::CheckLabelValue(field, **value));
+  }
+  if (reg.gpus) {
+    for (size_t i = 0; i < reg.gpus->size(); ++i) {
+      const std::string at = config::IndexPath("gpus", i);
+      TIDAL_RETURN_IF_ERROR(config::CheckLabelValue(at + ".uuid", (*reg.gpus)[i].uuid));
+      TIDAL_RETURN_IF_ERROR(config::CheckLabelValue(at + ".model", (*reg.gpus)[i].model));
+    }
+  }
   out.zone = reg.zone.value_or("");
   out.rack = reg.rack.value_or("");
   if (out.zone.empty() && !node.zone.valid()) {
     out.zone = cat.cluster.zones.empty() ? "default" : cat.cluster.zones[0].name;
   }
   if (out.rack.empty() && !node.rack.valid()) out.rack = "rack-" + name;
+  // A new zone or rack name is a topology domain for good: an agent that
+  // re-registers under ever new names must not grow them without end.
+  if (!out.zone.empty() && !cat.FindZone(out.zone) && cat.cluster.zones.size() >= kMaxZones) {
+    return config::FieldError("zone", fmt::format("the cluster already has {} zones, the most it takes", kMaxZones));
+  }
+  if (!out.rack.empty() && !cat.FindRack(out.rack) && cat.cluster.racks.size() >= kMaxRacks) {
+    return config::FieldError("rack", fmt::format("the cluster already has {} racks, the most it takes", kMaxRacks));
+  }
   if (reg.gpu_model) node.gpu_model = *reg.gpu_model;
   if (reg.gpu_memory_gib) node.gpu_memory_gib = *reg.gpu_memory_gib;
   if (reg.driver_version) node.driver_version = *reg.driver_version;

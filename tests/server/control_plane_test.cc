@@ -195,6 +195,18 @@ TEST_F(ControlPlaneTest, ABadRegistrationChangesNothing) {
   EXPECT_EQ(again.status().message().rfind("taints[0].key:", 0), 0u) << again.status().message();
   EXPECT_EQ(NodeView("n1")["rack"], "rack-n1");
   EXPECT_EQ(NodeView("n1")["gpu_count"], 2);
+  // What a hostile agent says of itself is refused, naming the field, when it
+  // would put a terminal escape in `tidal nodes` or a megabyte in a label.
+  auto escape = cp_->RegisterNode(kAdmin, {{"name", "n1"}, {"gpu_model", "H100\x1b]0;owned\x07"}});
+  ASSERT_FALSE(escape.ok());
+  EXPECT_EQ(escape.status().message().rfind("gpu_model:", 0), 0u) << escape.status().message();
+  auto huge = cp_->RegisterNode(kAdmin, {{"name", "n1"}, {"rack", std::string(300, 'r')}});
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.status().message().rfind("rack:", 0), 0u) << huge.status().message();
+  auto uuid = cp_->RegisterNode(kAdmin, {{"name", "n1"}, {"gpus", json::array({json{{"uuid", "GPU-\n0"}}})}});
+  ASSERT_FALSE(uuid.ok());
+  EXPECT_EQ(uuid.status().message().rfind("gpus[0].uuid:", 0), 0u) << uuid.status().message();
+  EXPECT_EQ(NodeView("n1")["rack"], "rack-n1");
   // And a registered node survives a restart.
   Restart();
   EXPECT_EQ(NodeView("n1")["gpu_count"], 2);
