@@ -209,7 +209,15 @@ TEST_F(HaE2eTest, LosingAnEtcdMemberChangesNothingAndLosingQuorumPausesUntilItRe
   int lost = -1;
   ASSERT_TRUE(WaitFor([&] { return (lost = cluster_->etcd_leader()) >= 0; }, 10));
   cluster_->SignalEtcdMember(lost, SIGSTOP);
-  const uint64_t during = Submit(job("one-member-lost", 2));
+  // Until the two members left elect a new Raft leader (an election timeout,
+  // seconds on a loaded machine), etcd answers nothing and the API says so
+  // (503, "resume by themselves"): a client retries, and the submit lands.
+  uint64_t during = 0;
+  ASSERT_TRUE(WaitFor([&] {
+    auto reply = cluster_->Post("/v1/workloads", job("one-member-lost", 2));
+    if (reply.ok()) during = (*reply)["id"].get<uint64_t>();
+    return reply.ok();
+  }, 30));
   ASSERT_GT(during, 0u);
   EXPECT_TRUE(WaitFor([&] { return placed(during); }, 30)) << State(during);
   EXPECT_EQ(cluster_->leader(), leader) << "losing one etcd member moved the leadership";
