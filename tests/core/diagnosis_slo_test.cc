@@ -363,6 +363,20 @@ TEST(MissCauseNameTest, NamesAreStableSnakeCase) {
                                              "max_replicas_reached", "capacity_short"}));
 }
 
+// Replicas 2 and 3 of service 1 (node 0) become ready now, which ends its
+// scale-up: that scale-up's diagnosis.
+diagnosis::ScaleUpDiagnosis ReadyTwoAndThree(SloDiagnosisTest& t) {
+  t.Ok(state::ReplicaReadyEdit{W(1), Pod(0, 2)});
+  t.Ok(state::ReplicaReadyEdit{W(1), Pod(0, 3)});
+  std::optional<state::ScaleUpEndEdit> end;
+  for (const Edit& e : t.machine_->Tick()) {
+    if (const auto* s = std::get_if<state::ScaleUpEndEdit>(&e)) end = *s;
+  }
+  EXPECT_TRUE(end.has_value());
+  if (!end) return {};
+  return t.diag_.TakeScaleUp(t.machine_->state(), *end);
+}
+
 // A 2-replica service on node 0 scales to 4 at 60 s; training job 2 holds
 // the GPUs it needs and gets notice to leave at `victim_gone_s`; the new
 // replicas are placed then and ready at `ready_s`. The judged scale-up's
@@ -373,15 +387,7 @@ diagnosis::ScaleUpDiagnosis ScaleUpBehindAVictim(SloDiagnosisTest& t, int victim
   t.Ok(state::RequeueEdit{W(2)});
   t.Ok(state::GrowEdit{W(1), {Pod(0, 2), Pod(0, 3)}});
   t.Advance(ready_s);
-  t.Ok(state::ReplicaReadyEdit{W(1), Pod(0, 2)});
-  t.Ok(state::ReplicaReadyEdit{W(1), Pod(0, 3)});
-  std::optional<state::ScaleUpEndEdit> end;
-  for (const Edit& e : t.machine_->Tick()) {
-    if (const auto* s = std::get_if<state::ScaleUpEndEdit>(&e)) end = *s;
-  }
-  EXPECT_TRUE(end.has_value());
-  if (!end) return {};
-  return t.diag_.TakeScaleUp(t.machine_->state(), *end);
+  return ReadyTwoAndThree(t);
 }
 
 // A scale-up requested at 60 s waits on a victim until it leaves at 90 s
@@ -419,15 +425,7 @@ diagnosis::ScaleUpDiagnosis ScaleUpLoadingFor(SloDiagnosisTest& t, Duration load
   t.Ok(state::SetTargetEdit{W(1), 4});
   t.Ok(state::GrowEdit{W(1), {Pod(0, 2), Pod(0, 3)}});
   t.machine_->AdvanceTo(At(60) + load);
-  t.Ok(state::ReplicaReadyEdit{W(1), Pod(0, 2)});
-  t.Ok(state::ReplicaReadyEdit{W(1), Pod(0, 3)});
-  std::optional<state::ScaleUpEndEdit> end;
-  for (const Edit& e : t.machine_->Tick()) {
-    if (const auto* s = std::get_if<state::ScaleUpEndEdit>(&e)) end = *s;
-  }
-  EXPECT_TRUE(end.has_value());
-  if (!end) return {};
-  return t.diag_.TakeScaleUp(t.machine_->state(), *end);
+  return ReadyTwoAndThree(t);
 }
 
 TEST_F(SloDiagnosisTest, ALoadAsLongAsDeclaredIsNotCalledLonger) {
