@@ -24,11 +24,11 @@ using nlohmann::json;
 namespace {
 
 constexpr int kMasterPortBase = 29500;
+constexpr int kMasterPortSpan = 20000;
 // Topology domains agents may add beyond the cluster file's: a rack per node
 // for ten times the 10,000-node fleet the benchmarks register.
 constexpr size_t kMaxZones = 1000;
 constexpr size_t kMaxRacks = 100000;
-constexpr int kMasterPortSpan = 20000;
 
 // What a registration changes of the hardware pods were placed on: such a
 // node's pods cannot be trusted to run on what they were given.
