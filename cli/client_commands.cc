@@ -768,9 +768,10 @@ RegisterCommand reg([](CLI::App& root) {
             // For running work the API's estimated_start_ms is when it
             // started: not an estimate.
             const int64_t start = Ms(Field(j, {"estimated_start_ms"}));
+            const std::string state = Str(j["state"]);
             if (reason == "running" || reason == "terminating") {
               std::cout << fmt::format("Started:  {}\n", TimeAndRelative(start, now));
-            } else {
+            } else if (state != "succeeded" && state != "failed" && state != "cancelled") {
               std::cout << fmt::format("Estimated start: {}\n", TimeAndRelative(start, now));
             }
             std::cout << fmt::format("Queue:    {} ({} of {} guaranteed GPUs in use, {} borrowed)\n",

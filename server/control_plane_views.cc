@@ -100,8 +100,26 @@ StatusOr<json> ControlPlane::Explain(const Principal& who, uint64_t id) const {
       out["detail"] = "no scheduling pass has looked at it yet";
       out["estimated_start_ms"] = nullptr;
     } else {
+      // Finished: what ended its last run, in the words a tenant asking
+      // "where did my session go" needs. A run a preemption ended ends with
+      // that preemption's cause, however the victim then left (its own
+      // exit, or killed at the grace deadline); else the run's end reason.
+      std::string how = !r->runs.empty() && !r->runs.back().end_reason.empty()
+                            ? r->runs.back().end_reason
+                            : std::string(WorkloadStateName(r->w.state));
+      if (!r->runs.empty() && !r->preemptions.empty() &&
+          r->preemptions.back().time_ms >= r->runs.back().start_ms) {
+        how = r->preemptions.back().cause;
+      }
+      std::string ended = fmt::format("ended ({})", how);
+      if (how == "idle") {
+        ended = fmt::format("ended by idle debug reclaim: its GPUs stayed below {:.0f}% busy for {:.0f} s",
+                            config_.idle_utilization * 100, ToSeconds(config_.debug_idle_limit));
+      } else if (how == "max_runtime") {
+        ended = fmt::format("ended at its max runtime ({:.0f} s)", ToSeconds(r->w.debug.max_runtime));
+      }
       out["reason"] = WorkloadStateName(r->w.state);
-      out["detail"] = "finished";
+      out["detail"] = r->finish_time_ms > 0 ? fmt::format("{} at {}", ended, r->finish_time_ms) : ended;
       out["estimated_start_ms"] = nullptr;
     }
     const auto usage = ComputeQueueUsage(cat, records_, active_);

@@ -974,6 +974,13 @@ TEST_F(ControlPlaneTest, AnIdleDebugSessionIsReclaimedOneIdleLimitAfterItWentIdl
   beat(0.0);
   cp_->RunPass();
   EXPECT_EQ(Get(id)["state"], "cancelled");
+  // Its owner asks where it went: explain names the reclaim and its numbers.
+  const json e = cp_->Explain(kAdmin, id).value();
+  EXPECT_EQ(e["reason"], "cancelled");
+  EXPECT_EQ(e["detail"].get<std::string>().rfind(
+                "ended by idle debug reclaim: its GPUs stayed below 5% busy for 1800 s at ", 0),
+            0u)
+      << e.dump();
 }
 
 // A busy session is never reclaimed, however long it runs.
