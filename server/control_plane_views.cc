@@ -100,16 +100,18 @@ StatusOr<json> ControlPlane::Explain(const Principal& who, uint64_t id) const {
       out["detail"] = "no scheduling pass has looked at it yet";
       out["estimated_start_ms"] = nullptr;
     } else {
-      // Finished: what ended its last run, in the words a tenant asking
-      // "where did my session go" needs. A run a preemption ended ends with
-      // that preemption's cause, however the victim then left (its own
-      // exit, or killed at the grace deadline); else the run's end reason.
-      std::string how = !r->runs.empty() && !r->runs.back().end_reason.empty()
-                            ? r->runs.back().end_reason
-                            : std::string(WorkloadStateName(r->w.state));
-      if (!r->runs.empty() && !r->preemptions.empty() &&
-          r->preemptions.back().time_ms >= r->runs.back().start_ms) {
-        how = r->preemptions.back().cause;
+      // Finished: what ended it, in the words a tenant asking "where did my
+      // session go" needs. When its end closed a run, the run's end reason,
+      // or the cause of the preemption that ended that run (however the
+      // victim then left: its own exit, or killed at the grace deadline).
+      // Ended while waiting (cancelled after a requeue, or never run): its
+      // state.
+      std::string how(WorkloadStateName(r->w.state));
+      if (!r->runs.empty() && r->runs.back().end_ms >= r->finish_time_ms && !r->runs.back().end_reason.empty()) {
+        how = r->runs.back().end_reason;
+        if (!r->preemptions.empty() && r->preemptions.back().time_ms >= r->runs.back().start_ms) {
+          how = r->preemptions.back().cause;
+        }
       }
       std::string ended = fmt::format("ended ({})", how);
       if (how == "idle") {

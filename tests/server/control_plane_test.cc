@@ -983,6 +983,15 @@ TEST_F(ControlPlaneTest, AnIdleDebugSessionIsReclaimedOneIdleLimitAfterItWentIdl
       << e.dump();
 }
 
+// A workload cancelled before any run ended by its cancellation alone.
+TEST_F(ControlPlaneTest, ExplainOfAWorkloadCancelledWhileWaitingSaysSo) {
+  const uint64_t id = Submit({{"name", "w"}, {"project", "vision"}, {"gpus_per_replica", 1}});
+  ASSERT_TRUE(cp_->Cancel(kAlice, id).ok());
+  const json e = cp_->Explain(kAdmin, id).value();
+  EXPECT_EQ(e["reason"], "cancelled");
+  EXPECT_EQ(e["detail"].get<std::string>().rfind("ended (cancelled) at ", 0), 0u) << e.dump();
+}
+
 // A busy session is never reclaimed, however long it runs.
 TEST_F(ControlPlaneTest, ABusyDebugSessionIsNotReclaimed) {
   Register("x", 1);
