@@ -114,10 +114,10 @@ StatusOr<json> ControlPlane::Explain(const Principal& who, uint64_t id) const {
         }
       }
       std::string ended = fmt::format("ended ({})", how);
-      if (how == "idle") {
+      if (how == PreemptCauseName(PreemptCause::kIdle)) {
         ended = fmt::format("ended by idle debug reclaim: its GPUs stayed below {:.0f}% busy for {:.0f} s",
                             config_.idle_utilization * 100, ToSeconds(config_.debug_idle_limit));
-      } else if (how == "max_runtime") {
+      } else if (how == PreemptCauseName(PreemptCause::kMaxRuntime)) {
         ended = fmt::format("ended at its max runtime ({:.0f} s)", ToSeconds(r->w.debug.max_runtime));
       }
       out["reason"] = WorkloadStateName(r->w.state);
